@@ -1,0 +1,17 @@
+#pragma once
+/// One sample as stored in a dataset: a key (its file name or id), a class label and the
+/// encoded bytes (e.g. a JPEG file).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace conveyor {
+
+struct record {
+  std::string key;
+  std::int32_t label = 0;
+  std::vector<std::uint8_t> payload;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,67 @@
+#include "support/test_support.hpp"
+
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+namespace conveyor::testing {
+
+temp_dir::temp_dir() {
+  std::random_device rd;
+  auto base = std::filesystem::temp_directory_path();
+  for (;;) {
+    path_ = base / ("conveyor-test-" + std::to_string(rd()));
+    if (std::filesystem::create_directory(path_)) {
+      return;
+    }
+  }
+}
+
+temp_dir::~temp_dir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::vector<std::uint8_t> make_jpeg(int width, int height, std::uint64_t seed, int quality) {
+  std::mt19937_64 rng(seed);
+  cv::Mat image(height, width, CV_8UC3);
+  for (int y = 0; y < height; ++y) {
+    auto* row = image.ptr<cv::Vec3b>(y);
+    for (int x = 0; x < width; ++x) {
+      row[x] = cv::Vec3b(static_cast<std::uint8_t>(x * 255 / std::max(1, width - 1)),
+                         static_cast<std::uint8_t>(y * 255 / std::max(1, height - 1)),
+                         static_cast<std::uint8_t>((x + y + seed) % 256));
+    }
+  }
+  std::uniform_int_distribution<int> coord_x(0, width - 1), coord_y(0, height - 1), c(0, 255);
+  for (int i = 0; i < 6; ++i) {
+    cv::circle(image, {coord_x(rng), coord_y(rng)}, std::max(2, width / 8),
+               cv::Scalar(c(rng), c(rng), c(rng)), cv::FILLED);
+  }
+  std::vector<std::uint8_t> out;
+  if (!cv::imencode(".jpg", image, out, {cv::IMWRITE_JPEG_QUALITY, quality})) {
+    throw std::runtime_error("make_jpeg: imencode failed");
+  }
+  return out;
+}
+
+void write_file(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) {
+    throw std::runtime_error("write_file failed: " + path.string());
+  }
+}
+
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error("read_file failed: " + path.string());
+  }
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace conveyor::testing

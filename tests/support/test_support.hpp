@@ -1,0 +1,32 @@
+#pragma once
+/// Fixtures shared by the tests: temporary directories, real JPEG bytes, file helpers.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace conveyor::testing {
+
+/// A fresh directory under the system temp dir, removed with everything in it on destruction.
+class temp_dir {
+ public:
+  temp_dir();
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::filesystem::path& path() const noexcept { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Real JPEG bytes (OpenCV's encoder) of a `width` x `height` colour image with gradients,
+/// shapes and noise drawn from `seed`.
+std::vector<std::uint8_t> make_jpeg(int width, int height, std::uint64_t seed, int quality = 90);
+
+void write_file(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
+
+}  // namespace conveyor::testing
