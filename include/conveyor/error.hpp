@@ -47,7 +47,8 @@ template <class T>
 class expected {
  public:
   expected(T value) : state_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
-  expected(error err) : state_(std::in_place_index<1>, std::move(err)) {}  // NOLINT: implicit
+  expected(conveyor::error err)
+      : state_(std::in_place_index<1>, std::move(err)) {}  // NOLINT: implicit
 
   bool has_value() const noexcept { return state_.index() == 0; }
   explicit operator bool() const noexcept { return has_value(); }
@@ -74,7 +75,7 @@ template <>
 class expected<void> {
  public:
   expected() = default;
-  expected(error err) : error_(std::move(err)) {}  // NOLINT: implicit
+  expected(conveyor::error err) : error_(std::move(err)) {}  // NOLINT: implicit
 
   bool has_value() const noexcept { return !error_.has_value(); }
   explicit operator bool() const noexcept { return has_value(); }

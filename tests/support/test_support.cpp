@@ -50,7 +50,8 @@ std::vector<std::uint8_t> make_jpeg(int width, int height, std::uint64_t seed, i
 
 void write_file(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
   if (!out) {
     throw std::runtime_error("write_file failed: " + path.string());
   }
