@@ -13,3 +13,9 @@ if(CONVEYOR_SANITIZE)
                       -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+if(CONVEYOR_FUZZ)
+  # Coverage for libFuzzer in every library the fuzz targets link; the targets add the driver.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,0 +1,31 @@
+#pragma once
+/// Turns a cudaError_t into a conveyor::error that names the device and the call.
+/// Include only from .cpp/.cu files of core/cuda (it pulls in cuda_runtime.h).
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "conveyor/error.hpp"
+
+namespace conveyor::cuda {
+
+inline expected<void> cuda_check(cudaError_t status, const char* call, int device) {
+  if (status == cudaSuccess) {
+    return {};
+  }
+  return error{errc::io_error, "CUDA device " + std::to_string(device) + ": " + call +
+                                   " failed: " + cudaGetErrorName(status) + " (" +
+                                   cudaGetErrorString(status) + ")"};
+}
+
+}  // namespace conveyor::cuda
+
+/// Evaluates a CUDA call and returns its error from the enclosing function on failure.
+#define CONVEYOR_CUDA_TRY(device, call)                                         \
+  do {                                                                          \
+    if (auto conveyor_ok_ = ::conveyor::cuda::cuda_check((call), #call, (device)); \
+        !conveyor_ok_) {                                                        \
+      return std::move(conveyor_ok_).error();                                   \
+    }                                                                           \
+  } while (false)

@@ -1,0 +1,28 @@
+// libFuzzer target: arbitrary bytes as a shard. Opening, random reads and streaming must
+// return errors, never crash, hang or read out of bounds.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/shard_reader.hpp"
+#include "core/shard_stream.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace conveyor;
+  auto reader = shard_reader::open(make_memory_source({data, data + size}, "fuzz.cvs"));
+  if (!reader) {
+    return 0;
+  }
+  auto n = std::min<std::uint64_t>(reader->size(), 64);
+  for (std::uint64_t i = 0; i <= n; ++i) {
+    (void)reader->read(i);
+  }
+  shard_stream stream(*reader, 512);
+  for (std::uint64_t i = 0; i <= n; ++i) {
+    auto r = stream.next();
+    if (r && !r->has_value()) {
+      break;
+    }
+  }
+  return 0;
+}
