@@ -26,7 +26,8 @@ const std::filesystem::path& dataset_dir() {
     std::vector<std::uint8_t> payload(110 * 1024);
     std::mt19937_64 rng(1);
     for (int i = 0; i < 2400; ++i) {
-      std::generate(payload.begin(), payload.end(), [&] { return static_cast<std::uint8_t>(rng()); });
+      std::generate(payload.begin(), payload.end(),
+                    [&] { return static_cast<std::uint8_t>(rng()); });
       (void)writer->append("img_" + std::to_string(i), 0, payload.data(), payload.size());
     }
     (void)writer->finish();

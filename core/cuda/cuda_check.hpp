@@ -22,10 +22,10 @@ inline expected<void> cuda_check(cudaError_t status, const char* call, int devic
 }  // namespace conveyor::cuda
 
 /// Evaluates a CUDA call and returns its error from the enclosing function on failure.
-#define CONVEYOR_CUDA_TRY(device, call)                                         \
-  do {                                                                          \
+#define CONVEYOR_CUDA_TRY(device, call)                                            \
+  do {                                                                             \
     if (auto conveyor_ok_ = ::conveyor::cuda::cuda_check((call), #call, (device)); \
-        !conveyor_ok_) {                                                        \
-      return std::move(conveyor_ok_).error();                                   \
-    }                                                                           \
+        !conveyor_ok_) {                                                           \
+      return std::move(conveyor_ok_).error();                                      \
+    }                                                                              \
   } while (false)

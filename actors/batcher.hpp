@@ -1,0 +1,26 @@
+#pragma once
+/// The batcher actor: the pipeline's coordinator around batcher_core (which holds all of its
+/// logic). It dispatches tickets to readers, collects prepared samples, sends batches to
+/// feeders with credit, quarantines failed samples and publishes its ledger figures.
+
+#include <caf/actor_system.hpp>
+
+#include <memory>
+
+#include "actors/reporting.hpp"
+#include "core/batcher_core.hpp"
+#include "core/pipeline_status.hpp"
+#include "messages/pipeline_actors.hpp"
+
+namespace conveyor {
+
+struct batcher_options {
+  batcher_settings settings;
+  batching_policy policy = batching_policy::in_order;
+  std::shared_ptr<pipeline_status> status;
+  reporting report;
+};
+
+batcher_actor spawn_batcher(caf::actor_system& sys, batcher_options options);
+
+}  // namespace conveyor

@@ -1,0 +1,52 @@
+#include "actors/monitor.hpp"
+
+#include <caf/all.hpp>
+
+#include <map>
+
+#include "core/log.hpp"
+
+namespace conveyor {
+namespace {
+
+struct mailbox_trend {
+  std::uint64_t last = 0;
+  int growing = 0;  ///< reports in a row with a deeper mailbox than the one before
+};
+
+struct monitor_state {
+  static inline const char* name = "monitor";
+  std::map<std::string, mailbox_trend> trends;
+};
+
+using monitor_pointer = monitor_actor::stateful_pointer<monitor_state>;
+
+void on_report(monitor_pointer self, const monitor_options& opts, const actor_report& r) {
+  auto logger = log("monitor");
+  logger->info(
+      "{:<16} mailbox={:<5} items={:<8} rate={}/s p50={:.2f}ms p90={:.2f}ms p99={:.2f}ms {}",
+      r.name, r.mailbox, r.items, r.items_per_s, r.p50_us / 1000.0, r.p90_us / 1000.0,
+      r.p99_us / 1000.0, r.extra);
+  auto& trend = self->state.trends[r.name];
+  trend.growing = r.mailbox > trend.last ? trend.growing + 1 : 0;
+  trend.last = r.mailbox;
+  if (trend.growing >= opts.growth_warning_after) {
+    logger->warn("{}: mailbox has grown {} reports in a row (now {}): it cannot keep up", r.name,
+                 trend.growing, r.mailbox);
+  }
+}
+
+monitor_actor::behavior_type monitor(monitor_pointer self, monitor_options opts) {
+  return {
+      [self, opts](atoms::report, const actor_report& r) { on_report(self, opts, r); },
+      [](atoms::tick) {},
+  };
+}
+
+}  // namespace
+
+monitor_actor spawn_monitor(caf::actor_system& sys, monitor_options options) {
+  return sys.spawn(monitor, options);
+}
+
+}  // namespace conveyor

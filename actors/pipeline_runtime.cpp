@@ -1,0 +1,151 @@
+#include "actors/pipeline_runtime.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
+
+#include <mutex>
+
+#include "actors/batcher.hpp"
+#include "actors/feeder.hpp"
+#include "actors/monitor.hpp"
+#include "actors/preprocessor.hpp"
+#include "actors/reader.hpp"
+#include "core/log.hpp"
+
+namespace conveyor {
+namespace {
+
+caf::actor_system_config make_config(int scheduler_threads) {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", scheduler_threads);
+  // An actor yields its thread after this many messages, so a busy batcher cannot starve
+  // the feeders (0.17's default is unlimited).
+  cfg.set("scheduler.max-throughput", 64);
+  return cfg;
+}
+
+std::vector<std::shared_ptr<batch_channel>> make_channels(int gpus) {
+  std::vector<std::shared_ptr<batch_channel>> out;
+  for (int g = 0; g < gpus; ++g) {
+    out.push_back(std::make_shared<batch_channel>());
+  }
+  return out;
+}
+
+void complete_settings(pipeline_spec& spec) {
+  auto& s = spec.settings;
+  s.dataset_size = spec.source->size();
+  if (s.window_samples == 0) {
+    s.window_samples =
+        (spec.prefetch_batches + 1) * s.batch_size * static_cast<std::uint64_t>(s.gpus);
+  }
+}
+
+}  // namespace
+
+struct pipeline_runtime::impl {
+  explicit impl(pipeline_spec s)
+      : spec(std::move(s)),
+        config(make_config(spec.scheduler_threads)),
+        system(config),
+        status(std::make_shared<pipeline_status>(make_channels(spec.settings.gpus))) {}
+
+  void spawn_all();
+  void stop();
+
+  pipeline_spec spec;
+  caf::actor_system_config config;
+  caf::actor_system system;  // declared before the handles: they must go first
+  std::shared_ptr<pipeline_status> status;
+  std::mutex stop_mutex;
+  bool stopped = false;
+  monitor_actor monitor;
+  batcher_actor batcher;
+  std::vector<reader_actor> readers;
+  std::vector<preprocessor_actor> preprocessors;
+  std::vector<feeder_actor> feeders;
+};
+
+void pipeline_runtime::impl::spawn_all() {
+  reporting report;
+  if (spec.monitor_interval.count() > 0) {
+    monitor = spawn_monitor(system);
+    report = {monitor, spec.monitor_interval};
+  }
+  batcher = spawn_batcher(system, {spec.settings, spec.policy, status, report});
+  for (int i = 0; i < spec.settings.workers; ++i) {
+    preprocessors.push_back(spawn_preprocessor(system, {i, spec.chain, batcher, report}));
+  }
+  for (int i = 0; i < spec.readers; ++i) {
+    readers.push_back(spawn_reader(system, {i, spec.source, report}));
+  }
+  for (int g = 0; g < spec.settings.gpus; ++g) {
+    feeders.push_back(spawn_host_feeder(
+        system, {g, spec.prefetch_batches + 1, batcher, status->channel(g), status, report}));
+  }
+  caf::anon_send(batcher, atoms::connect::value, readers, preprocessors, feeders);
+}
+
+void pipeline_runtime::impl::stop() {
+  std::lock_guard<std::mutex> lock(stop_mutex);
+  if (stopped) {
+    return;
+  }
+  stopped = true;
+  status->close_channels();
+  auto stop_one = [](auto& handle) {
+    if (handle) {
+      caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);
+    }
+  };
+  stop_one(batcher);
+  stop_one(monitor);
+  for (auto& h : readers) {
+    stop_one(h);
+  }
+  for (auto& h : preprocessors) {
+    stop_one(h);
+  }
+  for (auto& h : feeders) {
+    stop_one(h);
+  }
+  // Drop our handles so that ~actor_system does not wait on actors we keep reachable.
+  batcher = nullptr;
+  monitor = nullptr;
+  readers.clear();
+  preprocessors.clear();
+  feeders.clear();
+}
+
+pipeline_runtime::pipeline_runtime(pipeline_spec spec) {
+  complete_settings(spec);
+  impl_ = std::make_unique<impl>(std::move(spec));
+  impl_->spawn_all();
+}
+
+pipeline_runtime::~pipeline_runtime() {
+  stop();
+  impl_.reset();  // ~actor_system waits for every actor to finish
+}
+
+const std::shared_ptr<pipeline_status>& pipeline_runtime::status() const noexcept {
+  return impl_->status;
+}
+
+const pipeline_spec& pipeline_runtime::spec() const noexcept {
+  return impl_->spec;
+}
+
+void pipeline_runtime::release(int gpu, std::uint64_t slot) {
+  std::lock_guard<std::mutex> lock(impl_->stop_mutex);
+  if (!impl_->stopped) {
+    caf::anon_send(impl_->feeders[static_cast<std::size_t>(gpu)], atoms::release::value, slot);
+  }
+}
+
+void pipeline_runtime::stop() {
+  impl_->stop();
+}
+
+}  // namespace conveyor

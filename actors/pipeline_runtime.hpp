@@ -1,0 +1,52 @@
+#pragma once
+/// A running pipeline: the actor system and every actor of one node (readers, preprocessors,
+/// batcher, one feeder per GPU, monitor), wired together. Trainers take batches from
+/// status()->channel(gpu) and give them back with release(). Destruction stops everything,
+/// also in the middle of an epoch, and waits for every actor to finish.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "core/batch_policy.hpp"
+#include "core/batcher_core.hpp"
+#include "core/pipeline_status.hpp"
+#include "core/sample_source.hpp"
+#include "core/transform_chain.hpp"
+
+namespace conveyor {
+
+struct pipeline_spec {
+  std::shared_ptr<const sample_source> source;
+  transform_chain chain;
+  /// dataset_size is taken from `source`; window_samples, when 0, becomes
+  /// (prefetch_batches + 1) * batch_size * gpus.
+  batcher_settings settings;
+  batching_policy policy = batching_policy::in_order;
+  int readers = 1;
+  std::uint64_t prefetch_batches = 2;
+  std::chrono::milliseconds monitor_interval{1000};  ///< 0: no monitor reports
+  int scheduler_threads = 2;  ///< CAF threads for the light actors (batcher, feeders, monitor)
+};
+
+/// Thread-safe: release() may be called from any trainer thread.
+class pipeline_runtime {
+ public:
+  explicit pipeline_runtime(pipeline_spec spec);
+  ~pipeline_runtime();
+  pipeline_runtime(const pipeline_runtime&) = delete;
+  pipeline_runtime& operator=(const pipeline_runtime&) = delete;
+
+  const std::shared_ptr<pipeline_status>& status() const noexcept;
+  const pipeline_spec& spec() const noexcept;
+  /// Gives buffer `slot` of GPU `gpu` back to its feeder.
+  void release(int gpu, std::uint64_t slot);
+  /// Stops every actor and closes the channels; idempotent. The destructor calls it.
+  void stop();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace conveyor

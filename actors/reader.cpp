@@ -1,0 +1,50 @@
+#include "actors/reader.hpp"
+
+#include <caf/all.hpp>
+
+namespace conveyor {
+namespace {
+
+struct reader_state {
+  static inline const char* name = "reader";
+  std::unique_ptr<actor_metrics> metrics;
+};
+
+using reader_pointer = reader_actor::stateful_pointer<reader_state>;
+
+raw_sample read_sample(const sample_source& source, const sample_ticket& ticket) {
+  raw_sample raw;
+  raw.ticket = ticket;
+  auto r = source.read(ticket.sample_id);
+  if (!r) {
+    raw.key = source.locate(ticket.sample_id);
+    raw.error_code = static_cast<std::uint8_t>(r.error().code());
+    raw.error_message = r.error().what();
+    return raw;
+  }
+  raw.key = std::move(r->key);
+  raw.label = r->label;
+  raw.bytes = std::move(r->payload);
+  return raw;
+}
+
+reader_actor::behavior_type reader(reader_pointer self, reader_options opts) {
+  self->state.metrics = std::make_unique<actor_metrics>("reader-" + std::to_string(opts.index));
+  start_reporting(self, opts.report);
+  return {
+      [self, opts](atoms::read, const sample_ticket& ticket, const preprocessor_actor& to) {
+        auto start = std::chrono::steady_clock::now();
+        self->send(to, atoms::prepare::value, read_sample(*opts.source, ticket));
+        self->state.metrics->record(elapsed_ns(start));
+      },
+      [self, opts](atoms::tick) { report_and_rearm(self, opts.report, *self->state.metrics); },
+  };
+}
+
+}  // namespace
+
+reader_actor spawn_reader(caf::actor_system& sys, reader_options options) {
+  return sys.spawn<caf::detached>(reader, std::move(options));
+}
+
+}  // namespace conveyor

@@ -1,0 +1,25 @@
+#pragma once
+/// The reader: turns a sample ticket into the sample's encoded bytes (from shards or an image
+/// folder) and passes them to the preprocessor the batcher chose. A read error travels the
+/// same way, so the preprocessor's accounting stays exact. Runs on its own thread (detached):
+/// a slow disk blocks it, never the scheduler.
+
+#include <caf/actor_system.hpp>
+
+#include <memory>
+
+#include "actors/reporting.hpp"
+#include "core/sample_source.hpp"
+#include "messages/pipeline_actors.hpp"
+
+namespace conveyor {
+
+struct reader_options {
+  std::int32_t index = 0;
+  std::shared_ptr<const sample_source> source;
+  reporting report;
+};
+
+reader_actor spawn_reader(caf::actor_system& sys, reader_options options);
+
+}  // namespace conveyor

@@ -1,0 +1,66 @@
+#include "api/resolve_topology.hpp"
+
+#include <thread>
+
+#include "core/log.hpp"
+
+namespace conveyor {
+namespace {
+
+// Until the CUDA feeder exists every GPU slot is served by a host feeder.
+int resolve_gpus(const gpu_selection& gpus) {
+  switch (gpus.kind) {
+    case gpu_kind::auto_detect:
+      return 1;
+    case gpu_kind::device_ids:
+      log("node")->warn("gpus = {} CUDA devices: host feeders stand in for them in this build",
+                        gpus.ids.size());
+      return static_cast<int>(gpus.ids.size());
+    case gpu_kind::host_feeders:
+      return gpus.count;
+  }
+  return 1;
+}
+
+batching_policy resolve_policy(batch_policy_kind kind) {
+  return kind == batch_policy_kind::latency_aware ? batching_policy::latency_aware
+                                                  : batching_policy::in_order;
+}
+
+batcher_settings resolve_settings(const topology& t) {
+  batcher_settings s;
+  s.seed = t.dataset.seed;
+  s.shuffle = t.dataset.shuffle;
+  s.epochs = static_cast<std::uint64_t>(t.trainer.epochs);
+  s.batch_size = static_cast<std::uint64_t>(t.pipeline.batch_size);
+  s.gpus = resolve_gpus(t.gpus);
+  s.workers = t.pipeline.preprocessors == auto_count ? hardware_cores() : t.pipeline.preprocessors;
+  s.per_worker_limit = static_cast<std::uint64_t>(t.pipeline.per_worker_limit);
+  return s;
+}
+
+}  // namespace
+
+int hardware_cores() noexcept {
+  auto n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+expected<pipeline_spec> resolve_topology(const topology& t) {
+  auto source = open_sample_source(t.dataset.path, t.dataset.format);
+  if (!source) {
+    return error{errc::invalid_config, t.source + ": dataset.path: " + source.error().what()};
+  }
+  auto chain = transform_chain::build(t.transforms);
+  if (!chain) {
+    return error{errc::invalid_config, t.source + ": transform: " + chain.error().what()};
+  }
+  pipeline_spec spec{std::move(*source), std::move(*chain), resolve_settings(t),
+                     resolve_policy(t.batching.policy)};
+  spec.readers = t.pipeline.readers;
+  spec.prefetch_batches = static_cast<std::uint64_t>(t.pipeline.prefetch_batches);
+  spec.monitor_interval = std::chrono::milliseconds(t.monitor.interval_ms);
+  return spec;
+}
+
+}  // namespace conveyor

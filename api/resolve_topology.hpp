@@ -1,0 +1,17 @@
+#pragma once
+/// From a validated topology to a runnable pipeline_spec: opens the dataset, builds the
+/// transform chain and resolves every "auto". Its errors are configuration errors (the node
+/// app exits with code 2 on them): they name the key and the file or path concerned.
+
+#include "actors/pipeline_runtime.hpp"
+#include "config/topology.hpp"
+#include "conveyor/error.hpp"
+
+namespace conveyor {
+
+/// Cores of this machine (at least 1).
+int hardware_cores() noexcept;
+
+expected<pipeline_spec> resolve_topology(const topology& t);
+
+}  // namespace conveyor

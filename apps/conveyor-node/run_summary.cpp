@@ -1,0 +1,67 @@
+#include "apps/conveyor-node/run_summary.hpp"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <sstream>
+
+namespace conveyor {
+namespace {
+
+// Samples the trainers never saw and the pipeline did not quarantine, over every epoch.
+std::uint64_t lost_samples(const run_facts& f, const training_record::totals& seen,
+                           const pipeline_report& report) {
+  auto expected = f.dataset_size * f.epochs;
+  auto accounted = seen.ledger.delivered + report.quarantined;
+  return expected > accounted ? expected - accounted : 0;
+}
+
+double mean_epoch_s(const std::vector<double>& ends) {
+  if (ends.empty()) {
+    return 0;
+  }
+  return ends.back() / static_cast<double>(ends.size());
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+bool run_is_clean(const run_facts& facts, const training_record::totals& seen,
+                  const pipeline_report& report) {
+  return lost_samples(facts, seen, report) == 0 && seen.ledger.duplicates == 0 &&
+         report.duplicates == 0;
+}
+
+std::string summary_json(const run_facts& f, const training_record::totals& seen,
+                         const pipeline_report& report) {
+  auto busy = seen.stall_s + seen.step_s;
+  std::ostringstream out;
+  out << "{\"samples\":" << seen.samples << ",\"epochs\":" << f.epochs
+      << ",\"epoch_s\":" << number(mean_epoch_s(seen.epoch_end_s))
+      << ",\"samples_per_s\":" << number(f.wall_s > 0 ? seen.samples / f.wall_s : 0)
+      << ",\"stall_s\":" << number(seen.stall_s)
+      << ",\"stall_fraction\":" << number(busy > 0 ? seen.stall_s / busy : 0)
+      << ",\"lost\":" << lost_samples(f, seen, report)
+      << ",\"duplicates\":" << seen.ledger.duplicates + report.duplicates
+      << ",\"quarantined\":" << report.quarantined << ",\"peak_rss_mb\":" << number(peak_rss_mb())
+      << ",\"wall_s\":" << number(f.wall_s) << ",\"batches\":" << seen.batches << ",\"policy\":\""
+      << f.policy << "\",\"gpus\":" << f.gpus << ",\"preprocessors\":" << f.preprocessors
+      << ",\"batch_size\":" << f.batch_size << ",\"prefetch_batches\":" << f.prefetch_batches
+      << ",\"window_samples\":" << f.window_samples
+      << ",\"peak_in_flight\":" << report.peak_in_flight << ",\"step_ms\":" << number(f.step_ms)
+      << ",\"dataset_size\":" << f.dataset_size << "}";
+  return out.str();
+}
+
+}  // namespace conveyor

@@ -1,0 +1,73 @@
+#include "apps/conveyor-node/simulated_trainer.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace conveyor {
+
+using clock_type = std::chrono::steady_clock;
+
+training_record::training_record(std::uint64_t dataset_size, std::uint64_t epochs, int)
+    : epochs_(epochs), ledger_(dataset_size), epoch_end_(epochs) {}
+
+void training_record::add_batch(const batch& b, std::chrono::nanoseconds waited) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto id : b.sample_ids()) {
+    ledger_.deliver(b.epoch(), id);
+  }
+  samples_ += b.size();
+  batches_ += b.size() > 0 ? 1 : 0;
+  stall_ += waited;
+}
+
+void training_record::add_step(std::chrono::nanoseconds stepped) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  step_ += stepped;
+}
+
+void training_record::end_epoch(std::uint64_t epoch, int, clock_type::time_point when) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (epoch < epoch_end_.size()) {
+    epoch_end_[epoch] = std::max(epoch_end_[epoch], when);
+  }
+}
+
+training_record::totals training_record::summarize(clock_type::time_point start) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  totals t;
+  t.samples = samples_;
+  t.batches = batches_;
+  t.stall_s = std::chrono::duration<double>(stall_).count();
+  t.step_s = std::chrono::duration<double>(step_).count();
+  for (std::uint64_t e = 0; e < epochs_; ++e) {
+    t.ledger += ledger_.summary(e);
+    t.epoch_end_s.push_back(std::chrono::duration<double>(epoch_end_[e] - start).count());
+  }
+  return t;
+}
+
+void run_simulated_trainer(pipeline& p, int gpu, std::chrono::nanoseconds step,
+                           training_record& record, const std::function<void()>& on_batch) {
+  for (;;) {
+    auto asked = clock_type::now();
+    auto b = p.next(gpu);
+    if (!b) {
+      return;  // after the last epoch, or the pipeline stopped
+    }
+    auto got = clock_type::now();
+    record.add_batch(*b, got - asked);
+    if (b->size() > 0 && step.count() > 0) {
+      std::this_thread::sleep_for(step);  // the GPU works; this thread uses no CPU meanwhile
+      record.add_step(clock_type::now() - got);
+    }
+    if (b->last_in_epoch()) {
+      record.end_epoch(b->epoch(), gpu, clock_type::now());
+    }
+    b->release();
+    if (on_batch) {
+      on_batch();
+    }
+  }
+}
+
+}  // namespace conveyor

@@ -1,0 +1,53 @@
+#pragma once
+/// The node app's stand-in for a GPU trainer: per GPU, a thread that takes each batch, spends
+/// `step` on it without using the CPU, and gives it back. It measures its wait for every
+/// batch (the data stall) and checks, independently of the pipeline, what it received.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <vector>
+
+#include "conveyor/pipeline.hpp"
+#include "core/epoch_ledger.hpp"
+
+namespace conveyor {
+
+/// What all trainers of a run saw. Thread-safe.
+class training_record {
+ public:
+  training_record(std::uint64_t dataset_size, std::uint64_t epochs, int gpus);
+
+  void add_batch(const batch& b, std::chrono::nanoseconds waited);
+  void add_step(std::chrono::nanoseconds stepped);
+  /// GPU `gpu` finished epoch `epoch` at `when`.
+  void end_epoch(std::uint64_t epoch, int gpu, std::chrono::steady_clock::time_point when);
+
+  struct totals {
+    std::uint64_t samples = 0;
+    std::uint64_t batches = 0;
+    double stall_s = 0;
+    double step_s = 0;
+    epoch_summary ledger;
+    std::vector<double> epoch_end_s;  ///< since `start`, when the last GPU finished each epoch
+  };
+  totals summarize(std::chrono::steady_clock::time_point start) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::uint64_t epochs_;
+  epoch_ledger ledger_;
+  std::uint64_t samples_ = 0;
+  std::uint64_t batches_ = 0;
+  std::chrono::nanoseconds stall_{0};
+  std::chrono::nanoseconds step_{0};
+  std::vector<std::chrono::steady_clock::time_point> epoch_end_;
+};
+
+/// Trains GPU `gpu` through every epoch of `p`; `on_batch` is called after each batch (for a
+/// progress bar). Returns when the last epoch ends or the pipeline stops.
+void run_simulated_trainer(pipeline& p, int gpu, std::chrono::nanoseconds step,
+                           training_record& record, const std::function<void()>& on_batch);
+
+}  // namespace conveyor

@@ -1,0 +1,124 @@
+#include <sstream>
+#include <string>
+#include <variant>
+
+#include "config/number_text.hpp"
+#include "config/topology.hpp"
+
+namespace conveyor {
+namespace {
+
+using config_detail::number_text;
+
+std::string count_or_auto(int count) {
+  return count == auto_count ? "auto" : std::to_string(count);
+}
+
+std::string size_text(int height, int width) {
+  return std::to_string(height) + "x" + std::to_string(width);
+}
+
+std::string describe_gpus(const gpu_selection& gpus) {
+  switch (gpus.kind) {
+    case gpu_kind::auto_detect:
+      return "auto (every CUDA device, or one host feeder)";
+    case gpu_kind::device_ids: {
+      std::string ids;
+      for (int id : gpus.ids) {
+        ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+      }
+      return "CUDA devices " + ids;
+    }
+    case gpu_kind::host_feeders:
+      return std::to_string(gpus.count) + " host feeder(s)";
+  }
+  return "?";
+}
+
+// One description per transform op.
+std::string describe_step(const decode_spec& spec) {
+  return spec.strict ? "decode" : "decode (lenient)";
+}
+std::string describe_step(const random_resized_crop_spec& spec) {
+  return "random_resized_crop " + size_text(spec.height, spec.width) + " " +
+         std::string(to_string(spec.interp));
+}
+std::string describe_step(const resize_spec& spec) {
+  return "resize " +
+         (spec.size != 0 ? "shorter side " + std::to_string(spec.size)
+                         : size_text(spec.height, spec.width)) +
+         " " + std::string(to_string(spec.interp));
+}
+std::string describe_step(const center_crop_spec& spec) {
+  return "center_crop " + size_text(spec.height, spec.width);
+}
+std::string describe_step(const flip_spec& spec) {
+  return "flip p=" + number_text(spec.p);
+}
+std::string describe_step(const normalize_spec& /*spec*/) {
+  return "normalize";
+}
+std::string describe_step(const to_uint8_spec& /*spec*/) {
+  return "to_uint8";
+}
+
+std::string describe_transforms(const topology& node) {
+  std::string out;
+  for (const auto& spec : node.transforms) {
+    out += (out.empty() ? "" : " -> ") +
+           std::visit([](const auto& s) { return describe_step(s); }, spec);
+    if (std::holds_alternative<normalize_spec>(spec)) {
+      out += std::string(" (") + (node.normalize_on_gpu ? "gpu" : "cpu") + ", " +
+             std::string(to_string(node.normalize_dtype)) + ")";
+    }
+  }
+  return out;
+}
+
+std::string describe_faults(const fault_config& faults) {
+  if (!faults.enabled()) {
+    return "off";
+  }
+  std::ostringstream out;
+  out << "crash_preprocessor=" << number_text(faults.crash_preprocessor)
+      << " crash_reader=" << number_text(faults.crash_reader)
+      << " crash_straggler=" << number_text(faults.crash_straggler)
+      << " delay=" << number_text(faults.delay_ms) << "ms@" << number_text(faults.delay_probability)
+      << " read_error=" << number_text(faults.read_error) << " seed=" << faults.seed;
+  return out.str();
+}
+
+}  // namespace
+
+std::string describe(const topology& node) {
+  const auto& d = node.dataset;
+  const auto& p = node.pipeline;
+  const auto& b = node.batching;
+  const auto& s = node.supervision;
+  std::ostringstream out;
+  out << "topology: " << (node.source.empty() ? "(unnamed)" : node.source) << "\n"
+      << "gpus: " << describe_gpus(node.gpus) << "\n"
+      << "dataset: path=" << d.path << " format=" << to_string(d.format) << " seed=" << d.seed
+      << " shuffle=" << (d.shuffle ? "true" : "false") << "\n"
+      << "pipeline: batch_size=" << p.batch_size
+      << " preprocessors=" << count_or_auto(p.preprocessors) << " readers=" << p.readers
+      << " prefetch_batches=" << p.prefetch_batches << " stragglers=" << count_or_auto(p.stragglers)
+      << " per_worker_limit=" << p.per_worker_limit << "\n"
+      << "batching: policy=" << to_string(b.policy)
+      << " straggler_percentile=" << number_text(b.straggler_percentile)
+      << " min_budget_ms=" << number_text(b.min_budget_ms) << "\n"
+      << "trainer: step_ms=" << number_text(node.trainer.step_ms)
+      << " epochs=" << node.trainer.epochs << "\n"
+      << "monitor: interval_ms=" << node.monitor.interval_ms << "\n"
+      << "supervision: strategy=" << to_string(s.strategy) << " max_restarts=" << s.max_restarts
+      << " in " << number_text(s.restart_period_s)
+      << "s backoff_ms=" << number_text(s.backoff_min_ms) << ".." << number_text(s.backoff_max_ms)
+      << " max_sample_retries=" << s.max_sample_retries << " hang_timeout_ms=" << s.hang_timeout_ms
+      << " quarantine_report=" << (s.quarantine_report.empty() ? "none" : s.quarantine_report)
+      << "\n"
+      << "faults: " << describe_faults(node.faults) << "\n"
+      << "transform: " << describe_transforms(node);
+  return out.str();
+}
+
+}  // namespace conveyor

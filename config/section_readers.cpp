@@ -1,0 +1,145 @@
+#include "config/section_readers.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace conveyor::config_detail {
+namespace {
+
+/// `gpus = [ids]`: each an integer >= 0, none twice, at least one.
+gpu_selection read_device_ids(table_reader& root, const toml::node& value, const toml::array& ids) {
+  gpu_selection out;
+  out.kind = gpu_kind::device_ids;
+  if (ids.empty()) {
+    root.fail(value, "gpus", "must list at least one device id (or be \"auto\")");
+    return out;
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    std::string path = root.path_of("gpus") + "[" + std::to_string(i) + "]";
+    auto id = read_int<int>(root.errors(), ids[i], path, at_least(0));
+    if (!id) {
+      continue;
+    }
+    if (std::find(out.ids.begin(), out.ids.end(), *id) != out.ids.end()) {
+      root.errors().fail(&ids[i].source(), path,
+                         "device " + std::to_string(*id) + " is listed twice");
+      continue;
+    }
+    out.ids.push_back(*id);
+  }
+  return out;
+}
+
+}  // namespace
+
+gpu_selection read_gpus(table_reader& root) {
+  gpu_selection out;
+  const auto* value = root.find("gpus");
+  if (value == nullptr) {
+    return out;
+  }
+  if (const auto* text = value->as_string(); text != nullptr && text->get() == "auto") {
+    return out;
+  }
+  if (const auto* ids = value->as_array()) {
+    return read_device_ids(root, *value, *ids);
+  }
+  if (value->is_integer()) {
+    if (auto count = read_int<int>(root.errors(), *value, root.path_of("gpus"), at_least(1))) {
+      out.kind = gpu_kind::host_feeders;
+      out.count = *count;
+    }
+    return out;
+  }
+  root.fail(*value, "gpus",
+            "expected \"auto\", an array of CUDA device ids or a number of host feeders, got " +
+                (value->is_string() ? "\"" + value->as_string()->get() + "\""
+                                    : std::string(type_name(*value))));
+  return out;
+}
+
+dataset_config read_dataset(table_reader& section) {
+  dataset_config out;
+  if (const auto* path = section.required("path")) {
+    out.path = read_string(section.errors(), *path, section.path_of("path")).value_or("");
+    if (path->is_string() && out.path.empty()) {
+      section.fail(*path, "path", "must not be empty");
+    }
+  }
+  out.format =
+      section.choice("format", out.format, {dataset_format::folder, dataset_format::shards});
+  out.seed = section.integer("seed", out.seed, at_least(0));
+  out.shuffle = section.boolean("shuffle", out.shuffle);
+  return out;
+}
+
+pipeline_config read_pipeline(table_reader& section) {
+  pipeline_config out;
+  out.batch_size = section.integer("batch_size", out.batch_size, at_least(1));
+  out.preprocessors =
+      section.auto_or_integer("preprocessors", out.preprocessors, auto_count, at_least(1));
+  out.readers = section.integer("readers", out.readers, at_least(1));
+  out.prefetch_batches = section.integer("prefetch_batches", out.prefetch_batches, at_least(1));
+  out.stragglers = section.auto_or_integer("stragglers", out.stragglers, auto_count, at_least(0));
+  out.per_worker_limit = section.integer("per_worker_limit", out.per_worker_limit, at_least(1));
+  return out;
+}
+
+batching_config read_batching(table_reader& section) {
+  batching_config out;
+  out.policy = section.choice("policy", out.policy,
+                              {batch_policy_kind::in_order, batch_policy_kind::latency_aware});
+  out.straggler_percentile =
+      section.number("straggler_percentile", out.straggler_percentile, open(0.0, 100.0));
+  out.min_budget_ms = section.number("min_budget_ms", out.min_budget_ms, at_least(0.0));
+  return out;
+}
+
+trainer_config read_trainer(table_reader& section) {
+  trainer_config out;
+  out.step_ms = section.number("step_ms", out.step_ms, at_least(0.0));
+  out.epochs = section.integer("epochs", out.epochs, at_least(1));
+  return out;
+}
+
+monitor_config read_monitor(table_reader& section) {
+  monitor_config out;
+  out.interval_ms = section.integer("interval_ms", out.interval_ms, at_least(10));
+  return out;
+}
+
+supervision_config read_supervision(table_reader& section) {
+  supervision_config out;
+  out.strategy = section.choice("strategy", out.strategy,
+                                {restart_strategy::one_for_one, restart_strategy::one_for_all,
+                                 restart_strategy::rest_for_one});
+  out.max_restarts = section.integer("max_restarts", out.max_restarts, at_least(0));
+  out.restart_period_s = section.number("restart_period_s", out.restart_period_s, above(0.0));
+  out.backoff_min_ms = section.number("backoff_min_ms", out.backoff_min_ms, at_least(0.0));
+  interval above_min = at_least(out.backoff_min_ms);
+  above_min.min_name = "backoff_min_ms";
+  // An absent backoff_max_ms below a configured backoff_min_ms follows it up.
+  out.backoff_max_ms =
+      std::max(out.backoff_min_ms, section.number("backoff_max_ms", out.backoff_max_ms, above_min));
+  out.max_sample_retries =
+      section.integer("max_sample_retries", out.max_sample_retries, at_least(0));
+  out.hang_timeout_ms = section.integer("hang_timeout_ms", out.hang_timeout_ms, at_least(0));
+  out.quarantine_report = section.string("quarantine_report", out.quarantine_report);
+  return out;
+}
+
+fault_config read_faults(table_reader& section) {
+  fault_config out;
+  auto probability = closed(0.0, 1.0);
+  out.crash_preprocessor =
+      section.number("crash_preprocessor", out.crash_preprocessor, probability);
+  out.crash_reader = section.number("crash_reader", out.crash_reader, probability);
+  out.crash_straggler = section.number("crash_straggler", out.crash_straggler, probability);
+  out.delay_ms = section.number("delay_ms", out.delay_ms, at_least(0.0));
+  out.delay_probability = section.number("delay_probability", out.delay_probability, probability);
+  out.read_error = section.number("read_error", out.read_error, probability);
+  out.seed = section.integer("seed", out.seed, at_least(0));
+  return out;
+}
+
+}  // namespace conveyor::config_detail

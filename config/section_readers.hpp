@@ -1,0 +1,22 @@
+#pragma once
+/// Internal to config/: one reader per section of a topology. Each reads its keys with their
+/// checks into a struct that holds the defaults; problems go to the reader's report. The
+/// caller rejects the keys a reader did not ask for.
+
+#include "config/schema_reader.hpp"
+#include "config/topology.hpp"
+
+namespace conveyor::config_detail {
+
+/// The top-level `gpus` of `root`: "auto", [distinct ids >= 0] or a count >= 1.
+gpu_selection read_gpus(table_reader& root);
+
+dataset_config read_dataset(table_reader& section);
+pipeline_config read_pipeline(table_reader& section);
+batching_config read_batching(table_reader& section);
+trainer_config read_trainer(table_reader& section);
+monitor_config read_monitor(table_reader& section);
+supervision_config read_supervision(table_reader& section);
+fault_config read_faults(table_reader& section);
+
+}  // namespace conveyor::config_detail

@@ -1,0 +1,66 @@
+#include "config/topology.hpp"
+
+namespace conveyor {
+
+bool fault_config::enabled() const noexcept {
+  return crash_preprocessor > 0.0 || crash_reader > 0.0 || crash_straggler > 0.0 ||
+         (delay_probability > 0.0 && delay_ms > 0.0) || read_error > 0.0;
+}
+
+std::string_view to_string(dataset_format format) noexcept {
+  switch (format) {
+    case dataset_format::shards:
+      return "shards";
+    case dataset_format::folder:
+      return "folder";
+  }
+  return "?";
+}
+
+std::string_view to_string(batch_policy_kind policy) noexcept {
+  switch (policy) {
+    case batch_policy_kind::in_order:
+      return "in_order";
+    case batch_policy_kind::latency_aware:
+      return "latency_aware";
+  }
+  return "?";
+}
+
+std::string_view to_string(restart_strategy strategy) noexcept {
+  switch (strategy) {
+    case restart_strategy::one_for_one:
+      return "one_for_one";
+    case restart_strategy::one_for_all:
+      return "one_for_all";
+    case restart_strategy::rest_for_one:
+      return "rest_for_one";
+  }
+  return "?";
+}
+
+std::string_view to_string(output_dtype type) noexcept {
+  switch (type) {
+    case output_dtype::float32:
+      return "float32";
+    case output_dtype::bfloat16:
+      return "bfloat16";
+  }
+  return "?";
+}
+
+std::string_view to_string(interpolation interp) noexcept {
+  switch (interp) {
+    case interpolation::nearest:
+      return "nearest";
+    case interpolation::bilinear:
+      return "bilinear";
+    case interpolation::bicubic:
+      return "bicubic";
+    case interpolation::area:
+      return "area";
+  }
+  return "?";
+}
+
+}  // namespace conveyor

@@ -1,0 +1,135 @@
+#pragma once
+/// The topology of one Conveyor node: every setting of its configuration file as typed,
+/// validated plain data. load_topology (config/load_topology.hpp) builds it from TOML; actors
+/// receive the parts they need in their constructors and never look up string keys. A
+/// default-constructed section holds the documented defaults; a topology that came out of the
+/// loader also satisfies every range below and has a transform list that
+/// transform_chain::build accepts.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/sample_source.hpp"
+#include "core/transform_spec.hpp"
+
+namespace conveyor {
+
+/// `gpus = "auto" | [ids] | N`.
+enum class gpu_kind : std::uint8_t {
+  auto_detect,   ///< every CUDA device, or one host feeder without CUDA (the app resolves it)
+  device_ids,    ///< the CUDA devices listed in `ids`
+  host_feeders,  ///< `count` host feeders, no CUDA
+};
+
+/// Which feeders the node runs.
+struct gpu_selection {
+  gpu_kind kind = gpu_kind::auto_detect;
+  std::vector<int> ids;  ///< device_ids only: distinct, >= 0, not empty
+  int count = 0;         ///< host_feeders only: >= 1
+};
+
+/// [dataset]
+struct dataset_config {
+  std::string path;  ///< required: a shard directory or an image folder
+  dataset_format format = dataset_format::shards;
+  std::uint64_t seed = 0;  ///< epoch order and per-sample randomness derive from it
+  bool shuffle = true;
+};
+
+/// The value of a count given as "auto" (the app picks, e.g. one per core).
+inline constexpr int auto_count = 0;
+
+/// [pipeline]
+struct pipeline_config {
+  int batch_size = 64;             ///< >= 1
+  int preprocessors = auto_count;  ///< auto_count (one per core) or >= 1
+  int readers = 1;                 ///< >= 1
+  int prefetch_batches = 2;        ///< >= 1: batches ready ahead of the trainer, per GPU
+  int stragglers = auto_count;     ///< auto_count or >= 0 (0 reads as "auto" too)
+  int per_worker_limit = 2;        ///< >= 1: samples queued at one preprocessor
+};
+
+enum class batch_policy_kind : std::uint8_t { in_order, latency_aware };
+
+/// [batching]
+struct batching_config {
+  batch_policy_kind policy = batch_policy_kind::in_order;
+  double straggler_percentile = 90.0;  ///< in (0, 100): the latency percentile of the budget
+  double min_budget_ms = 5.0;          ///< >= 0: the budget never goes below this
+};
+
+/// [trainer]: the simulated trainer that stands in for a GPU.
+struct trainer_config {
+  double step_ms = 0.0;  ///< >= 0: time per batch
+  int epochs = 1;        ///< >= 1
+};
+
+/// [monitor]
+struct monitor_config {
+  int interval_ms = 1000;  ///< >= 10: time between reports
+};
+
+enum class restart_strategy : std::uint8_t { one_for_one, one_for_all, rest_for_one };
+
+/// [supervision]
+struct supervision_config {
+  restart_strategy strategy = restart_strategy::one_for_one;
+  int max_restarts = 5;            ///< >= 0 restarts within restart_period_s, then escalate
+  double restart_period_s = 10.0;  ///< > 0
+  double backoff_min_ms = 10.0;    ///< >= 0
+  double backoff_max_ms = 1000.0;  ///< >= backoff_min_ms
+  int max_sample_retries = 2;      ///< >= 0, then the sample is quarantined
+  int hang_timeout_ms = 30000;     ///< >= 0; 0 turns hang detection off
+  std::string quarantine_report;   ///< a file to write quarantined samples to; "" = none
+};
+
+/// [faults]: injected failures for tests and demos; all off by default.
+struct fault_config {
+  double crash_preprocessor = 0.0;  ///< probability in [0, 1], per sample
+  double crash_reader = 0.0;        ///< probability in [0, 1], per read
+  double crash_straggler = 0.0;     ///< probability in [0, 1], per sample
+  double delay_ms = 0.0;            ///< >= 0: extra time of a delayed sample
+  double delay_probability = 0.0;   ///< probability in [0, 1], per sample
+  double read_error = 0.0;          ///< probability in [0, 1], per read
+  std::uint64_t seed = 0;           ///< >= 0
+
+  /// True when any fault can happen.
+  bool enabled() const noexcept;
+};
+
+/// The element type normalize writes (`dtype` of the normalize transform).
+enum class output_dtype : std::uint8_t { float32, bfloat16 };
+
+/// A whole node.
+struct topology {
+  std::string source;  ///< where it was loaded from (file name or source name), for logs
+  gpu_selection gpus;
+  dataset_config dataset;
+  pipeline_config pipeline;
+  batching_config batching;
+  trainer_config trainer;
+  monitor_config monitor;
+  supervision_config supervision;
+  fault_config faults;
+  /// The [[transform]] tables in order; not empty, accepted by transform_chain::build.
+  std::vector<transform_spec> transforms;
+  /// normalize's `on = "gpu"`: the chain still ends with its normalize spec; a CUDA feeder
+  /// that honours this runs it on the GPU instead.
+  bool normalize_on_gpu = false;
+  /// normalize's `dtype`; bfloat16 requires normalize_on_gpu.
+  output_dtype normalize_dtype = output_dtype::float32;
+};
+
+/// The configuration spelling of each value, e.g. "latency_aware".
+std::string_view to_string(dataset_format format) noexcept;
+std::string_view to_string(batch_policy_kind policy) noexcept;
+std::string_view to_string(restart_strategy strategy) noexcept;
+std::string_view to_string(output_dtype type) noexcept;
+std::string_view to_string(interpolation interp) noexcept;
+
+/// One line per section ("pipeline: batch_size=64 ..."), for the startup log. Pure.
+std::string describe(const topology& node);
+
+}  // namespace conveyor

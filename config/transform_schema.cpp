@@ -1,0 +1,180 @@
+#include "config/transform_schema.hpp"
+
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "core/transform_chain.hpp"
+#include "core/transform_step.hpp"
+
+namespace conveyor::config_detail {
+namespace {
+
+/// normalize's `on`.
+enum class placement : std::uint8_t { cpu, gpu };
+
+std::string_view to_string(placement where) noexcept {
+  return where == placement::gpu ? "gpu" : "cpu";
+}
+
+struct size_value {
+  int height = 0;
+  int width = 0;
+  bool scalar = false;  ///< given as one integer
+};
+
+/// The required `size`: one integer or [height, width], each >= 1.
+std::optional<size_value> read_size(table_reader& table) {
+  constexpr std::string_view key = "size";
+  const auto* value = table.required(key);
+  if (value == nullptr) {
+    return std::nullopt;
+  }
+  std::string path = table.path_of(key);
+  if (value->is_integer()) {
+    auto side = read_int<int>(table.errors(), *value, path, at_least(1));
+    if (!side) {
+      return std::nullopt;
+    }
+    return size_value{*side, *side, true};
+  }
+  const auto* array = value->as_array();
+  if (array == nullptr || array->size() != 2) {
+    std::string got =
+        array ? "an array of " + std::to_string(array->size()) : std::string(type_name(*value));
+    table.fail(*value, key, "expected an integer or [height, width], got " + got);
+    return std::nullopt;
+  }
+  auto height = read_int<int>(table.errors(), (*array)[0], path + "[0]", at_least(1));
+  auto width = read_int<int>(table.errors(), (*array)[1], path + "[1]", at_least(1));
+  if (!height || !width) {
+    return std::nullopt;
+  }
+  return size_value{*height, *width, false};
+}
+
+interpolation read_interpolation(table_reader& table, interpolation fallback) {
+  return table.choice("interpolation", fallback,
+                      {interpolation::nearest, interpolation::bilinear, interpolation::bicubic,
+                       interpolation::area});
+}
+
+// The parameters of each op, read into a spec that holds the defaults.
+
+void read_params(table_reader& table, decode_spec& spec, transform_list& /*list*/) {
+  spec.strict = table.boolean("strict", spec.strict);
+}
+
+void read_params(table_reader& table, random_resized_crop_spec& spec, transform_list& /*list*/) {
+  if (auto size = read_size(table)) {
+    spec.height = size->height;
+    spec.width = size->width;
+  }
+  spec.params.scale = table.numbers("scale", spec.params.scale);
+  spec.params.ratio = table.numbers("ratio", spec.params.ratio);
+  spec.interp = read_interpolation(table, spec.interp);
+}
+
+void read_params(table_reader& table, resize_spec& spec, transform_list& /*list*/) {
+  if (auto size = read_size(table)) {
+    spec.size = size->scalar ? size->height : 0;
+    spec.height = size->scalar ? 0 : size->height;
+    spec.width = size->scalar ? 0 : size->width;
+  }
+  spec.interp = read_interpolation(table, spec.interp);
+}
+
+void read_params(table_reader& table, center_crop_spec& spec, transform_list& /*list*/) {
+  if (auto size = read_size(table)) {
+    spec.height = size->height;
+    spec.width = size->width;
+  }
+}
+
+void read_params(table_reader& table, flip_spec& spec, transform_list& /*list*/) {
+  spec.p = table.number("p", spec.p, closed(0.0, 1.0));
+}
+
+void read_params(table_reader& table, normalize_spec& spec, transform_list& list) {
+  spec.mean = table.numbers("mean", spec.mean);
+  spec.stddev = table.numbers("std", spec.stddev);
+  list.normalize_on_gpu =
+      table.choice("on", placement::cpu, {placement::cpu, placement::gpu}) == placement::gpu;
+  list.normalize_dtype =
+      table.choice("dtype", list.normalize_dtype, {output_dtype::float32, output_dtype::bfloat16});
+  if (list.normalize_dtype == output_dtype::bfloat16 && !list.normalize_on_gpu) {
+    table.fail(*table.find("dtype"), "dtype",
+               "\"bfloat16\" needs on = \"gpu\" (normalize on the CPU writes float32)");
+  }
+}
+
+void read_params(table_reader& /*table*/, to_uint8_spec& /*spec*/, transform_list& /*list*/) {}
+
+/// One [[transform]] table; nullopt after a report.
+std::optional<transform_spec> read_spec(table_reader& table, transform_list& list) {
+  std::size_t errors_before = table.errors().error_count();
+  const auto* op = table.required("op");
+  auto name = op ? read_string(table.errors(), *op, table.path_of("op")) : std::nullopt;
+  if (!name) {
+    return std::nullopt;
+  }
+  auto spec = default_spec(*name);
+  if (!spec) {
+    // Its other keys belong to an op we do not know: reporting them would only mislead.
+    table.fail(*op, "op", spec.error().message());
+    return std::nullopt;
+  }
+  std::visit([&](auto& params) { read_params(table, params, list); }, *spec);
+  table.reject_unknown_keys();
+  if (table.errors().error_count() != errors_before) {
+    return std::nullopt;
+  }
+  if (auto step = make_step(*spec); !step) {
+    table.fail_here(step.error().message());
+    return std::nullopt;
+  }
+  return *spec;
+}
+
+}  // namespace
+
+transform_list read_transforms(table_reader& root) {
+  constexpr std::string_view key = "transform";
+  transform_list list;
+  const auto* value = root.required(key);
+  if (value == nullptr) {
+    return list;
+  }
+  const auto* array = value->as_array();
+  if (array == nullptr) {
+    root.fail(*value, key,
+              "expected an array of tables ([[transform]]), got " + std::string(type_name(*value)));
+    return list;
+  }
+  if (array->empty()) {
+    root.fail(*value, key, "must list at least decode and normalize (or to_uint8)");
+    return list;
+  }
+  std::size_t errors_before = root.errors().error_count();
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    std::string path = root.path_of(key) + "[" + std::to_string(i) + "]";
+    const auto* table = (*array)[i].as_table();
+    if (table == nullptr) {
+      root.errors().fail(&(*array)[i].source(), path,
+                         "expected a table, got " + std::string(type_name((*array)[i])));
+      continue;
+    }
+    table_reader reader(root.errors(), table, path);
+    if (auto spec = read_spec(reader, list)) {
+      list.specs.push_back(*spec);
+    }
+  }
+  if (root.errors().error_count() == errors_before) {
+    if (auto chain = transform_chain::build(list.specs); !chain) {
+      root.fail(*value, key, chain.error().message());
+    }
+  }
+  return list;
+}
+
+}  // namespace conveyor::config_detail

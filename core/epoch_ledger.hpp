@@ -1,0 +1,58 @@
+#pragma once
+/// The epoch ledger: proves that every sample of an epoch was delivered exactly once, or
+/// quarantined with a reason. It counts what it is told and judges nothing itself, so it can
+/// check the batcher's bookkeeping as well as what a trainer actually received.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace conveyor {
+
+struct quarantine_entry {
+  std::uint64_t epoch = 0;
+  std::uint64_t sample_id = 0;
+  std::string key;     ///< file, or shard and record
+  std::string reason;  ///< the error that set it aside
+};
+
+struct epoch_summary {
+  std::uint64_t delivered = 0;    ///< distinct samples delivered
+  std::uint64_t quarantined = 0;  ///< distinct samples quarantined (and not delivered)
+  std::uint64_t duplicates = 0;   ///< deliveries beyond the first of a sample
+  std::uint64_t lost = 0;         ///< samples neither delivered nor quarantined
+
+  epoch_summary& operator+=(const epoch_summary& o) noexcept;
+};
+
+/// Single-threaded (owned by one actor or one trainer thread).
+class epoch_ledger {
+ public:
+  explicit epoch_ledger(std::uint64_t dataset_size) : dataset_size_(dataset_size) {}
+
+  void deliver(std::uint64_t epoch, std::uint64_t sample_id);
+  void quarantine(quarantine_entry entry);
+
+  /// The summary of one epoch so far (lost counts every sample not yet accounted for).
+  epoch_summary summary(std::uint64_t epoch) const;
+  /// Sum over every epoch seen.
+  epoch_summary totals() const;
+  /// True when every sample of `epoch` is delivered or quarantined.
+  bool complete(std::uint64_t epoch) const;
+  const std::vector<quarantine_entry>& quarantined() const noexcept { return quarantined_; }
+
+ private:
+  enum class mark : std::uint8_t { none, delivered, quarantined };
+  struct epoch_marks {
+    std::vector<mark> marks;
+    epoch_summary counts;
+  };
+  epoch_marks& marks_of(std::uint64_t epoch);
+
+  std::uint64_t dataset_size_;
+  std::map<std::uint64_t, epoch_marks> epochs_;
+  std::vector<quarantine_entry> quarantined_;
+};
+
+}  // namespace conveyor

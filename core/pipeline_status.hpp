@@ -1,0 +1,50 @@
+#pragma once
+/// What the actors of a running pipeline tell the code that hosts it (the node app or an
+/// embedding trainer): the batcher's ledger figures, quarantined samples, and the first fatal
+/// error, if any. A fatal error closes every trainer channel so no trainer waits forever.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "conveyor/error.hpp"
+#include "core/batch_channel.hpp"
+#include "core/epoch_ledger.hpp"
+
+namespace conveyor {
+
+struct pipeline_figures {
+  epoch_summary totals;  ///< the batcher's ledger over every epoch
+  std::vector<quarantine_entry> quarantined;
+  std::uint64_t peak_in_flight = 0;
+  bool finished = false;  ///< every epoch handed to the feeders
+};
+
+/// Thread-safe.
+class pipeline_status {
+ public:
+  explicit pipeline_status(std::vector<std::shared_ptr<batch_channel>> channels)
+      : channels_(std::move(channels)) {}
+
+  void publish(pipeline_figures figures);
+  /// Records the first fatal error and closes every channel.
+  void fail(error reason);
+  /// Closes every channel (shutdown).
+  void close_channels();
+
+  pipeline_figures figures() const;
+  std::optional<error> failure() const;
+  const std::shared_ptr<batch_channel>& channel(int gpu) const {
+    return channels_[static_cast<std::size_t>(gpu)];
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<batch_channel>> channels_;
+  pipeline_figures figures_;
+  std::optional<error> failure_;
+};
+
+}  // namespace conveyor

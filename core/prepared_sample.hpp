@@ -1,0 +1,45 @@
+#pragma once
+/// What travels through the pipeline for one sample: its ticket (which epoch, which place in
+/// the epoch, which dataset index), and once prepared, its tensor.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace conveyor {
+
+/// Names one sample of one epoch. Plain value.
+struct sample_ticket {
+  std::uint64_t epoch = 0;
+  std::uint64_t seq = 0;         ///< position in the epoch's sampler order
+  std::uint64_t sample_id = 0;   ///< index in the dataset
+  std::uint64_t epoch_seed = 0;  ///< seeds the sample's transforms
+};
+
+/// A sample whose transform chain has run to the end. Shared immutably once made.
+struct prepared_sample {
+  sample_ticket ticket;
+  std::string key;
+  std::int32_t label = 0;
+  host_tensor tensor;
+  std::vector<std::int64_t> step_ns;  ///< wall time of each step
+};
+
+using prepared_ptr = std::shared_ptr<const prepared_sample>;
+
+/// The samples that make one batch for one GPU. The feeder writes their tensors, in this
+/// order, into one batch buffer.
+struct batch_plan {
+  std::uint64_t epoch = 0;
+  std::uint64_t index = 0;  ///< batch number within the epoch (policy-defined)
+  int gpu = 0;
+  std::vector<prepared_ptr> samples;
+  /// This is the last batch of `epoch` for `gpu`. An empty plan with this flag set only says
+  /// that the epoch is over for that GPU.
+  bool last_in_epoch = false;
+};
+
+}  // namespace conveyor

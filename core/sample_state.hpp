@@ -1,0 +1,32 @@
+#pragma once
+/// The in-flight state of one sample while a transform chain works on it. A chain may stop
+/// between any two steps and resume later on another thread or actor: everything it needs to
+/// go on is in here.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <opencv2/core/mat.hpp>
+
+#include "core/tensor.hpp"
+
+namespace conveyor {
+
+/// Not synchronised: one owner at a time (move it between actors). Copies share the pixels of
+/// `image` (cv::Mat is ref-counted), but steps never write into an image in place, they
+/// replace it, so work on one copy never shows through in another.
+struct sample_state {
+  std::uint64_t sample_id = 0;   ///< index in the dataset; with epoch_seed, picks the randomness
+  std::string key;               ///< file name or shard/record, for error messages
+  std::int32_t label = 0;        ///< class label, carried through untouched
+  std::uint64_t epoch_seed = 0;  ///< seed of the current epoch
+  std::vector<std::uint8_t> encoded;  ///< the file's bytes; freed by the decode step
+  cv::Mat image;                      ///< HWC uint8 RGB once decoded
+  host_tensor output;                 ///< CHW, written by the final normalize / to_uint8 step
+  std::size_t next_step = 0;          ///< index of the next step of the chain to run
+  std::vector<std::int64_t> step_ns;  ///< wall time of each completed step, in nanoseconds
+};
+
+}  // namespace conveyor

@@ -1,0 +1,87 @@
+#pragma once
+/// What a transform step should do, as plain data: one struct of parameters per op, named as
+/// in the `[[transform]] op = "..."` tables of the configuration. make_step (transform_step.hpp)
+/// validates a spec and builds the step.
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "conveyor/error.hpp"
+
+namespace conveyor {
+
+enum class interpolation : std::uint8_t { nearest, bilinear, bicubic, area };
+
+/// Encoded bytes -> RGB image.
+struct decode_spec {
+  static constexpr std::string_view op = "decode";
+  bool strict = true;  ///< a truncated or corrupt JPEG is an error, not a grey-filled image
+};
+
+/// The area and aspect-ratio ranges torchvision's RandomResizedCrop draws from.
+struct rrc_params {
+  std::array<double, 2> scale{0.08, 1.0};             ///< fraction of the image area, [min, max]
+  std::array<double, 2> ratio{3.0 / 4.0, 4.0 / 3.0};  ///< width / height, [min, max]
+};
+
+/// torchvision RandomResizedCrop: a random box, resized to height x width.
+struct random_resized_crop_spec {
+  static constexpr std::string_view op = "random_resized_crop";
+  int height = 0;
+  int width = 0;
+  rrc_params params;
+  interpolation interp = interpolation::bilinear;
+};
+
+/// torchvision Resize: with `size` > 0 the shorter side becomes `size` and the aspect ratio
+/// stays; with `size` == 0 the image becomes exactly height x width.
+struct resize_spec {
+  static constexpr std::string_view op = "resize";
+  int size = 0;
+  int height = 0;
+  int width = 0;
+  interpolation interp = interpolation::bilinear;
+};
+
+/// torchvision CenterCrop: the centred height x width box; a smaller image is zero-padded.
+struct center_crop_spec {
+  static constexpr std::string_view op = "center_crop";
+  int height = 0;
+  int width = 0;
+};
+
+/// Horizontal flip with probability p.
+struct flip_spec {
+  static constexpr std::string_view op = "flip";
+  double p = 0.5;
+};
+
+/// Image -> float32 CHW tensor, (pixel / 255 - mean) / stddev per RGB channel.
+struct normalize_spec {
+  static constexpr std::string_view op = "normalize";
+  std::array<double, 3> mean{0.485, 0.456, 0.406};    ///< ImageNet's, on the 0..1 scale
+  std::array<double, 3> stddev{0.229, 0.224, 0.225};  ///< ImageNet's, on the 0..1 scale
+};
+
+/// Image -> uint8 CHW tensor (planar RGB), for trainers that normalise on the GPU.
+struct to_uint8_spec {
+  static constexpr std::string_view op = "to_uint8";
+};
+
+using transform_spec = std::variant<decode_spec, random_resized_crop_spec, resize_spec,
+                                    center_crop_spec, flip_spec, normalize_spec, to_uint8_spec>;
+
+/// The op name of a spec, e.g. "center_crop".
+std::string_view op_name(const transform_spec& spec);
+
+/// The spec of op `op` with every parameter at its default (sizes 0, to be set).
+/// errc::invalid_argument naming the known ops when there is no such op.
+expected<transform_spec> default_spec(std::string_view op);
+
+/// decode, random_resized_crop 224, flip 0.5, normalize with ImageNet's mean and stddev.
+std::vector<transform_spec> imagenet_train_recipe();
+
+}  // namespace conveyor

@@ -1,0 +1,20 @@
+#pragma once
+/// The atoms of Conveyor's messages (CAF 0.17: at most 10 characters each).
+
+#include <caf/atom.hpp>
+
+namespace conveyor::atoms {
+
+using connect = caf::atom_constant<caf::atom("connect")>;
+using read = caf::atom_constant<caf::atom("read")>;
+using prepare = caf::atom_constant<caf::atom("prepare")>;
+using prepared = caf::atom_constant<caf::atom("prepared")>;
+using failed = caf::atom_constant<caf::atom("failed")>;
+using batch = caf::atom_constant<caf::atom("batch")>;
+using credit = caf::atom_constant<caf::atom("credit")>;
+using release = caf::atom_constant<caf::atom("release")>;
+using tick = caf::atom_constant<caf::atom("tick")>;
+using report = caf::atom_constant<caf::atom("report")>;
+using ledger = caf::atom_constant<caf::atom("ledger")>;
+
+}  // namespace conveyor::atoms

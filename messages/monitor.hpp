@@ -1,0 +1,37 @@
+#pragma once
+/// The monitor's interface: every actor reports its figures to it now and then.
+
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "messages/atoms.hpp"
+
+namespace conveyor {
+
+/// One actor's figures at one moment. Latencies in microseconds (integers: no floats in
+/// messages).
+struct actor_report {
+  std::string name;               ///< e.g. "preprocessor-3"
+  std::uint64_t mailbox = 0;      ///< messages waiting in its mailbox
+  std::uint64_t items = 0;        ///< items handled since start
+  std::uint64_t items_per_s = 0;  ///< over the last few seconds
+  std::int64_t p50_us = 0;
+  std::int64_t p90_us = 0;
+  std::int64_t p99_us = 0;
+  std::string extra;  ///< role-specific figures, "key=value ..."
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, actor_report& x) {
+  return f(caf::meta::type_name("actor_report"), x.name, x.mailbox, x.items, x.items_per_s,
+           x.p50_us, x.p90_us, x.p99_us, x.extra);
+}
+
+using monitor_actor =
+    caf::typed_actor<caf::reacts_to<atoms::report, actor_report>, caf::reacts_to<atoms::tick>>;
+
+}  // namespace conveyor

@@ -1,0 +1,44 @@
+#pragma once
+/// The typed interfaces of the pipeline's roles (CAF 0.17 syntax), declared in the order
+/// their handles are needed: feeder, preprocessor, reader, batcher.
+///
+///   batcher --read(ticket, worker, preprocessor)--> reader --prepare(raw)--> preprocessor
+///   preprocessor --prepared / failed--> batcher --batch(plan)--> feeder[gpu]
+///   feeder --credit(gpu, batches, released samples)--> batcher
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "messages/atoms.hpp"
+#include "messages/sample_messages.hpp"
+
+namespace conveyor {
+
+/// Owns a GPU's batch buffers: collates each plan into a buffer and hands it to the trainer;
+/// `release(seq)` returns buffer `seq` and a credit upstream.
+using feeder_actor =
+    caf::typed_actor<caf::reacts_to<atoms::batch, batch_plan>,
+                     caf::reacts_to<atoms::release, std::uint64_t>, caf::reacts_to<atoms::tick>>;
+
+/// Runs the transform chain on raw samples, one at a time.
+using preprocessor_actor =
+    caf::typed_actor<caf::reacts_to<atoms::prepare, raw_sample>, caf::reacts_to<atoms::tick>>;
+
+/// Reads sample `ticket` and passes it to the preprocessor named in the request.
+using reader_actor =
+    caf::typed_actor<caf::reacts_to<atoms::read, sample_ticket, preprocessor_actor>,
+                     caf::reacts_to<atoms::tick>>;
+
+/// The pipeline's coordinator; see core/batcher_core.hpp for what it promises.
+using batcher_actor =
+    caf::typed_actor<caf::reacts_to<atoms::connect, std::vector<reader_actor>,
+                                    std::vector<preprocessor_actor>, std::vector<feeder_actor>>,
+                     caf::reacts_to<atoms::prepared, std::int32_t, prepared_ptr>,
+                     caf::reacts_to<atoms::failed, std::int32_t, sample_failure>,
+                     caf::reacts_to<atoms::credit, std::int32_t, std::uint64_t, std::uint64_t>,
+                     caf::reacts_to<atoms::tick>>;
+
+}  // namespace conveyor

@@ -1,0 +1,54 @@
+#pragma once
+/// Message payloads that carry samples between reader, preprocessor and batcher.
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/prepared_sample.hpp"
+
+namespace conveyor {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sample_ticket& x) {
+  return f(caf::meta::type_name("sample_ticket"), x.epoch, x.seq, x.sample_id, x.epoch_seed);
+}
+
+/// A sample's encoded bytes as read from storage, on its way to a preprocessor; or, when
+/// `error_code` is not 0, why it could not be read (the preprocessor reports it as failed).
+struct raw_sample {
+  sample_ticket ticket;
+  std::string key;
+  std::int32_t label = 0;
+  std::vector<std::uint8_t> bytes;
+  std::uint8_t error_code = 0;  ///< a conveyor::errc value, 0 when the read succeeded
+  std::string error_message;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, raw_sample& x) {
+  return f(caf::meta::type_name("raw_sample"), x.ticket, x.key, x.label, x.bytes, x.error_code,
+           x.error_message);
+}
+
+/// A sample that could not be read or prepared; the batcher quarantines it.
+struct sample_failure {
+  sample_ticket ticket;
+  std::string key;
+  std::string reason;  ///< the error, naming file/shard, record and step
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sample_failure& x) {
+  return f(caf::meta::type_name("sample_failure"), x.ticket, x.key, x.reason);
+}
+
+}  // namespace conveyor
+
+// Prepared samples and batch plans hold ref-counted tensors shared zero-copy between local
+// actors. They never cross the network (they are not serializable).
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::prepared_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::batch_plan)
