@@ -129,7 +129,7 @@ pipeline_info pipeline::info() const {
           s.batch_size,
           spec.prefetch_batches,
           s.window_samples,
-          spec.policy == batching_policy::latency_aware ? "latency_aware" : "in_order"};
+          std::string(to_string(spec.policy))};
 }
 
 expected<batch> pipeline::next(int gpu) {

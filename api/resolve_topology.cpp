@@ -22,11 +22,6 @@ int resolve_gpus(const gpu_selection& gpus) {
   return 1;
 }
 
-batching_policy resolve_policy(batch_policy_kind kind) {
-  return kind == batch_policy_kind::latency_aware ? batching_policy::latency_aware
-                                                  : batching_policy::in_order;
-}
-
 batcher_settings resolve_settings(const topology& t) {
   batcher_settings s;
   s.seed = t.dataset.seed;
@@ -55,8 +50,7 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   if (!chain) {
     return error{errc::invalid_config, t.source + ": transform: " + chain.error().what()};
   }
-  pipeline_spec spec{std::move(*source), std::move(*chain), resolve_settings(t),
-                     resolve_policy(t.batching.policy)};
+  pipeline_spec spec{std::move(*source), std::move(*chain), resolve_settings(t), t.batching.policy};
   spec.readers = t.pipeline.readers;
   spec.prefetch_batches = static_cast<std::uint64_t>(t.pipeline.prefetch_batches);
   spec.monitor_interval = std::chrono::milliseconds(t.monitor.interval_ms);

@@ -88,7 +88,7 @@ pipeline_config read_pipeline(table_reader& section) {
 batching_config read_batching(table_reader& section) {
   batching_config out;
   out.policy = section.choice("policy", out.policy,
-                              {batch_policy_kind::in_order, batch_policy_kind::latency_aware});
+                              {batching_policy::in_order, batching_policy::latency_aware});
   out.straggler_percentile =
       section.number("straggler_percentile", out.straggler_percentile, open(0.0, 100.0));
   out.min_budget_ms = section.number("min_budget_ms", out.min_budget_ms, at_least(0.0));

@@ -17,16 +17,6 @@ std::string_view to_string(dataset_format format) noexcept {
   return "?";
 }
 
-std::string_view to_string(batch_policy_kind policy) noexcept {
-  switch (policy) {
-    case batch_policy_kind::in_order:
-      return "in_order";
-    case batch_policy_kind::latency_aware:
-      return "latency_aware";
-  }
-  return "?";
-}
-
 std::string_view to_string(restart_strategy strategy) noexcept {
   switch (strategy) {
     case restart_strategy::one_for_one:

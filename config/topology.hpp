@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/batch_policy.hpp"
 #include "core/sample_source.hpp"
 #include "core/transform_spec.hpp"
 
@@ -51,11 +52,9 @@ struct pipeline_config {
   int per_worker_limit = 2;        ///< >= 1: samples queued at one preprocessor
 };
 
-enum class batch_policy_kind : std::uint8_t { in_order, latency_aware };
-
 /// [batching]
 struct batching_config {
-  batch_policy_kind policy = batch_policy_kind::in_order;
+  batching_policy policy = batching_policy::in_order;
   double straggler_percentile = 90.0;  ///< in (0, 100): the latency percentile of the budget
   double min_budget_ms = 5.0;          ///< >= 0: the budget never goes below this
 };
@@ -124,7 +123,6 @@ struct topology {
 
 /// The configuration spelling of each value, e.g. "latency_aware".
 std::string_view to_string(dataset_format format) noexcept;
-std::string_view to_string(batch_policy_kind policy) noexcept;
 std::string_view to_string(restart_strategy strategy) noexcept;
 std::string_view to_string(output_dtype type) noexcept;
 std::string_view to_string(interpolation interp) noexcept;

@@ -36,6 +36,9 @@ class batch_policy {
 /// The batching policies a topology can name (`batching.policy`).
 enum class batching_policy : std::uint8_t { in_order, latency_aware };
 
+/// "in_order" or "latency_aware", as the topology names them.
+std::string_view to_string(batching_policy kind) noexcept;
+
 /// The policy of that kind. latency_aware falls back to in_order until it exists.
 std::unique_ptr<batch_policy> make_batch_policy(batching_policy kind, batch_shape shape);
 

@@ -110,8 +110,4 @@ std::unique_ptr<batch_policy> make_in_order_policy(batch_shape shape) {
   return std::make_unique<in_order_policy>(shape);
 }
 
-std::unique_ptr<batch_policy> make_batch_policy(batching_policy, batch_shape shape) {
-  return make_in_order_policy(shape);
-}
-
 }  // namespace conveyor

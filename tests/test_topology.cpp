@@ -75,7 +75,7 @@ TEST(Topology, DefaultTomlGivesTheDocumentedValues) {
   EXPECT_EQ(node->pipeline.prefetch_batches, 2);
   EXPECT_EQ(node->pipeline.stragglers, auto_count);
   EXPECT_EQ(node->pipeline.per_worker_limit, 2);
-  EXPECT_EQ(node->batching.policy, batch_policy_kind::in_order);
+  EXPECT_EQ(node->batching.policy, batching_policy::in_order);
   EXPECT_EQ(node->batching.straggler_percentile, 90.0);
   EXPECT_EQ(node->batching.min_budget_ms, 5.0);
   EXPECT_EQ(node->trainer.step_ms, 0.0);
@@ -122,7 +122,7 @@ TEST(Topology, FourGpuExampleLoads) {
   EXPECT_EQ(node->pipeline.batch_size, 256);
   EXPECT_EQ(node->pipeline.readers, 2);
   EXPECT_EQ(node->pipeline.prefetch_batches, 4);
-  EXPECT_EQ(node->batching.policy, batch_policy_kind::latency_aware);
+  EXPECT_EQ(node->batching.policy, batching_policy::latency_aware);
   EXPECT_EQ(node->trainer.step_ms, 40.0);
   EXPECT_EQ(node->trainer.epochs, 90);
   EXPECT_EQ(node->monitor.interval_ms, 2000);
@@ -404,7 +404,7 @@ TEST(Topology, OverridesChangeValues) {
                              "monitor.interval_ms = 50", "dataset.shuffle=false"});
   ASSERT_TRUE(node.has_value()) << node.error().what();
   EXPECT_EQ(node->pipeline.batch_size, 32);
-  EXPECT_EQ(node->batching.policy, batch_policy_kind::latency_aware);
+  EXPECT_EQ(node->batching.policy, batching_policy::latency_aware);
   EXPECT_EQ(node->gpus.kind, gpu_kind::host_feeders);
   EXPECT_EQ(node->gpus.count, 4);
   EXPECT_EQ(node->dataset.path, "/tmp/x y");
