@@ -10,6 +10,7 @@ namespace conveyor {
 namespace {
 
 struct mailbox_trend {
+  bool seen = false;
   std::uint64_t last = 0;
   int growing = 0;  ///< reports in a row with a deeper mailbox than the one before
 };
@@ -17,6 +18,7 @@ struct mailbox_trend {
 struct monitor_state {
   static inline const char* name = "monitor";
   std::map<std::string, mailbox_trend> trends;
+  std::uint64_t reports = 0;
 };
 
 using monitor_pointer = monitor_actor::stateful_pointer<monitor_state>;
@@ -27,8 +29,11 @@ void on_report(monitor_pointer self, const monitor_options& opts, const actor_re
       "{:<16} mailbox={:<5} items={:<8} rate={}/s p50={:.2f}ms p90={:.2f}ms p99={:.2f}ms {}",
       r.name, r.mailbox, r.items, r.items_per_s, r.p50_us / 1000.0, r.p90_us / 1000.0,
       r.p99_us / 1000.0, r.extra);
+  ++self->state.reports;
   auto& trend = self->state.trends[r.name];
-  trend.growing = r.mailbox > trend.last ? trend.growing + 1 : 0;
+  // The first report of an actor only sets the baseline.
+  trend.growing = trend.seen && r.mailbox > trend.last ? trend.growing + 1 : 0;
+  trend.seen = true;
   trend.last = r.mailbox;
   if (trend.growing >= opts.growth_warning_after) {
     logger->warn("{}: mailbox has grown {} reports in a row (now {}): it cannot keep up", r.name,
@@ -39,7 +44,7 @@ void on_report(monitor_pointer self, const monitor_options& opts, const actor_re
 monitor_actor::behavior_type monitor(monitor_pointer self, monitor_options opts) {
   return {
       [self, opts](atoms::report, const actor_report& r) { on_report(self, opts, r); },
-      [](atoms::tick) {},
+      [self](atoms::tick) { return self->state.reports; },
   };
 }
 

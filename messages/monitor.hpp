@@ -31,7 +31,9 @@ typename Inspector::result_type inspect(Inspector& f, actor_report& x) {
            x.p50_us, x.p90_us, x.p99_us, x.extra);
 }
 
-using monitor_actor =
-    caf::typed_actor<caf::reacts_to<atoms::report, actor_report>, caf::reacts_to<atoms::tick>>;
+/// `tick` answers with the number of reports logged so far: a sender that asks after its
+/// reports knows they have all been handled (mailboxes are FIFO per sender).
+using monitor_actor = caf::typed_actor<caf::reacts_to<atoms::report, actor_report>,
+                                       caf::replies_to<atoms::tick>::with<std::uint64_t>>;
 
 }  // namespace conveyor

@@ -1,0 +1,81 @@
+# Shared by the bench/*.sh scripts (source it; it defines functions and paths, runs nothing).
+# BUILD_DIR (default build-bench) is the build the scripts use; they build what they need in it.
+
+BENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$BENCH_ROOT/build-bench}"
+NODE_BIN="$BUILD_DIR/apps/conveyor-node/conveyor-node"
+CEILING_BIN="$BUILD_DIR/bench/bench_ceiling"
+DATA_DIR="$BUILD_DIR/data"
+LOG_DIR="$BUILD_DIR/bench-logs"
+PYTHON=/usr/bin/python3
+
+log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+
+# Configures BUILD_DIR when needed and builds conveyor-node and bench_ceiling (Release, no CUDA).
+build_tools() {
+  if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
+    cmake -S "$BENCH_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCONVEYOR_CUDA=OFF -DCONVEYOR_BUILD_TESTS=OFF >&2
+  fi
+  cmake --build "$BUILD_DIR" --target conveyor-node bench_ceiling -j"$(nproc)" >&2
+}
+
+# ensure_dataset DIR COUNT LARGE_FRACTION: an image folder of COUNT synthetic JPEGs
+# (core/synthetic_images.hpp), made once. Written aside and renamed, so that an interrupted
+# run never leaves a partial dataset behind that a later run would take for a whole one.
+ensure_dataset() {
+  local dir=$1 count=$2 large=$3
+  [[ -d "$dir" ]] && return 0
+  log "generating $count images ($large of them 1800-3200 px) into $dir"
+  rm -rf "$dir.partial"
+  "$CEILING_BIN" --dataset "$dir.partial" --generate "$count" --large-fraction "$large" >&2
+  mv "$dir.partial" "$dir"
+}
+
+# mean_file_bytes DIR: the mean size of the files under DIR.
+mean_file_bytes() {
+  find "$1" -type f -printf '%s\n' | awk '{ s += $1; n++ } END { printf "%d\n", s / n }'
+}
+
+# json_field JSON KEY: one field of a one-line JSON object.
+json_field() {
+  "$PYTHON" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"
+}
+
+# median N...: the median of the numbers given.
+median() {
+  printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+    print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ratio A B: A / B to three decimals.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", a / b }'; }
+
+# run_ceiling DATASET EPOCHS: the bare-loop ceiling's JSON line.
+run_ceiling() {
+  "$CEILING_BIN" --dataset "$1" --format folder --epochs "$2"
+}
+
+# run_node DATASET LOGFILE KEY=VALUE...: conveyor-node on the default topology (an image
+# folder), with the given overrides; prints its JSON line, logs (info: the monitor's lines)
+# go to LOGFILE.
+run_node() {
+  local dataset=$1 logfile=$2
+  shift 2
+  local sets=(--set "dataset.path=$dataset" --set dataset.format=folder)
+  local kv
+  for kv in "$@"; do
+    sets+=(--set "$kv")
+  done
+  "$NODE_BIN" --topology "$BENCH_ROOT/config/default.toml" "${sets[@]}" --log-level info \
+    2>"$logfile"
+}
+
+# machine_description: the Markdown lines that say where and when the figures were taken.
+machine_description() {
+  local cpu
+  cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+  echo "- machine: $(nproc) cores ($cpu), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM, $(uname -sr)"
+  echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "- commit: $(git -C "$BENCH_ROOT" rev-parse --short HEAD)$(git -C "$BENCH_ROOT" diff --quiet HEAD || echo ' + uncommitted changes')"
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# conveyor-node against the bare-loop ceiling (bench_ceiling: the same per-sample work in a
+# plain loop on every core), on a heavy-tailed synthetic dataset (10% of the images 1800-3200
+# px). The two run alternately in this one invocation, so that both see the same machine load;
+# the figure is the median over rounds of node / ceiling. Target: >= 0.9.
+#
+#   bench/node_vs_ceiling.sh [IMAGES=1000] [ROUNDS=3]
+#
+# Writes bench/results/node_vs_ceiling.md; the node's monitor logs stay in build-bench/bench-logs.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+IMAGES=${1:-1000}
+ROUNDS=${2:-3}
+EPOCHS=2
+DATASET="$DATA_DIR/heavy-$IMAGES"
+RESULT="$BENCH_ROOT/bench/results/node_vs_ceiling.md"
+TARGET=0.9
+
+ceiling_rates=()
+node_rates=()
+node_rss=()
+node_stall=()
+
+# One round: ceiling and node, the first of the two alternating from round to round.
+run_round() {
+  local round=$1 c n
+  if ((round % 2)); then
+    c=$(run_ceiling "$DATASET" "$EPOCHS")
+    n=$(run_node_once "$round")
+  else
+    n=$(run_node_once "$round")
+    c=$(run_ceiling "$DATASET" "$EPOCHS")
+  fi
+  log "round $round: ceiling $c"
+  log "round $round: node    $n"
+  ceiling_rates+=("$(json_field "$c" samples_per_s)")
+  node_rates+=("$(json_field "$n" samples_per_s)")
+  node_rss+=("$(json_field "$n" peak_rss_mb)")
+  node_stall+=("$(json_field "$n" stall_fraction)")
+}
+
+run_node_once() {
+  run_node "$DATASET" "$LOG_DIR/node_vs_ceiling-round$1.log" trainer.step_ms=0 \
+    pipeline.batch_size=64 trainer.epochs="$EPOCHS" batching.policy=in_order
+}
+
+report() {
+  local ratios=() i
+  echo "# conveyor-node vs the bare-loop ceiling"
+  echo
+  machine_description
+  echo "- dataset: $IMAGES synthetic JPEGs (10% of them 1800-3200 px, the others 300-640 px), image folder, $EPOCHS epochs"
+  echo "- node: default topology, in_order, batch 64, trainer.step_ms 0, $(nproc) preprocessors; ceiling: $(nproc) threads"
+  echo "- command: bench/node_vs_ceiling.sh $IMAGES $ROUNDS"
+  echo
+  echo "| round | ceiling samples/s | node samples/s | node / ceiling | node peak RSS (MB) | node stall fraction |"
+  echo "|---|---|---|---|---|---|"
+  for i in "${!node_rates[@]}"; do
+    ratios+=("$(ratio "${node_rates[i]}" "${ceiling_rates[i]}")")
+    echo "| $((i + 1)) | ${ceiling_rates[i]} | ${node_rates[i]} | ${ratios[i]} | ${node_rss[i]} | ${node_stall[i]} |"
+  done
+  local med
+  med=$(median "${ratios[@]}")
+  echo
+  echo "Median node / ceiling: **$med** (target >= $TARGET: $(awk -v m="$med" -v t="$TARGET" \
+    'BEGIN { print (m >= t) ? "met" : "NOT met" }')); median node peak RSS $(median "${node_rss[@]}") MB."
+}
+
+main() {
+  build_tools
+  mkdir -p "$LOG_DIR" "$(dirname "$RESULT")"
+  ensure_dataset "$DATASET" "$IMAGES" 0.10
+  local round
+  for ((round = 1; round <= ROUNDS; round++)); do
+    run_round "$round"
+  done
+  report | tee "$RESULT"
+}
+
+main

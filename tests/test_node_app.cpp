@@ -1,0 +1,158 @@
+// conveyor-node as operators run it: the real binary, real files. A bad topology stops
+// start-up with exit code 2 and a message naming file, line and key; a good one prints one
+// JSON line that accounts for every sample.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "support/test_support.hpp"
+
+namespace conveyor {
+namespace {
+
+using testing::temp_dir;
+
+struct run_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+run_result run_node(const temp_dir& dir, const std::string& args) {
+  auto out = dir / "stdout";
+  auto err = dir / "stderr";
+  auto cmd =
+      std::string(CONVEYOR_NODE_BIN) + " " + args + " >" + out.string() + " 2>" + err.string();
+  int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+}
+
+std::filesystem::path write_topology(const temp_dir& dir, const std::string& text) {
+  auto path = dir / "node.toml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::filesystem::path make_image_folder(const temp_dir& dir, int images) {
+  auto root = dir / "images";
+  for (int i = 0; i < images; ++i) {
+    auto cls = root / ("class_" + std::to_string(i % 2));
+    std::filesystem::create_directories(cls);
+    testing::write_file(
+        cls / ("img_" + std::to_string(i) + ".jpg"),
+        testing::make_jpeg(64 + (i % 5) * 9, 48 + (i % 3) * 11, static_cast<std::uint64_t>(i)));
+  }
+  return root;
+}
+
+std::string topology_text(const std::filesystem::path& images, const std::string& extra = "") {
+  return "gpus = 4\n" + extra + "[dataset]\npath = \"" + images.string() +
+         "\"\nformat = \"folder\"\n"
+         "[pipeline]\nbatch_size = 4\nprefetch_batches = 1\npreprocessors = 2\n"
+         "[trainer]\nepochs = 2\n[monitor]\ninterval_ms = 50\n"
+         "[[transform]]\nop = \"decode\"\n"
+         "[[transform]]\nop = \"random_resized_crop\"\nsize = 32\n"
+         "[[transform]]\nop = \"flip\"\n"
+         "[[transform]]\nop = \"normalize\"\n";
+}
+
+std::uint64_t json_number(const std::string& json, const std::string& key) {
+  std::smatch m;
+  std::regex re("\"" + key + "\":([0-9.e+-]+)");
+  EXPECT_TRUE(std::regex_search(json, m, re)) << key << " missing in " << json;
+  return m.empty() ? 0 : static_cast<std::uint64_t>(std::stod(m[1].str()));
+}
+
+TEST(NodeApp, CleanRunWithFourFeedersAccountsForEverySample) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 37);
+  auto r = run_node(dir, "--topology " + write_topology(dir, topology_text(images)).string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Exactly one line on stdout, and it is the JSON summary.
+  ASSERT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  EXPECT_EQ(json_number(r.out, "samples"), 74u);
+  EXPECT_EQ(json_number(r.out, "epochs"), 2u);
+  EXPECT_EQ(json_number(r.out, "lost"), 0u);
+  EXPECT_EQ(json_number(r.out, "duplicates"), 0u);
+  EXPECT_EQ(json_number(r.out, "quarantined"), 0u);
+  EXPECT_EQ(json_number(r.out, "gpus"), 4u);
+  EXPECT_LE(json_number(r.out, "peak_in_flight"), json_number(r.out, "window_samples"));
+  for (auto key : {"epoch_s", "samples_per_s", "stall_s", "stall_fraction", "peak_rss_mb"}) {
+    EXPECT_NE(r.out.find(std::string("\"") + key + "\":"), std::string::npos) << key;
+  }
+}
+
+TEST(NodeApp, SetOverridesTopologyKeys) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 9);
+  auto file = write_topology(dir, topology_text(images));
+  auto r = run_node(dir, "--topology " + file.string() +
+                             " --set trainer.epochs=1 --set gpus=1 --set pipeline.batch_size=2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json_number(r.out, "samples"), 9u);
+  EXPECT_EQ(json_number(r.out, "batches"), 5u);
+  EXPECT_EQ(json_number(r.out, "batch_size"), 2u);
+}
+
+struct bad_case {
+  std::string name;
+  std::string edit_from;  ///< text of the good topology to replace ("" = prepend `edit_to`)
+  std::string edit_to;
+  std::string needle;  ///< must appear in the error
+};
+
+class NodeAppBadTopology : public ::testing::TestWithParam<bad_case> {};
+
+TEST_P(NodeAppBadTopology, StopsWithExitCodeTwoAndNamesTheKey) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 2);
+  auto text = topology_text(images);
+  const auto& c = GetParam();
+  if (c.edit_from.empty()) {
+    text = c.edit_to + text;
+  } else {
+    auto at = text.find(c.edit_from);
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, c.edit_from.size(), c.edit_to);
+  }
+  auto r = run_node(dir, "--topology " + write_topology(dir, text).string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(c.needle), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << "no JSON line for a run that did not start";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, NodeAppBadTopology,
+    ::testing::Values(bad_case{"missing_key", "path = ", "paths = ", "dataset.path"},
+                      bad_case{"wrong_type", "batch_size = 4", "batch_size = \"4\"",
+                               "node.toml:6:14: pipeline.batch_size: expected an integer"},
+                      bad_case{"unknown_op", "op = \"flip\"", "op = \"rotate\"", "rotate"},
+                      bad_case{"negative_batch", "batch_size = 4", "batch_size = -4",
+                               "pipeline.batch_size: must be >= 1 (got -4)"},
+                      bad_case{"unknown_key", "prefetch_batches = 1", "prefetch_batchez = 1",
+                               "prefetch_batchez"},
+                      bad_case{"missing_dataset", "images\"", "nowhere\"", "nowhere"}),
+    [](const ::testing::TestParamInfo<bad_case>& param_info) { return param_info.param.name; });
+
+TEST(NodeApp, MissingTopologyFileAndBadCommandLineExitTwo) {
+  temp_dir dir;
+  auto missing = run_node(dir, "--topology " + (dir / "none.toml").string());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("none.toml"), std::string::npos) << missing.err;
+  EXPECT_EQ(run_node(dir, "--bogus-flag").exit_code, 2);
+  EXPECT_EQ(run_node(dir, "").exit_code, 2) << "--topology is required";
+}
+
+}  // namespace
+}  // namespace conveyor
