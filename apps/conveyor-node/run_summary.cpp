@@ -11,7 +11,7 @@ namespace {
 // Samples the trainers never saw and the pipeline did not quarantine, over every epoch.
 std::uint64_t lost_samples(const run_facts& f, const training_record::totals& seen,
                            const pipeline_report& report) {
-  auto expected = f.dataset_size * f.epochs;
+  auto expected = f.info.dataset_size * f.info.epochs;
   auto accounted = seen.ledger.delivered + report.quarantined;
   return expected > accounted ? expected - accounted : 0;
 }
@@ -45,9 +45,10 @@ bool run_is_clean(const run_facts& facts, const training_record::totals& seen,
 
 std::string summary_json(const run_facts& f, const training_record::totals& seen,
                          const pipeline_report& report) {
+  const auto& i = f.info;
   auto busy = seen.stall_s + seen.step_s;
   std::ostringstream out;
-  out << "{\"samples\":" << seen.samples << ",\"epochs\":" << f.epochs
+  out << "{\"samples\":" << seen.samples << ",\"epochs\":" << i.epochs
       << ",\"epoch_s\":" << number(mean_epoch_s(seen.epoch_end_s))
       << ",\"samples_per_s\":" << number(f.wall_s > 0 ? seen.samples / f.wall_s : 0)
       << ",\"stall_s\":" << number(seen.stall_s)
@@ -56,11 +57,12 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"duplicates\":" << seen.ledger.duplicates + report.duplicates
       << ",\"quarantined\":" << report.quarantined << ",\"peak_rss_mb\":" << number(peak_rss_mb())
       << ",\"wall_s\":" << number(f.wall_s) << ",\"batches\":" << seen.batches << ",\"policy\":\""
-      << f.policy << "\",\"gpus\":" << f.gpus << ",\"preprocessors\":" << f.preprocessors
-      << ",\"batch_size\":" << f.batch_size << ",\"prefetch_batches\":" << f.prefetch_batches
-      << ",\"window_samples\":" << f.window_samples
+      << i.policy << "\""
+      << ",\"gpus\":" << i.gpus << ",\"preprocessors\":" << i.preprocessors
+      << ",\"batch_size\":" << i.batch_size << ",\"prefetch_batches\":" << i.prefetch_batches
+      << ",\"window_samples\":" << i.window_samples
       << ",\"peak_in_flight\":" << report.peak_in_flight << ",\"step_ms\":" << number(f.step_ms)
-      << ",\"dataset_size\":" << f.dataset_size << "}";
+      << ",\"dataset_size\":" << i.dataset_size << "}";
   return out.str();
 }
 

@@ -11,14 +11,7 @@
 namespace conveyor {
 
 struct run_facts {
-  std::string policy;
-  int gpus = 1;
-  int preprocessors = 1;
-  std::uint64_t batch_size = 0;
-  std::uint64_t prefetch_batches = 0;
-  std::uint64_t window_samples = 0;
-  std::uint64_t epochs = 0;
-  std::uint64_t dataset_size = 0;
+  pipeline_info info;
   double step_ms = 0;
   double wall_s = 0;
 };
