@@ -12,6 +12,7 @@
 #include "actors/preprocessor.hpp"
 #include "actors/reader.hpp"
 #include "core/log.hpp"
+#include "core/opencv_threads.hpp"
 
 namespace conveyor {
 namespace {
@@ -119,6 +120,7 @@ void pipeline_runtime::impl::stop() {
 }
 
 pipeline_runtime::pipeline_runtime(pipeline_spec spec) {
+  disable_opencv_threads();  // the preprocessor pool is the parallelism: one per core
   complete_settings(spec);
   impl_ = std::make_unique<impl>(std::move(spec));
   impl_->spawn_all();

@@ -53,11 +53,7 @@ int run(const arguments& args) {
   auto report = p->report();
   auto failure = p->failure();
   p->shutdown();
-  run_facts facts{info.policy,           info.gpus,
-                  info.preprocessors,    info.batch_size,
-                  info.prefetch_batches, info.window_samples,
-                  info.epochs,           info.dataset_size,
-                  t->trainer.step_ms,    wall};
+  run_facts facts{info, t->trainer.step_ms, wall};
   auto seen = record.summarize(start);
   std::printf("%s\n", summary_json(facts, seen, report).c_str());
   std::fflush(stdout);
