@@ -9,6 +9,9 @@ DATA_DIR="$BUILD_DIR/data"
 LOG_DIR="$BUILD_DIR/bench-logs"
 PYTHON=/usr/bin/python3
 
+# A command that fails inside $(...) fails the script too (the node exits 1 on lost samples).
+shopt -s inherit_errexit
+
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
 # Configures BUILD_DIR when needed and builds conveyor-node and bench_ceiling (Release, no CUDA).
@@ -51,14 +54,25 @@ median() {
 # ratio A B: A / B to three decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", a / b }'; }
 
-# run_ceiling DATASET EPOCHS: the bare-loop ceiling's JSON line.
+# with_cpu_time CMD...: runs CMD, which prints one JSON object on stdout, and prints that
+# object with "cpu_s" (the command's user + system CPU seconds) added. On a machine shared with
+# other work, samples per CPU-second compares efficiency where samples/s compares CPU shares.
+with_cpu_time() {
+  local times out
+  times=$(mktemp)
+  out=$(/usr/bin/time -o "$times" -f '%U %S' "$@")
+  echo "${out%\}},\"cpu_s\":$(awk '{ print $1 + $2 }' "$times")}"
+  rm -f "$times"
+}
+
+# run_ceiling DATASET EPOCHS: the bare-loop ceiling's JSON line, with cpu_s.
 run_ceiling() {
-  "$CEILING_BIN" --dataset "$1" --format folder --epochs "$2"
+  with_cpu_time "$CEILING_BIN" --dataset "$1" --format folder --epochs "$2"
 }
 
 # run_node DATASET LOGFILE KEY=VALUE...: conveyor-node on the default topology (an image
-# folder), with the given overrides; prints its JSON line, logs (info: the monitor's lines)
-# go to LOGFILE.
+# folder), with the given overrides; prints its JSON line with cpu_s; logs (info: the
+# monitor's lines) go to LOGFILE.
 run_node() {
   local dataset=$1 logfile=$2
   shift 2
@@ -67,8 +81,8 @@ run_node() {
   for kv in "$@"; do
     sets+=(--set "$kv")
   done
-  "$NODE_BIN" --topology "$BENCH_ROOT/config/default.toml" "${sets[@]}" --log-level info \
-    2>"$logfile"
+  with_cpu_time "$NODE_BIN" --topology "$BENCH_ROOT/config/default.toml" "${sets[@]}" \
+    --log-level info 2>"$logfile"
 }
 
 # machine_description: the Markdown lines that say where and when the figures were taken.

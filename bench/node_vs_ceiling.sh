@@ -17,10 +17,8 @@ DATASET="$DATA_DIR/heavy-$IMAGES"
 RESULT="$BENCH_ROOT/bench/results/node_vs_ceiling.md"
 TARGET=0.9
 
-ceiling_rates=()
-node_rates=()
-node_rss=()
-node_stall=()
+ceiling_runs=()
+node_runs=()
 
 # One round: ceiling and node, the first of the two alternating from round to round.
 run_round() {
@@ -34,10 +32,8 @@ run_round() {
   fi
   log "round $round: ceiling $c"
   log "round $round: node    $n"
-  ceiling_rates+=("$(json_field "$c" samples_per_s)")
-  node_rates+=("$(json_field "$n" samples_per_s)")
-  node_rss+=("$(json_field "$n" peak_rss_mb)")
-  node_stall+=("$(json_field "$n" stall_fraction)")
+  ceiling_runs+=("$c")
+  node_runs+=("$n")
 }
 
 run_node_once() {
@@ -45,37 +41,53 @@ run_node_once() {
     pipeline.batch_size=64 trainer.epochs="$EPOCHS" batching.policy=in_order
 }
 
+# samples_per_cpu_s JSON: samples per CPU-second of the run.
+samples_per_cpu_s() {
+  awk -v s="$(json_field "$1" samples)" -v c="$(json_field "$1" cpu_s)" \
+    'BEGIN { printf "%.1f\n", s / c }'
+}
+
+# report MACHINE: the Markdown page.
 report() {
-  local ratios=() i
+  local rate_ratios=() cpu_ratios=() rss=() i c n cr nr ccpu ncpu
   echo "# conveyor-node vs the bare-loop ceiling"
   echo
-  machine_description
+  echo "$1"
   echo "- dataset: $IMAGES synthetic JPEGs (10% of them 1800-3200 px, the others 300-640 px), image folder, $EPOCHS epochs"
   echo "- node: default topology, in_order, batch 64, trainer.step_ms 0, $(nproc) preprocessors; ceiling: $(nproc) threads"
   echo "- command: bench/node_vs_ceiling.sh $IMAGES $ROUNDS"
   echo
-  echo "| round | ceiling samples/s | node samples/s | node / ceiling | node peak RSS (MB) | node stall fraction |"
-  echo "|---|---|---|---|---|---|"
-  for i in "${!node_rates[@]}"; do
-    ratios+=("$(ratio "${node_rates[i]}" "${ceiling_rates[i]}")")
-    echo "| $((i + 1)) | ${ceiling_rates[i]} | ${node_rates[i]} | ${ratios[i]} | ${node_rss[i]} | ${node_stall[i]} |"
+  echo "| round | ceiling samples/s | node samples/s | node / ceiling | ceiling samples/CPU-s | node samples/CPU-s | node / ceiling (CPU) | node peak RSS (MB) |"
+  echo "|---|---|---|---|---|---|---|---|"
+  for i in "${!node_runs[@]}"; do
+    c=${ceiling_runs[i]} n=${node_runs[i]}
+    cr=$(json_field "$c" samples_per_s) nr=$(json_field "$n" samples_per_s)
+    ccpu=$(samples_per_cpu_s "$c") ncpu=$(samples_per_cpu_s "$n")
+    rate_ratios+=("$(ratio "$nr" "$cr")")
+    cpu_ratios+=("$(ratio "$ncpu" "$ccpu")")
+    rss+=("$(json_field "$n" peak_rss_mb)")
+    echo "| $((i + 1)) | $cr | $nr | ${rate_ratios[i]} | $ccpu | $ncpu | ${cpu_ratios[i]} | ${rss[i]} |"
   done
   local med
-  med=$(median "${ratios[@]}")
+  med=$(median "${rate_ratios[@]}")
   echo
-  echo "Median node / ceiling: **$med** (target >= $TARGET: $(awk -v m="$med" -v t="$TARGET" \
-    'BEGIN { print (m >= t) ? "met" : "NOT met" }')); median node peak RSS $(median "${node_rss[@]}") MB."
+  echo "Median node / ceiling: **$med** samples/s (target >= $TARGET: $(awk -v m="$med" \
+    -v t="$TARGET" 'BEGIN { print (m >= t) ? "met" : "NOT met" }')), $(median "${cpu_ratios[@]}")" \
+    "samples per CPU-second; median node peak RSS $(median "${rss[@]}") MB." \
+    "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
 }
 
 main() {
+  local machine
   build_tools
   mkdir -p "$LOG_DIR" "$(dirname "$RESULT")"
   ensure_dataset "$DATASET" "$IMAGES" 0.10
+  machine=$(machine_description)
   local round
   for ((round = 1; round <= ROUNDS; round++)); do
     run_round "$round"
   done
-  report | tee "$RESULT"
+  report "$machine" | tee "$RESULT"
 }
 
 main

@@ -75,8 +75,8 @@ struct layout {
 
 expected<void> validate(const synthetic_options& options) {
   if (!(options.large_fraction >= 0.0 && options.large_fraction <= 1.0)) {
-    return error(errc::invalid_argument, "large_fraction " + std::to_string(options.large_fraction) +
-                                             " is outside [0, 1]");
+    return error(errc::invalid_argument,
+                 "large_fraction " + std::to_string(options.large_fraction) + " is outside [0, 1]");
   }
   if (options.classes < 1) {
     return error(errc::invalid_argument,
@@ -181,8 +181,8 @@ void draw_shapes(cv::Mat& canvas, cv::RNG& rng) {
                    thickness, cv::LINE_AA);
         break;
       case 1:
-        cv::rectangle(canvas, random_point(rng, size), random_point(rng, size), colour,
-                      thickness, cv::LINE_AA);
+        cv::rectangle(canvas, random_point(rng, size), random_point(rng, size), colour, thickness,
+                      cv::LINE_AA);
         break;
       case 2:
         cv::ellipse(canvas, random_point(rng, size),
@@ -233,8 +233,8 @@ cv::Mat draw_image(std::uint64_t seed, std::uint64_t index, bool large) {
   int min_side = large ? large_min_side : small_min_side;
   int max_side = large ? large_max_side : small_max_side;
   cv::Size size(rng.uniform(min_side, max_side + 1), rng.uniform(min_side, max_side + 1));
-  double draw_scale = std::min(1.0, static_cast<double>(max_draw_side) /
-                                        std::max(size.width, size.height));
+  double draw_scale =
+      std::min(1.0, static_cast<double>(max_draw_side) / std::max(size.width, size.height));
   cv::Size draw_size(std::max(1, static_cast<int>(std::lround(size.width * draw_scale))),
                      std::max(1, static_cast<int>(std::lround(size.height * draw_scale))));
 
@@ -325,8 +325,7 @@ class generation {
   expected<std::uint64_t> make_one(std::uint64_t index) {
     fs::path path = where_.image_path(index);
     try {
-      return write_jpeg(draw_image(options_.seed, index, is_large_[index]), path,
-                        options_.quality);
+      return write_jpeg(draw_image(options_.seed, index, is_large_[index]), path, options_.quality);
     } catch (const cv::Exception& e) {
       return error(errc::io_error, "cannot draw " + path.string() + ": " + e.what());
     } catch (const std::bad_alloc&) {
@@ -357,9 +356,10 @@ expected<synthetic_summary> generate_synthetic_images(const fs::path& dir,
   if (auto prepared = prepare_directories(where); !prepared) {
     return std::move(prepared).error();
   }
-  unsigned threads = options.threads != 0 ? options.threads
-                                          : std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<std::uint64_t>(threads, std::max<std::uint64_t>(1, options.count)));
+  unsigned threads =
+      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(
+      std::min<std::uint64_t>(threads, std::max<std::uint64_t>(1, options.count)));
 
   generation run(where, options);
   std::vector<std::thread> workers;

@@ -4,8 +4,10 @@
 // line or topology.
 #include <CLI/CLI.hpp>
 
+#include <mutex>
 #include <thread>
 
+#include "apps/common/progress_bar.hpp"
 #include "apps/conveyor-node/run_summary.hpp"
 #include "apps/conveyor-node/simulated_trainer.hpp"
 #include "config/load_topology.hpp"
@@ -42,13 +44,23 @@ int run(const arguments& args) {
       std::chrono::duration<double, std::milli>(t->trainer.step_ms));
   training_record record(info.dataset_size, info.epochs, info.gpus);
   auto start = std::chrono::steady_clock::now();
+  // Batches over all GPUs and epochs, for the progress bar (drawn only on a terminal).
+  auto batches_per_epoch = (info.dataset_size + info.batch_size - 1) / info.batch_size;
+  progress_bar bar("train", batches_per_epoch * info.epochs);
+  std::mutex bar_mutex;
+  std::uint64_t batches_done = 0;
+  auto on_batch = [&] {
+    std::lock_guard<std::mutex> lock(bar_mutex);
+    bar.update(++batches_done);
+  };
   std::vector<std::thread> trainers;
   for (int g = 0; g < info.gpus; ++g) {
-    trainers.emplace_back([&, g] { run_simulated_trainer(*p, g, step, record, {}); });
+    trainers.emplace_back([&, g] { run_simulated_trainer(*p, g, step, record, on_batch); });
   }
   for (auto& th : trainers) {
     th.join();
   }
+  bar.finish();
   auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto report = p->report();
   auto failure = p->failure();
