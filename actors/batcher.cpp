@@ -28,8 +28,20 @@ std::uint64_t flight_key(const sample_ticket& t) {
 
 void publish(batcher_pointer self, const batcher_options& opts) {
   const auto& core = *self->state.core;
+  auto budget = core.budget().budget_ns;
   opts.status->publish({core.ledger().totals(), core.ledger().quarantined(), core.peak_in_flight(),
+                        core.handoffs(), budget == latency_budget::no_hand_off ? 0 : budget,
                         core.finished()});
+}
+
+// Tells every preprocessor the new budget when it changed.
+void broadcast_budget(batcher_pointer self) {
+  auto& st = self->state;
+  if (auto b = st.core->take_budget_update()) {
+    for (const auto& p : st.preprocessors) {
+      self->send(p, atoms::budget::value, *b);
+    }
+  }
 }
 
 // Sends whatever the core allows now: tickets to readers, batches to feeders.
@@ -38,6 +50,7 @@ void pump(batcher_pointer self, const batcher_options& opts) {
   if (st.feeders.empty()) {
     return;  // not connected yet
   }
+  broadcast_budget(self);
   auto now = std::chrono::steady_clock::now();
   for (const auto& d : st.core->take_dispatches()) {
     st.dispatched_at[flight_key(d.ticket)] = now;
@@ -68,12 +81,21 @@ void record_latency(batcher_pointer self, const sample_ticket& t) {
   }
 }
 
+std::string budget_text(const budget_figures& b) {
+  if (b.budget_ns == latency_budget::no_hand_off) {
+    return "off";
+  }
+  return std::to_string(b.budget_ns / 1000000) + "." + std::to_string(b.budget_ns / 100000 % 10) +
+         "ms";
+}
+
 std::string extra_figures(const batcher_core& core) {
   auto totals = core.ledger().totals();
   return "in_flight=" + std::to_string(core.in_flight()) + "/" +
          std::to_string(core.settings().window_samples) +
          " delivered=" + std::to_string(totals.delivered) +
          " quarantined=" + std::to_string(totals.quarantined) +
+         " handoffs=" + std::to_string(core.handoffs()) + " budget=" + budget_text(core.budget()) +
          " policy=" + std::string(core.policy_name());
 }
 
@@ -96,6 +118,10 @@ batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts)
       [self, opts](atoms::prepared, std::int32_t worker, prepared_ptr& sample) {
         record_latency(self, sample->ticket);
         self->state.core->on_prepared(std::move(sample), worker);
+        pump(self, opts);
+      },
+      [self, opts](atoms::handed_off, std::int32_t worker, const sample_ticket&) {
+        self->state.core->on_handed_off(worker);
         pump(self, opts);
       },
       [self, opts](atoms::failed, std::int32_t worker, sample_failure& f) {

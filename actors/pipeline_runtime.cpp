@@ -11,6 +11,7 @@
 #include "actors/monitor.hpp"
 #include "actors/preprocessor.hpp"
 #include "actors/reader.hpp"
+#include "actors/straggler.hpp"
 #include "core/log.hpp"
 #include "core/opencv_threads.hpp"
 
@@ -37,6 +38,7 @@ std::vector<std::shared_ptr<batch_channel>> make_channels(int gpus) {
 void complete_settings(pipeline_spec& spec) {
   auto& s = spec.settings;
   s.dataset_size = spec.source->size();
+  s.hand_off = s.hand_off && spec.stragglers > 0;
   if (s.window_samples == 0) {
     s.window_samples =
         (spec.prefetch_batches + 1) * s.batch_size * static_cast<std::uint64_t>(s.gpus);
@@ -65,6 +67,7 @@ struct pipeline_runtime::impl {
   batcher_actor batcher;
   std::vector<reader_actor> readers;
   std::vector<preprocessor_actor> preprocessors;
+  std::vector<straggler_actor> stragglers;
   std::vector<feeder_actor> feeders;
 };
 
@@ -75,8 +78,12 @@ void pipeline_runtime::impl::spawn_all() {
     report = {monitor, spec.monitor_interval};
   }
   batcher = spawn_batcher(system, {spec.settings, spec.policy, status, report});
+  for (int i = 0; spec.settings.hand_off && i < spec.stragglers; ++i) {
+    stragglers.push_back(spawn_straggler(system, {i, spec.chain, batcher, status, report}));
+  }
   for (int i = 0; i < spec.settings.workers; ++i) {
-    preprocessors.push_back(spawn_preprocessor(system, {i, spec.chain, batcher, report}));
+    preprocessors.push_back(
+        spawn_preprocessor(system, {i, spec.chain, batcher, stragglers, status, report}));
   }
   for (int i = 0; i < spec.readers; ++i) {
     readers.push_back(spawn_reader(system, {i, spec.source, report}));
@@ -108,6 +115,9 @@ void pipeline_runtime::impl::stop() {
   for (auto& h : preprocessors) {
     stop_one(h);
   }
+  for (auto& h : stragglers) {
+    stop_one(h);
+  }
   for (auto& h : feeders) {
     stop_one(h);
   }
@@ -116,6 +126,7 @@ void pipeline_runtime::impl::stop() {
   monitor = nullptr;
   readers.clear();
   preprocessors.clear();
+  stragglers.clear();
   feeders.clear();
 }
 

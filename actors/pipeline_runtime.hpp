@@ -24,6 +24,7 @@ struct pipeline_spec {
   batcher_settings settings;
   batching_policy policy = batching_policy::in_order;
   int readers = 1;
+  int stragglers = 0;  ///< straggler actors; used when settings.hand_off is set
   std::uint64_t prefetch_batches = 2;
   std::chrono::milliseconds monitor_interval{1000};  ///< 0: no monitor reports
   int scheduler_threads = 2;  ///< CAF threads for the light actors (batcher, feeders, monitor)

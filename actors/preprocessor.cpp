@@ -1,9 +1,8 @@
 #include "actors/preprocessor.hpp"
 
 #include <caf/all.hpp>
-#include "core/log.hpp"
 
-#include <exception>
+#include "actors/sample_work.hpp"
 
 namespace conveyor {
 namespace {
@@ -11,53 +10,71 @@ namespace {
 struct preprocessor_state {
   static inline const char* name = "preprocessor";
   std::unique_ptr<actor_metrics> metrics;
+  budget_figures budget;  ///< no hand-off until the batcher says otherwise
+  std::size_t next_straggler = 0;
+  std::uint64_t handoffs = 0;
 };
 
 using preprocessor_pointer = preprocessor_actor::stateful_pointer<preprocessor_state>;
+using clock_type = std::chrono::steady_clock;
 
-sample_state start_state(raw_sample& raw) {
-  sample_state s;
-  s.sample_id = raw.ticket.sample_id;
-  s.key = std::move(raw.key);
-  s.label = raw.label;
-  s.epoch_seed = raw.ticket.epoch_seed;
-  s.encoded = std::move(raw.bytes);
+std::shared_ptr<sample_state> start_state(raw_sample& raw) {
+  auto s = std::make_shared<sample_state>();
+  s->sample_id = raw.ticket.sample_id;
+  s->key = std::move(raw.key);
+  s->label = raw.label;
+  s->epoch_seed = raw.ticket.epoch_seed;
+  s->encoded = std::move(raw.bytes);
+  s->source_pixels = header_pixels(s->encoded);
   return s;
 }
 
-// Runs the whole chain; an exception (a bug or an OpenCV surprise) becomes an error value so
-// that one bad sample never takes the actor down.
-expected<void> run_chain(const transform_chain& chain, sample_state& s) {
-  try {
-    return chain.run_all(s);
-  } catch (const std::exception& e) {
-    return error{errc::transform_error, "sample " + std::to_string(s.sample_id) + " (" + s.key +
-                                            "): step " + std::to_string(s.next_step) +
-                                            " threw: " + e.what()};
+void fail(preprocessor_pointer self, const preprocessor_options& opts, const sample_ticket& ticket,
+          std::string key, std::string reason) {
+  self->send(opts.batcher, atoms::failed::value, opts.index,
+             sample_failure{ticket, std::move(key), std::move(reason)});
+}
+
+void hand_off(preprocessor_pointer self, const preprocessor_options& opts,
+              const sample_ticket& ticket, std::shared_ptr<sample_state> s) {
+  auto& st = self->state;
+  const auto& to = opts.stragglers[st.next_straggler++ % opts.stragglers.size()];
+  // The batcher hears of the hand-off first: local sends enqueue at once, so this notice is
+  // in its mailbox before the straggler can even start, let alone send the result.
+  self->send(opts.batcher, atoms::handed_off::value, opts.index, ticket);
+  self->send(to, atoms::finish::value, handoff{ticket, std::move(s)});
+  ++st.handoffs;
+}
+
+bool over_budget(preprocessor_pointer self, const preprocessor_options& opts,
+                 clock_type::time_point start, const sample_state& s) {
+  const auto& b = self->state.budget;
+  if (opts.stragglers.empty() || opts.chain.done(s)) {
+    return false;
   }
+  // Before any step, the header's pixel count predicts the cost; after, the clock says.
+  return s.next_step == 0 ? s.source_pixels > b.straggler_pixels : elapsed_ns(start) > b.budget_ns;
 }
 
 void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sample& raw) {
-  auto start = std::chrono::steady_clock::now();
+  auto start = clock_type::now();
   if (raw.error_code != 0) {
-    self->send(opts.batcher, atoms::failed::value, opts.index,
-               sample_failure{raw.ticket, std::move(raw.key), std::move(raw.error_message)});
+    fail(self, opts, raw.ticket, std::move(raw.key), std::move(raw.error_message));
     return;
   }
   auto ticket = raw.ticket;
   auto s = start_state(raw);
-  if (auto ok = run_chain(opts.chain, s); !ok) {
-    self->send(opts.batcher, atoms::failed::value, opts.index,
-               sample_failure{ticket, std::move(s.key), ok.error().what()});
-    return;
+  while (!opts.chain.done(*s)) {
+    if (over_budget(self, opts, start, *s)) {
+      hand_off(self, opts, ticket, std::move(s));
+      return;
+    }
+    if (auto ok = run_step(opts.chain, *s, *opts.status); !ok) {
+      fail(self, opts, ticket, std::move(s->key), ok.error().what());
+      return;
+    }
   }
-  auto out = std::make_shared<prepared_sample>();
-  out->ticket = ticket;
-  out->key = std::move(s.key);
-  out->label = s.label;
-  out->tensor = std::move(s.output);
-  out->step_ns = std::move(s.step_ns);
-  self->send(opts.batcher, atoms::prepared::value, opts.index, prepared_ptr(std::move(out)));
+  self->send(opts.batcher, atoms::prepared::value, opts.index, make_prepared(ticket, *s, false));
   self->state.metrics->record(elapsed_ns(start));
 }
 
@@ -69,7 +86,11 @@ preprocessor_actor::behavior_type preprocessor(preprocessor_pointer self,
   return {
       // Mutable: the reader's message is not shared, so its bytes move out without a copy.
       [self, opts](atoms::prepare, raw_sample& raw) { prepare(self, opts, raw); },
-      [self, opts](atoms::tick) { report_and_rearm(self, opts.report, *self->state.metrics); },
+      [self](atoms::budget, const budget_figures& b) { self->state.budget = b; },
+      [self, opts](atoms::tick) {
+        report_and_rearm(self, opts.report, *self->state.metrics,
+                         "handoffs=" + std::to_string(self->state.handoffs));
+      },
   };
 }
 

@@ -155,13 +155,15 @@ pipeline::epoch_range pipeline::epoch(std::uint64_t epoch, int gpu) {
 
 pipeline_report pipeline::report() const {
   auto f = runtime_->status()->figures();
-  pipeline_report r{f.totals.delivered,
-                    f.totals.quarantined,
-                    f.totals.duplicates,
-                    f.totals.lost,
-                    f.peak_in_flight,
-                    f.finished,
-                    {}};
+  pipeline_report r;
+  r.delivered = f.totals.delivered;
+  r.quarantined = f.totals.quarantined;
+  r.duplicates = f.totals.duplicates;
+  r.lost = f.totals.lost;
+  r.peak_in_flight = f.peak_in_flight;
+  r.handoffs = f.handoffs;
+  r.steps_executed = runtime_->status()->steps_executed();
+  r.finished = f.finished;
   for (const auto& q : f.quarantined) {
     r.quarantined_samples.push_back("epoch " + std::to_string(q.epoch) + " " + q.key + ": " +
                                     q.reason);

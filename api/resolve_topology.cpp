@@ -1,5 +1,7 @@
 #include "api/resolve_topology.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "core/log.hpp"
@@ -31,6 +33,10 @@ batcher_settings resolve_settings(const topology& t) {
   s.gpus = resolve_gpus(t.gpus);
   s.workers = t.pipeline.preprocessors == auto_count ? hardware_cores() : t.pipeline.preprocessors;
   s.per_worker_limit = static_cast<std::uint64_t>(t.pipeline.per_worker_limit);
+  // Hand-offs serve the latency-aware policy; in_order stays the plain baseline.
+  s.hand_off = t.batching.policy == batching_policy::latency_aware;
+  s.budget.percentile = t.batching.straggler_percentile;
+  s.budget.min_budget_ns = std::llround(t.batching.min_budget_ms * 1e6);
   return s;
 }
 
@@ -52,6 +58,9 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   }
   pipeline_spec spec{std::move(*source), std::move(*chain), resolve_settings(t), t.batching.policy};
   spec.readers = t.pipeline.readers;
+  // "auto": half the cores (at least one), so slow samples progress without starving the pool.
+  spec.stragglers = t.pipeline.stragglers == auto_count ? std::max(1, hardware_cores() / 2)
+                                                        : t.pipeline.stragglers;
   spec.prefetch_batches = static_cast<std::uint64_t>(t.pipeline.prefetch_batches);
   spec.monitor_interval = std::chrono::milliseconds(t.monitor.interval_ms);
   return spec;

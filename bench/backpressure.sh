@@ -34,10 +34,10 @@ slow_step_ms() {
   awk -v r="$1" -v f="$FACTOR" -v b="$BATCH" 'BEGIN { printf "%.0f\n", f * b * 1000 / r }'
 }
 
-# budget_mb WINDOW DATASET: WINDOW samples of one output tensor plus one mean raw JPEG each.
+# budget_mb SAMPLES WINDOW DATASET: SAMPLES output tensors plus WINDOW mean raw JPEGs.
 budget_mb() {
-  awk -v w="$1" -v t="$TENSOR_BYTES" -v j="$(mean_file_bytes "$2")" \
-    'BEGIN { printf "%.1f\n", w * (t + j) / 1048576 }'
+  awk -v n="$1" -v w="$2" -v t="$TENSOR_BYTES" -v j="$(mean_file_bytes "$3")" \
+    'BEGIN { printf "%.1f\n", (n * t + w * j) / 1048576 }'
 }
 
 # row LABEL DATASET BASELINE_MB JSON: one line of the table.
@@ -48,7 +48,8 @@ row() {
   echo "| $label | $(json_field "$json" dataset_size) | $(json_field "$json" step_ms) |" \
     "$window | $(json_field "$json" peak_in_flight) | $(json_field "$json" wall_s) |" \
     "$rss | $(awk -v r="$rss" -v b="$baseline" 'BEGIN { printf "%.1f", r - b }') |" \
-    "$(budget_mb "$window" "$dataset") |"
+    "$(budget_mb "$window" "$window" "$dataset") |" \
+    "$(budget_mb "$((window + BATCH))" "$window" "$dataset") |"
 }
 
 main() {
@@ -78,11 +79,14 @@ main() {
     echo "- datasets: $IMAGES and $((IMAGES * FACTOR)) synthetic JPEGs of 300-640 px (ImageNet-like, no large images: quick to generate), image folder, 1 epoch, batch $BATCH"
     echo "- pipeline alone (trainer.step_ms 0): $(json_field "$fast" samples_per_s) samples/s, so a trainer $FACTOR x slower: trainer.step_ms = $step"
     echo "- baseline RSS (batch 1, prefetch 1: a window of 2 samples): $baseline MB"
-    echo "- budget = window_samples x ($TENSOR_BYTES B float32 tensor + the mean raw JPEG)"
+    echo "- budget = window_samples x ($TENSOR_BYTES B float32 tensor + the mean raw JPEG)." \
+      "The feeder's ring slots (window_samples tensors in all) stay allocated while the batch" \
+      "that refills a released slot is being prepared, so one batch of tensors more can be" \
+      "live: the last column adds it."
     echo "- command: bench/backpressure.sh $IMAGES"
     echo
-    echo "| run | images | step_ms | window_samples | peak_in_flight | wall_s | peak RSS (MB) | RSS - baseline (MB) | budget (MB) |"
-    echo "|---|---|---|---|---|---|---|---|---|"
+    echo "| run | images | step_ms | window_samples | peak_in_flight | wall_s | peak RSS (MB) | RSS - baseline (MB) | budget (MB) | budget + 1 batch (MB) |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
     row "1x dataset, slow trainer" "$SMALL" "$baseline" "$one"
     row "${FACTOR}x dataset, slow trainer" "$LARGE" "$baseline" "$ten"
     row "1x dataset, slow trainer, prefetch_batches 1" "$SMALL" "$baseline" "$small_window"

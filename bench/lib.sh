@@ -1,5 +1,6 @@
 # Shared by the bench/*.sh scripts (source it; it defines functions and paths, runs nothing).
-# BUILD_DIR (default build-bench) is the build the scripts use; they build what they need in it.
+# BUILD_DIR (default build-bench) is the build the scripts use; they build what they need in it
+# first, unless NO_BUILD=1 (measure the binaries already there, e.g. while the tree is mid-change).
 
 BENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$BENCH_ROOT/build-bench}"
@@ -14,13 +15,26 @@ shopt -s inherit_errexit
 
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
-# Configures BUILD_DIR when needed and builds conveyor-node and bench_ceiling (Release, no CUDA).
+# Configures BUILD_DIR when needed and builds conveyor-node and bench_ceiling (Release, no
+# CUDA), quietly: the compiler's output goes to $LOG_DIR/build.log, its errors shown on failure.
 build_tools() {
-  if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
-    cmake -S "$BENCH_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DCONVEYOR_CUDA=OFF -DCONVEYOR_BUILD_TESTS=OFF >&2
+  local build_log="$LOG_DIR/build.log"
+  mkdir -p "$LOG_DIR"
+  if [[ "${NO_BUILD:-0}" == 1 ]]; then
+    log "NO_BUILD=1: using the binaries in $BUILD_DIR as they are"
+    return 0
   fi
-  cmake --build "$BUILD_DIR" --target conveyor-node bench_ceiling -j"$(nproc)" >&2
+  log "building conveyor-node and bench_ceiling in $BUILD_DIR"
+  if ! {
+    [[ -f "$BUILD_DIR/build.ninja" ]] ||
+      cmake -S "$BENCH_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCONVEYOR_CUDA=OFF -DCONVEYOR_BUILD_TESTS=OFF
+    cmake --build "$BUILD_DIR" --target conveyor-node bench_ceiling -j"$(nproc)"
+  } >"$build_log" 2>&1; then
+    grep -E '^FAILED|error:' "$build_log" | cut -c1-300 | head -n 10 >&2
+    log "build failed; full output in $build_log"
+    return 1
+  fi
 }
 
 # ensure_dataset DIR COUNT LARGE_FRACTION: an image folder of COUNT synthetic JPEGs

@@ -47,7 +47,7 @@ samples_per_cpu_s() {
     'BEGIN { printf "%.1f\n", s / c }'
 }
 
-# report MACHINE: the Markdown page.
+# report MACHINE START_LOAD: the Markdown page.
 report() {
   local rate_ratios=() cpu_ratios=() rss=() i c n cr nr ccpu ncpu
   echo "# conveyor-node vs the bare-loop ceiling"
@@ -75,19 +75,29 @@ report() {
     -v t="$TARGET" 'BEGIN { print (m >= t) ? "met" : "NOT met" }')), $(median "${cpu_ratios[@]}")" \
     "samples per CPU-second; median node peak RSS $(median "${rss[@]}") MB." \
     "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  busy_note "$2"
+}
+
+# busy_note LOAD: a warning when other work shared the machine (load average LOAD at the start).
+busy_note() {
+  awk -v l="$1" -v n="$(nproc)" 'BEGIN { if (l > n / 2) printf "\n**The machine was busy** " \
+    "(load average %s at the start, %d cores): samples/s then compares the CPU shares the two " \
+    "programs won as much as their efficiency (the node, with more threads, wins more); " \
+    "samples per CPU-second is the steadier comparison.\n", l, n }'
 }
 
 main() {
-  local machine
+  local machine start_load
   build_tools
   mkdir -p "$LOG_DIR" "$(dirname "$RESULT")"
   ensure_dataset "$DATASET" "$IMAGES" 0.10
   machine=$(machine_description)
+  start_load=$(cut -d' ' -f1 /proc/loadavg)
   local round
   for ((round = 1; round <= ROUNDS; round++)); do
     run_round "$round"
   done
-  report "$machine" | tee "$RESULT"
+  report "$machine" "$start_load" | tee "$RESULT"
 }
 
 main

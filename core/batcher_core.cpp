@@ -11,7 +11,8 @@ batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_poli
       policy_(std::move(policy)),
       ledger_(settings.dataset_size),
       worker_load_(static_cast<std::size_t>(settings.workers), 0),
-      credits_(static_cast<std::size_t>(settings.gpus), 0) {}
+      credits_(static_cast<std::size_t>(settings.gpus), 0),
+      budget_(settings.budget) {}
 
 // Begins the next epoch as soon as the current one is fully dispatched, so the policy knows
 // of it and a GPU done with its part of the epoch can move on.
@@ -57,14 +58,51 @@ std::vector<dispatch_order> batcher_core::take_dispatches() {
   return out;
 }
 
+void batcher_core::free_worker(int worker) {
+  if (worker >= 0) {
+    --worker_load_[static_cast<std::size_t>(worker)];
+  }
+}
+
 void batcher_core::on_prepared(prepared_ptr sample, int worker) {
-  --worker_load_[static_cast<std::size_t>(worker)];
+  free_worker(worker);
+  // Work time only (the steps, wherever they ran): queueing would feed on itself, since
+  // hand-offs add queueing and a higher budget hands off less.
+  std::int64_t work = 0;
+  for (auto ns : sample->step_ns) {
+    work += ns;
+  }
+  budget_.record(work, sample->source_pixels);
   policy_->add(std::move(sample));
+}
+
+void batcher_core::on_handed_off(int worker) {
+  free_worker(worker);
+  ++handoffs_;
+}
+
+budget_figures batcher_core::current_budget() const {
+  if (!settings_.hand_off) {
+    return {};
+  }
+  if (settings_.fixed_budget_ns > 0) {
+    return {settings_.fixed_budget_ns, latency_budget::no_hand_off};
+  }
+  return {budget_.budget_ns(), budget_.straggler_pixels()};
+}
+
+std::optional<budget_figures> batcher_core::take_budget_update() {
+  auto now = current_budget();
+  if (now == sent_budget_) {
+    return std::nullopt;
+  }
+  sent_budget_ = now;
+  return now;
 }
 
 void batcher_core::on_failed(const sample_ticket& ticket, int worker, std::string key,
                              std::string reason) {
-  --worker_load_[static_cast<std::size_t>(worker)];
+  free_worker(worker);
   --in_flight_;
   policy_->drop(ticket.epoch, ticket.seq);
   ledger_.quarantine({ticket.epoch, ticket.sample_id, std::move(key), std::move(reason)});

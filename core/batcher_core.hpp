@@ -10,11 +10,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/batch_policy.hpp"
 #include "core/epoch_ledger.hpp"
+#include "core/latency_budget.hpp"
 #include "core/prepared_sample.hpp"
 
 namespace conveyor {
@@ -29,6 +31,20 @@ struct batcher_settings {
   int workers = 1;                     ///< preprocessors
   std::uint64_t per_worker_limit = 2;  ///< samples queued at one preprocessor
   std::uint64_t window_samples = 0;    ///< samples in flight, dispatch to release
+  /// Preprocessors hand samples over budget to straggler actors (latency_aware with
+  /// stragglers). The budget is learned from observed work times, unless fixed_budget_ns > 0.
+  bool hand_off = false;
+  latency_budget_settings budget;
+  std::int64_t fixed_budget_ns = 0;
+};
+
+/// What preprocessors need to decide a hand-off: two integers (they may cross the wire).
+struct budget_figures {
+  std::int64_t budget_ns = latency_budget::no_hand_off;         ///< hand off once past this
+  std::int64_t straggler_pixels = latency_budget::no_hand_off;  ///< hand off before decode
+  bool operator==(const budget_figures& o) const noexcept {
+    return budget_ns == o.budget_ns && straggler_pixels == o.straggler_pixels;
+  }
 };
 
 /// Send `ticket` to preprocessor `worker` (through a reader).
@@ -44,9 +60,13 @@ class batcher_core {
 
   /// Samples to dispatch now, as far as the window and the workers' limits allow.
   std::vector<dispatch_order> take_dispatches();
-  /// Worker `worker` finished the sample.
+  /// The sample is prepared: by preprocessor `worker`, or by a straggler actor (worker < 0).
   void on_prepared(prepared_ptr sample, int worker);
-  /// Worker `worker` could not prepare the sample: it is quarantined with `reason`.
+  /// Preprocessor `worker` handed a sample to a straggler actor: it is free for the next one.
+  void on_handed_off(int worker);
+  /// The budget preprocessors should use, when it changed since the last call; else nullopt.
+  std::optional<budget_figures> take_budget_update();
+  /// Worker `worker` (< 0: a straggler) could not prepare the sample: it is quarantined.
   void on_failed(const sample_ticket& ticket, int worker, std::string key, std::string reason);
   /// Feeder `gpu` grants credit for `batches` more batches.
   void on_credit(int gpu, std::uint64_t batches);
@@ -62,6 +82,8 @@ class batcher_core {
   std::uint64_t in_flight() const noexcept { return in_flight_; }
   std::uint64_t peak_in_flight() const noexcept { return peak_in_flight_; }
   std::string_view policy_name() const noexcept { return policy_->name(); }
+  std::uint64_t handoffs() const noexcept { return handoffs_; }
+  const budget_figures& budget() const noexcept { return sent_budget_; }
 
  private:
   std::uint64_t gpu_count() const noexcept { return static_cast<std::uint64_t>(settings_.gpus); }
@@ -69,6 +91,8 @@ class batcher_core {
   bool next_ticket(sample_ticket& out);
   int least_loaded_worker() const;
   void record_delivery(const batch_plan& plan);
+  void free_worker(int worker);
+  budget_figures current_budget() const;
 
   batcher_settings settings_;
   std::unique_ptr<batch_policy> policy_;
@@ -81,6 +105,9 @@ class batcher_core {
   std::uint64_t in_flight_ = 0;
   std::uint64_t peak_in_flight_ = 0;
   std::uint64_t ended_epochs_ = 0;  ///< (gpu, epoch) pairs whose last batch went out
+  latency_budget budget_;
+  budget_figures sent_budget_;
+  std::uint64_t handoffs_ = 0;
 };
 
 }  // namespace conveyor

@@ -12,7 +12,9 @@ std::vector<std::filesystem::path> sorted_children(const std::filesystem::path& 
                                                    bool directories, std::error_code& ec) {
   std::vector<std::filesystem::path> out;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->is_directory(ec) == directories) {
+    // Hidden entries (.ipynb_checkpoints, .DS_Store) are never classes or samples.
+    auto hidden = it->path().filename().string().rfind('.', 0) == 0;
+    if (!hidden && it->is_directory(ec) == directories) {
       out.push_back(it->path());
     }
   }

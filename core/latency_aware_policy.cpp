@@ -25,8 +25,8 @@ class latency_aware_policy final : public batch_policy {
     epochs_.at(sample->ticket.epoch).ready.push_back(std::move(sample));
   }
 
-  void drop(std::uint64_t epoch, std::uint64_t seq) override {
-    (void)seq;  // which one does not matter: only how many are still to come
+  // Which sample does not matter here: only how many are still to come.
+  void drop(std::uint64_t epoch, std::uint64_t /*seq*/) override {
     --epochs_.at(epoch).outstanding;
   }
 

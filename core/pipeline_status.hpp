@@ -3,6 +3,7 @@
 /// embedding trainer): the batcher's ledger figures, quarantined samples, and the first fatal
 /// error, if any. A fatal error closes every trainer channel so no trainer waits forever.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -19,7 +20,9 @@ struct pipeline_figures {
   epoch_summary totals;  ///< the batcher's ledger over every epoch
   std::vector<quarantine_entry> quarantined;
   std::uint64_t peak_in_flight = 0;
-  bool finished = false;  ///< every epoch handed to the feeders
+  std::uint64_t handoffs = 0;  ///< samples handed from a preprocessor to a straggler actor
+  std::int64_t budget_ns = 0;  ///< the latest per-sample latency budget (0: no hand-off)
+  bool finished = false;       ///< every epoch handed to the feeders
 };
 
 /// Thread-safe.
@@ -35,6 +38,10 @@ class pipeline_status {
   void close_channels();
 
   pipeline_figures figures() const;
+  /// Transform steps executed, counted where they run: with no work done twice, this is
+  /// samples x steps.
+  void count_step() noexcept { steps_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t steps_executed() const noexcept { return steps_.load(std::memory_order_relaxed); }
   std::optional<error> failure() const;
   const std::shared_ptr<batch_channel>& channel(int gpu) const {
     return channels_[static_cast<std::size_t>(gpu)];
@@ -45,6 +52,7 @@ class pipeline_status {
   std::vector<std::shared_ptr<batch_channel>> channels_;
   pipeline_figures figures_;
   std::optional<error> failure_;
+  std::atomic<std::uint64_t> steps_{0};
 };
 
 }  // namespace conveyor

@@ -26,6 +26,8 @@ struct prepared_sample {
   std::int32_t label = 0;
   host_tensor tensor;
   std::vector<std::int64_t> step_ns;  ///< wall time of each step
+  std::int64_t source_pixels = 0;     ///< of the encoded image, from its header (0: unknown)
+  bool handed_off = false;            ///< a straggler actor finished it
 };
 
 using prepared_ptr = std::shared_ptr<const prepared_sample>;

@@ -25,6 +25,7 @@ struct sample_state {
   std::vector<std::uint8_t> encoded;  ///< the file's bytes; freed by the decode step
   cv::Mat image;                      ///< HWC uint8 RGB once decoded
   host_tensor output;                 ///< CHW, written by the final normalize / to_uint8 step
+  std::int64_t source_pixels = 0;     ///< width x height from the image header; 0 if unknown
   std::size_t next_step = 0;          ///< index of the next step of the chain to run
   std::vector<std::int64_t> step_ns;  ///< wall time of each completed step, in nanoseconds
 };

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -365,7 +366,15 @@ expected<synthetic_summary> generate_synthetic_images(const fs::path& dir,
   std::vector<std::thread> workers;
   workers.reserve(threads);
   for (unsigned i = 0; i < threads; ++i) {
-    workers.emplace_back([&run] { run.work(); });
+    try {
+      workers.emplace_back([&run] { run.work(); });
+    } catch (const std::system_error& e) {
+      // Fewer threads only make it slower; none at all is an error.
+      if (workers.empty()) {
+        return error(errc::io_error, std::string("cannot start a worker thread: ") + e.what());
+      }
+      break;
+    }
   }
   return run.wait(workers, progress);
 }

@@ -1,9 +1,11 @@
 #pragma once
 /// The typed interfaces of the pipeline's roles (CAF 0.17 syntax), declared in the order
-/// their handles are needed: feeder, preprocessor, reader, batcher.
+/// their handles are needed: feeder, straggler, preprocessor, reader, batcher.
 ///
 ///   batcher --read(ticket, worker, preprocessor)--> reader --prepare(raw)--> preprocessor
 ///   preprocessor --prepared / failed--> batcher --batch(plan)--> feeder[gpu]
+///   preprocessor --finish(handoff)--> straggler --prepared / failed--> batcher
+///   preprocessor --handed_off--> batcher --budget--> preprocessors
 ///   feeder --credit(gpu, batches, released samples)--> batcher
 
 #include <caf/replies_to.hpp>
@@ -23,9 +25,15 @@ using feeder_actor =
     caf::typed_actor<caf::reacts_to<atoms::batch, batch_plan>,
                      caf::reacts_to<atoms::release, std::uint64_t>, caf::reacts_to<atoms::tick>>;
 
-/// Runs the transform chain on raw samples, one at a time.
+/// Finishes samples that preprocessors handed off (the steps still to do).
+using straggler_actor =
+    caf::typed_actor<caf::reacts_to<atoms::finish, handoff>, caf::reacts_to<atoms::tick>>;
+
+/// Runs the transform chain on raw samples, one at a time; hands a sample over budget to a
+/// straggler actor.
 using preprocessor_actor =
-    caf::typed_actor<caf::reacts_to<atoms::prepare, raw_sample>, caf::reacts_to<atoms::tick>>;
+    caf::typed_actor<caf::reacts_to<atoms::prepare, raw_sample>,
+                     caf::reacts_to<atoms::budget, budget_figures>, caf::reacts_to<atoms::tick>>;
 
 /// Reads sample `ticket` and passes it to the preprocessor named in the request.
 using reader_actor =
@@ -37,6 +45,7 @@ using batcher_actor =
     caf::typed_actor<caf::reacts_to<atoms::connect, std::vector<reader_actor>,
                                     std::vector<preprocessor_actor>, std::vector<feeder_actor>>,
                      caf::reacts_to<atoms::prepared, std::int32_t, prepared_ptr>,
+                     caf::reacts_to<atoms::handed_off, std::int32_t, sample_ticket>,
                      caf::reacts_to<atoms::failed, std::int32_t, sample_failure>,
                      caf::reacts_to<atoms::credit, std::int32_t, std::uint64_t, std::uint64_t>,
                      caf::reacts_to<atoms::tick>>;

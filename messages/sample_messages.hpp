@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/batcher_core.hpp"
 #include "core/prepared_sample.hpp"
+#include "core/sample_state.hpp"
 
 namespace conveyor {
 
@@ -46,9 +48,23 @@ typename Inspector::result_type inspect(Inspector& f, sample_failure& x) {
   return f(caf::meta::type_name("sample_failure"), x.ticket, x.key, x.reason);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, budget_figures& x) {
+  return f(caf::meta::type_name("budget_figures"), x.budget_ns, x.straggler_pixels);
+}
+
+/// A sample over its latency budget, handed mid-chain from a preprocessor to a straggler
+/// actor: its state holds the intermediate result and where in the chain it stopped, so no
+/// step runs twice.
+struct handoff {
+  sample_ticket ticket;
+  std::shared_ptr<sample_state> state;
+};
+
 }  // namespace conveyor
 
-// Prepared samples and batch plans hold ref-counted tensors shared zero-copy between local
-// actors. They never cross the network (they are not serializable).
+// Handed-off samples, prepared samples and batch plans hold ref-counted tensors shared zero-copy
+// between local actors. They never cross the network (they are not serializable).
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::prepared_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::batch_plan)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(conveyor::handoff)

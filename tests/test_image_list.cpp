@@ -21,8 +21,10 @@ TEST(ImageList, FolderClassesAndFilesAreSortedAndFiltered) {
   touch(dir / "zebra" / "b.JPG");
   touch(dir / "zebra" / "a.png");
   touch(dir / "ant" / "x.jpeg");
-  touch(dir / "ant" / "notes.txt");  // not an image: skipped
-  touch(dir / "README");             // a file at the top: not a class
+  touch(dir / "ant" / "notes.txt");             // not an image: skipped
+  touch(dir / "README");                        // a file at the top: not a class
+  touch(dir / ".ipynb_checkpoints" / "c.jpg");  // hidden: not a class
+  touch(dir / "ant" / ".hidden.jpg");           // hidden: not a sample
   auto list = scan_image_folder(dir.path());
   ASSERT_TRUE(list) << list.error().what();
   EXPECT_EQ(list->class_names, (std::vector<std::string>{"ant", "zebra"}));

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace conveyor {
@@ -37,6 +38,7 @@ void progress_bar::finish() {
 void progress_bar::draw(std::uint64_t done) {
   constexpr int width = 30;
   auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  done = std::min(done, total_);
   double fraction = total_ == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total_);
   double rate = elapsed > 0 ? static_cast<double>(done) / elapsed : 0.0;
   double left = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;

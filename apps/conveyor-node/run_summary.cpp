@@ -62,7 +62,10 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"batch_size\":" << i.batch_size << ",\"prefetch_batches\":" << i.prefetch_batches
       << ",\"window_samples\":" << i.window_samples
       << ",\"peak_in_flight\":" << report.peak_in_flight << ",\"step_ms\":" << number(f.step_ms)
-      << ",\"dataset_size\":" << i.dataset_size << "}";
+      << ",\"dataset_size\":" << i.dataset_size << ",\"handoffs\":" << report.handoffs
+      << ",\"straggler_fraction\":"
+      << number(seen.samples > 0 ? static_cast<double>(report.handoffs) / seen.samples : 0)
+      << ",\"steps_executed\":" << report.steps_executed << "}";
   return out.str();
 }
 

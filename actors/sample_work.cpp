@@ -1,0 +1,43 @@
+#include "actors/sample_work.hpp"
+
+#include <exception>
+
+#include "core/jpeg_decoder.hpp"
+
+namespace conveyor {
+
+expected<void> run_step(const transform_chain& chain, sample_state& s, pipeline_status& status) {
+  try {
+    auto ok = chain.run_next(s);
+    if (ok) {
+      status.count_step();
+    }
+    return ok;
+  } catch (const std::exception& e) {
+    return error{errc::transform_error, "sample " + std::to_string(s.sample_id) + " (" + s.key +
+                                            "): step " + std::to_string(s.next_step) +
+                                            " threw: " + e.what()};
+  }
+}
+
+prepared_ptr make_prepared(const sample_ticket& ticket, sample_state& s, bool handed_off) {
+  auto out = std::make_shared<prepared_sample>();
+  out->ticket = ticket;
+  out->key = std::move(s.key);
+  out->label = s.label;
+  out->tensor = std::move(s.output);
+  out->step_ns = std::move(s.step_ns);
+  out->source_pixels = s.source_pixels;
+  out->handed_off = handed_off;
+  return out;
+}
+
+std::int64_t header_pixels(const std::vector<std::uint8_t>& encoded) {
+  if (!is_jpeg(encoded.data(), encoded.size())) {
+    return 0;
+  }
+  auto info = probe_image(encoded);
+  return info ? static_cast<std::int64_t>(info->width) * info->height : 0;
+}
+
+}  // namespace conveyor

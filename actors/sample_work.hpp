@@ -1,0 +1,26 @@
+#pragma once
+/// What preprocessors and straggler actors both do to a sample: run its steps one at a time
+/// (an exception becomes an error value, so one bad sample never takes an actor down), and
+/// package the result for the batcher.
+
+#include <cstdint>
+
+#include "conveyor/error.hpp"
+#include "core/pipeline_status.hpp"
+#include "core/prepared_sample.hpp"
+#include "core/sample_state.hpp"
+#include "core/transform_chain.hpp"
+
+namespace conveyor {
+
+/// Runs the sample's next step and counts it in `status`.
+expected<void> run_step(const transform_chain& chain, sample_state& s, pipeline_status& status);
+
+/// The prepared sample made of a finished state (its output and timings move out).
+prepared_ptr make_prepared(const sample_ticket& ticket, sample_state& s, bool handed_off);
+
+/// width x height from a JPEG's header (no decode), or 0 when it is not a JPEG or the header
+/// does not read (the decode step then reports why).
+std::int64_t header_pixels(const std::vector<std::uint8_t>& encoded);
+
+}  // namespace conveyor
