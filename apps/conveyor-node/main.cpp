@@ -2,7 +2,7 @@
 // GPU, and prints one JSON line with the run's figures on stdout (logs go to stderr).
 // Exit codes: 0 a clean run; 1 a run that failed or lost/duplicated samples; 2 a bad command
 // line or topology.
-#include <CLI/CLI.hpp>
+#include "apps/common/command_line.hpp"
 
 #include <mutex>
 #include <thread>
@@ -87,13 +87,8 @@ int main(int argc, char** argv) {
       ->take_all();
   app.add_option("--log-level", args.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
+  if (auto exit_code = conveyor::parse_command_line(app, argc, argv)) {
+    return *exit_code;
   }
   set_log_level(spdlog::level::from_str(args.log_level));
   return run(args);

@@ -5,7 +5,7 @@
 //   conveyor-pack --verify DATASET_DIR
 // Exit codes: 0 ok; 1 a failure while running or records that fail verification; 2 a bad
 // command line or bad input (missing path, empty directory, bad list file).
-#include <CLI/CLI.hpp>
+#include "apps/common/command_line.hpp"
 
 #include <cstdio>
 
@@ -167,13 +167,8 @@ int main(int argc, char** argv) {
   app.add_option("--classes", args.synthetic_opts.classes, "classes of the synthetic set")
       ->check(CLI::PositiveNumber);
   app.add_option("--seed", args.synthetic_opts.seed, "seed of the synthetic set");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
+  if (auto exit_code = conveyor::parse_command_line(app, argc, argv)) {
+    return *exit_code;
   }
   return run(args);
 }

@@ -10,7 +10,6 @@
 // their datasets with it.
 //
 // Exit codes: 0 done; 1 a sample or the generator failed; 2 a bad command line or dataset.
-#include <CLI/CLI.hpp>
 #include <opencv2/core/utility.hpp>
 
 #include <atomic>
@@ -22,6 +21,7 @@
 
 #include <sys/resource.h>
 
+#include "apps/common/command_line.hpp"
 #include "core/epoch_order.hpp"
 #include "core/sample_source.hpp"
 #include "core/synthetic_images.hpp"
@@ -179,13 +179,8 @@ int main(int argc, char** argv) {
   app.add_option("--large-fraction", args.large_fraction,
                  "with --generate: share of large (1800-3200 px) images")
       ->check(CLI::Range(0.0, 1.0));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
+  if (auto exit_code = conveyor::parse_command_line(app, argc, argv)) {
+    return *exit_code;
   }
   // One core per worker, as each preprocessor has: no OpenCV thread pool underneath.
   cv::setNumThreads(0);
