@@ -98,11 +98,14 @@ TEST(NodeApp, SetOverridesTopologyKeys) {
   auto images = make_image_folder(dir, 9);
   auto file = write_topology(dir, topology_text(images));
   auto r = run_node(dir, "--topology " + file.string() +
-                             " --set trainer.epochs=1 --set gpus=1 --set pipeline.batch_size=2");
+                             " --set trainer.epochs=1 --set gpus=1 --set pipeline.batch_size=2"
+                             " --set batching.policy=latency_aware");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json_number(r.out, "samples"), 9u);
   EXPECT_EQ(json_number(r.out, "batches"), 5u);
   EXPECT_EQ(json_number(r.out, "batch_size"), 2u);
+  EXPECT_NE(r.out.find("\"policy\":\"latency_aware\""), std::string::npos) << r.out;
+  EXPECT_EQ(json_number(r.out, "lost") + json_number(r.out, "duplicates"), 0u);
 }
 
 struct bad_case {

@@ -75,7 +75,7 @@ TEST(Topology, DefaultTomlGivesTheDocumentedValues) {
   EXPECT_EQ(node->pipeline.prefetch_batches, 2);
   EXPECT_EQ(node->pipeline.stragglers, auto_count);
   EXPECT_EQ(node->pipeline.per_worker_limit, 2);
-  EXPECT_EQ(node->batching.policy, batching_policy::in_order);
+  EXPECT_EQ(node->batching.policy, batching_policy::latency_aware);
   EXPECT_EQ(node->batching.straggler_percentile, 90.0);
   EXPECT_EQ(node->batching.min_budget_ms, 5.0);
   EXPECT_EQ(node->trainer.step_ms, 0.0);
@@ -243,8 +243,8 @@ TEST(Topology, DescribeGivesOneLinePerSection) {
   for (std::string_view line :
        {"gpus: auto", "dataset: path=build/sample/shards format=shards seed=0 shuffle=true",
         "pipeline: batch_size=64 preprocessors=auto readers=1 prefetch_batches=2",
-        "batching: policy=in_order", "trainer: step_ms=0 epochs=1", "monitor: interval_ms=1000",
-        "supervision: strategy=one_for_one", "faults: off",
+        "batching: policy=latency_aware", "trainer: step_ms=0 epochs=1",
+        "monitor: interval_ms=1000", "supervision: strategy=one_for_one", "faults: off",
         "transform: decode -> random_resized_crop 224x224 bilinear -> flip p=0.5 -> normalize"}) {
     EXPECT_NE(text.find(line), std::string::npos) << "'" << line << "' not in:\n" << text;
   }
