@@ -42,6 +42,9 @@ void hand_off(preprocessor_pointer self, const preprocessor_options& opts,
   // The batcher hears of the hand-off first: local sends enqueue at once, so this notice is
   // in its mailbox before the straggler can even start, let alone send the result.
   self->send(opts.batcher, atoms::handed_off::value, opts.index, ticket);
+  if (s->next_step == 0) {
+    opts.status->count_early_handoff();
+  }
   self->send(to, atoms::finish::value, handoff{ticket, std::move(s)});
   ++st.handoffs;
 }

@@ -162,6 +162,7 @@ pipeline_report pipeline::report() const {
   r.lost = f.totals.lost;
   r.peak_in_flight = f.peak_in_flight;
   r.handoffs = f.handoffs;
+  r.early_handoffs = runtime_->status()->early_handoffs();
   r.steps_executed = runtime_->status()->steps_executed();
   r.finished = f.finished;
   for (const auto& q : f.quarantined) {

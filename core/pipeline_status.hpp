@@ -42,6 +42,11 @@ class pipeline_status {
   /// samples x steps.
   void count_step() noexcept { steps_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t steps_executed() const noexcept { return steps_.load(std::memory_order_relaxed); }
+  /// Hand-offs decided from the image header alone, before any step ran (early recognition).
+  void count_early_handoff() noexcept { early_handoffs_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t early_handoffs() const noexcept {
+    return early_handoffs_.load(std::memory_order_relaxed);
+  }
   std::optional<error> failure() const;
   const std::shared_ptr<batch_channel>& channel(int gpu) const {
     return channels_[static_cast<std::size_t>(gpu)];
@@ -53,6 +58,7 @@ class pipeline_status {
   pipeline_figures figures_;
   std::optional<error> failure_;
   std::atomic<std::uint64_t> steps_{0};
+  std::atomic<std::uint64_t> early_handoffs_{0};
 };
 
 }  // namespace conveyor

@@ -65,6 +65,7 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"dataset_size\":" << i.dataset_size << ",\"handoffs\":" << report.handoffs
       << ",\"straggler_fraction\":"
       << number(seen.samples > 0 ? static_cast<double>(report.handoffs) / seen.samples : 0)
+      << ",\"early_handoffs\":" << report.early_handoffs
       << ",\"steps_executed\":" << report.steps_executed << "}";
   return out.str();
 }

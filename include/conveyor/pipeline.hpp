@@ -94,6 +94,7 @@ struct pipeline_report {
   std::uint64_t lost = 0;         ///< samples of begun epochs not yet accounted for
   std::uint64_t peak_in_flight = 0;
   std::uint64_t handoffs = 0;        ///< samples finished by straggler actors
+  std::uint64_t early_handoffs = 0;  ///< of those, handed off from the header, before decode
   std::uint64_t steps_executed = 0;  ///< transform steps run: samples x steps when none is redone
   bool finished = false;             ///< every epoch handed to the GPUs
   std::vector<std::string> quarantined_samples;  ///< "epoch <e> <key>: <reason>"
