@@ -4,6 +4,8 @@
 
 namespace conveyor {
 
-void disable_opencv_threads() noexcept { cv::setNumThreads(0); }
+void disable_opencv_threads() noexcept {
+  cv::setNumThreads(0);
+}
 
 }  // namespace conveyor

@@ -8,84 +8,18 @@
 
 #include "core/batcher_core.hpp"
 #include "core/epoch_order.hpp"
+#include "support/batcher_world.hpp"
 
 namespace conveyor {
 namespace {
 
-struct world_params {
-  std::uint64_t samples = 103;
-  std::uint64_t batch = 8;
-  int gpus = 1;
-  int workers = 3;
-  std::uint64_t epochs = 2;
-  std::uint64_t prefetch = 2;
-  std::uint64_t fail_every = 0;  ///< every n-th sample id fails (0: none)
-};
+using testing::world_params;
+using testing::world_result;
 
-struct world_result {
-  std::vector<batch_plan> batches;  ///< in the order the trainers received them
-  std::uint64_t peak_in_flight = 0;
-  std::uint64_t window = 0;
-  epoch_summary totals;
-};
-
-// Runs the batcher to the end. In-flight samples complete in a random order; a trainer takes
-// (and releases) a batch whenever the feeder holds one, also in a random order across GPUs.
-world_result run_world(const world_params& p, std::uint64_t seed) {
-  batcher_settings s;
-  s.dataset_size = p.samples;
-  s.seed = 42;
-  s.epochs = p.epochs;
-  s.batch_size = p.batch;
-  s.gpus = p.gpus;
-  s.workers = p.workers;
-  s.window_samples = (p.prefetch + 1) * p.batch * static_cast<std::uint64_t>(p.gpus);
-  batcher_core core(s, make_in_order_policy({p.batch, p.gpus}));
-  for (int g = 0; g < p.gpus; ++g) {
-    core.on_credit(g, p.prefetch + 1);
-  }
-  std::mt19937_64 rng(seed);
-  std::vector<dispatch_order> pending;
-  std::vector<batch_plan> at_feeders;
-  world_result result;
-  result.window = s.window_samples;
-  while (!core.finished() || !at_feeders.empty()) {
-    for (auto& d : core.take_dispatches()) {
-      pending.push_back(d);
-    }
-    for (auto& b : core.take_batches()) {
-      at_feeders.push_back(std::move(b));
-    }
-    result.peak_in_flight = std::max(result.peak_in_flight, core.in_flight());
-    bool train = pending.empty() || (!at_feeders.empty() && rng() % 3 == 0);
-    if (train) {
-      if (at_feeders.empty()) {
-        ADD_FAILURE() << "stuck: nothing pending and nothing to train on";
-        break;
-      }
-      // A trainer consumes the oldest batch of a random GPU that has one.
-      auto gpu = at_feeders[rng() % at_feeders.size()].gpu;
-      auto it = std::find_if(at_feeders.begin(), at_feeders.end(),
-                             [&](const batch_plan& b) { return b.gpu == gpu; });
-      core.on_released(it->samples.size());
-      core.on_credit(gpu, 1);
-      result.batches.push_back(std::move(*it));
-      at_feeders.erase(it);
-      continue;
-    }
-    auto i = rng() % pending.size();
-    auto d = pending[i];
-    pending.erase(pending.begin() + static_cast<long>(i));
-    if (p.fail_every != 0 && d.ticket.sample_id % p.fail_every == 0) {
-      core.on_failed(d.ticket, d.worker, "img_" + std::to_string(d.ticket.sample_id), "broken");
-      continue;
-    }
-    auto sample = std::make_shared<prepared_sample>();
-    sample->ticket = d.ticket;
-    core.on_prepared(std::move(sample), d.worker);
-  }
-  result.totals = core.ledger().totals();
-  return result;
+// The batcher with the in_order policy, every sample completing in a seeded random order.
+world_result run_world(world_params p, std::uint64_t seed) {
+  p.straggler_every = 0;
+  return testing::batcher_world(p, batching_policy::in_order, seed).run();
 }
 
 // What the trainers received, checked independently of the batcher's own ledger.
@@ -139,7 +73,7 @@ TEST_P(BatcherCore, InOrderBatchesFollowTheSamplerOrderAndGoRoundRobin) {
       continue;
     }
     EXPECT_EQ(b.gpu, gpu_of_batch(b.index, p.gpus));
-    auto order = epoch_order(p.samples, 42, b.epoch);
+    auto order = epoch_order(p.samples, 7, b.epoch);  // the world's seed is the sampler's
     for (std::size_t i = 0; i < b.samples.size(); ++i) {
       auto seq = b.index * p.batch + i;
       EXPECT_EQ(b.samples[i]->ticket.seq, seq);

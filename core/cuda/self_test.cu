@@ -25,8 +25,8 @@ expected<std::int64_t> kernel_round_trip(int device, std::int64_t n) {
   fill_kernel<<<blocks, threads>>>(d, n);
   std::vector<std::int32_t> host(static_cast<std::size_t>(n));
   auto launch = cudaGetLastError();
-  auto copy = cudaMemcpy(host.data(), d, host.size() * sizeof(std::int32_t),
-                         cudaMemcpyDeviceToHost);
+  auto copy =
+      cudaMemcpy(host.data(), d, host.size() * sizeof(std::int32_t), cudaMemcpyDeviceToHost);
   cudaFree(d);
   CONVEYOR_CUDA_TRY(device, launch);
   CONVEYOR_CUDA_TRY(device, copy);

@@ -1,0 +1,144 @@
+#pragma once
+/// A deterministic world around batcher_core for tests: no clocks, no threads. Samples complete
+/// in a seeded random order, except "stragglers" (sample id % straggler_every == 5), which
+/// complete only when nothing else can move; trainers of random GPUs take and release batches.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "core/batcher_core.hpp"
+
+namespace conveyor::testing {
+
+struct world_params {
+  std::uint64_t samples = 103;
+  std::uint64_t batch = 8;
+  int gpus = 1;
+  int workers = 3;
+  std::uint64_t epochs = 2;
+  std::uint64_t prefetch = 2;
+  std::uint64_t straggler_every = 13;  ///< sample ids id % n == 5 are stragglers (0: none)
+  std::uint64_t fail_every = 0;        ///< every n-th sample id fails (0: none)
+};
+
+struct world_result {
+  std::vector<batch_plan> batches;
+  epoch_summary totals;
+  /// handed out while a straggler that comes before one of its samples was outstanding
+  std::uint64_t batches_past_stragglers = 0;
+  std::uint64_t peak_in_flight = 0;
+  std::uint64_t window = 0;
+};
+
+class batcher_world {
+ public:
+  batcher_world(const world_params& p, batching_policy kind, std::uint64_t seed)
+      : p_(p), core_(settings(p, seed), make_batch_policy(kind, {p.batch, p.gpus})), rng_(seed) {
+    for (int g = 0; g < p.gpus; ++g) {
+      core_.on_credit(g, p.prefetch + 1);
+    }
+  }
+
+  world_result run() {
+    // Each sample is completed once and each batch trained once: far fewer steps than this.
+    auto steps_left = 10 * p_.samples * p_.epochs;
+    while (!core_.finished() || !at_feeders_.empty()) {
+      exchange();
+      if (steps_left-- == 0 || !step()) {
+        ADD_FAILURE() << "stuck: nothing to complete and nothing to train on";
+        break;
+      }
+    }
+    result_.totals = core_.ledger().totals();
+    result_.peak_in_flight = core_.peak_in_flight();
+    result_.window = core_.settings().window_samples;
+    return std::move(result_);
+  }
+
+ private:
+  static batcher_settings settings(const world_params& p, std::uint64_t seed) {
+    batcher_settings s;
+    s.dataset_size = p.samples;
+    s.seed = seed;  // the sampler's order, hence where the stragglers sit
+    s.epochs = p.epochs;
+    s.batch_size = p.batch;
+    s.gpus = p.gpus;
+    s.workers = p.workers;
+    s.window_samples = (p.prefetch + 1) * p.batch * static_cast<std::uint64_t>(p.gpus);
+    return s;
+  }
+
+  bool is_straggler(const dispatch_order& d) const {
+    return p_.straggler_every != 0 && d.ticket.sample_id % p_.straggler_every == 5;
+  }
+
+  void exchange() {
+    for (auto& d : core_.take_dispatches()) {
+      (is_straggler(d) ? slow_ : fast_).push_back(d);
+    }
+    for (auto& b : core_.take_batches()) {
+      result_.batches_past_stragglers += passes_a_straggler(b) ? 1 : 0;
+      at_feeders_.push_back(std::move(b));
+    }
+  }
+
+  // The batch holds a sample that comes after an outstanding straggler in its epoch's order.
+  bool passes_a_straggler(const batch_plan& b) const {
+    return std::any_of(slow_.begin(), slow_.end(), [&](const dispatch_order& d) {
+      return d.ticket.epoch == b.epoch &&
+             std::any_of(b.samples.begin(), b.samples.end(),
+                         [&](const prepared_ptr& s) { return s->ticket.seq > d.ticket.seq; });
+    });
+  }
+
+  // Completes a fast sample or trains, at random; a straggler only when neither can be done.
+  bool step() {
+    if (!fast_.empty() && (at_feeders_.empty() || rng_() % 3 != 0)) {
+      auto i = static_cast<long>(rng_() % fast_.size());
+      complete(fast_[static_cast<std::size_t>(i)]);
+      fast_.erase(fast_.begin() + i);
+    } else if (!at_feeders_.empty()) {
+      train();
+    } else if (!slow_.empty()) {
+      complete(slow_.front());
+      slow_.erase(slow_.begin());
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  void complete(const dispatch_order& d) {
+    if (p_.fail_every != 0 && d.ticket.sample_id % p_.fail_every == 0) {
+      core_.on_failed(d.ticket, d.worker, "img_" + std::to_string(d.ticket.sample_id), "broken");
+      return;
+    }
+    auto sample = std::make_shared<prepared_sample>();
+    sample->ticket = d.ticket;
+    core_.on_prepared(std::move(sample), d.worker);
+  }
+
+  // The trainer of a random GPU that has a batch consumes its oldest one.
+  void train() {
+    auto gpu = at_feeders_[rng_() % at_feeders_.size()].gpu;
+    auto it = std::find_if(at_feeders_.begin(), at_feeders_.end(),
+                           [&](const batch_plan& b) { return b.gpu == gpu; });
+    core_.on_released(it->samples.size());
+    core_.on_credit(gpu, 1);
+    result_.batches.push_back(std::move(*it));
+    at_feeders_.erase(it);
+  }
+
+  world_params p_;
+  batcher_core core_;
+  std::mt19937_64 rng_;
+  std::vector<dispatch_order> fast_;
+  std::vector<dispatch_order> slow_;
+  std::vector<batch_plan> at_feeders_;
+  world_result result_;
+};
+
+}  // namespace conveyor::testing
