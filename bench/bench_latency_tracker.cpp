@@ -40,38 +40,12 @@ void fill(Tracker& t, std::size_t n) {
   }
 }
 
-void record_only(benchmark::State& state) {
-  const auto window = static_cast<std::size_t>(state.range(0));
-  latency_tracker t(window);
-  fill(t, window);
-  const auto& v = latencies();
-  std::size_t i = 0;
-  for (auto _ : state) {
-    t.record(v[i++ & (v.size() - 1)]);
-  }
-  benchmark::DoNotOptimize(t.count());
-  state.SetItemsProcessed(state.iterations());
-}
-
-template <class Tracker>
-void record_then_p90(benchmark::State& state) {
+// The shared loop: a tracker filled to its window, then per iteration `burst` records and one
+// `query`; items = records, so ns/item is the amortised cost per record.
+template <class Tracker, class Query>
+void record_and_query(benchmark::State& state, std::size_t burst, Query query) {
   const auto window = static_cast<std::size_t>(state.range(0));
   Tracker t(window);
-  fill(t, window);
-  const auto& v = latencies();
-  std::size_t i = 0;
-  for (auto _ : state) {
-    t.record(v[i++ & (v.size() - 1)]);
-    benchmark::DoNotOptimize(t.percentile(90.0));
-  }
-  state.SetItemsProcessed(state.iterations());
-}
-
-// `burst` records, then one query; items = records, so ns/item is the amortised cost.
-void record_burst_then_p90(benchmark::State& state) {
-  const auto window = static_cast<std::size_t>(state.range(0));
-  const auto burst = static_cast<std::size_t>(state.range(1));
-  latency_tracker t(window);
   fill(t, window);
   const auto& v = latencies();
   std::size_t i = 0;
@@ -79,23 +53,34 @@ void record_burst_then_p90(benchmark::State& state) {
     for (std::size_t k = 0; k < burst; ++k) {
       t.record(v[i++ & (v.size() - 1)]);
     }
-    benchmark::DoNotOptimize(t.percentile(90.0));
+    query(t);
   }
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(burst));
 }
 
+void record_only(benchmark::State& state) {
+  record_and_query<latency_tracker>(
+      state, 1, [](latency_tracker& t) { benchmark::DoNotOptimize(t.count()); });
+}
+
+// The pattern of a per-sample budget check.
+template <class Tracker>
+void record_then_p90(benchmark::State& state) {
+  record_and_query<Tracker>(state, 1,
+                            [](Tracker& t) { benchmark::DoNotOptimize(t.percentile(90.0)); });
+}
+
+// `burst` records, then one query.
+void record_burst_then_p90(benchmark::State& state) {
+  record_and_query<latency_tracker>(
+      state, static_cast<std::size_t>(state.range(1)),
+      [](latency_tracker& t) { benchmark::DoNotOptimize(t.percentile(90.0)); });
+}
+
 // One record, then the whole log line.
 void record_then_snapshot(benchmark::State& state) {
-  const auto window = static_cast<std::size_t>(state.range(0));
-  latency_tracker t(window);
-  fill(t, window);
-  const auto& v = latencies();
-  std::size_t i = 0;
-  for (auto _ : state) {
-    t.record(v[i++ & (v.size() - 1)]);
-    benchmark::DoNotOptimize(t.snapshot());
-  }
-  state.SetItemsProcessed(state.iterations());
+  record_and_query<latency_tracker>(
+      state, 1, [](latency_tracker& t) { benchmark::DoNotOptimize(t.snapshot()); });
 }
 
 // Alternative 1: a ring plus a sorted copy rebuilt by std::sort whenever a record made it stale.
