@@ -76,7 +76,8 @@ main() {
     echo "# Backpressure: peak RSS is set by the window, not by the dataset"
     echo
     echo "$machine"
-    echo "- datasets: $IMAGES and $((IMAGES * FACTOR)) synthetic JPEGs of 300-640 px (ImageNet-like, no large images: quick to generate), image folder, 1 epoch, batch $BATCH"
+    echo "- datasets: $IMAGES and $((IMAGES * FACTOR)) synthetic JPEGs of 300-640 px (ImageNet-like, no large images: quick to generate), image folder"
+    echo "- node: default topology (policy $(json_field "$one" policy)), 1 epoch, batch $BATCH"
     echo "- pipeline alone (trainer.step_ms 0): $(json_field "$fast" samples_per_s) samples/s, so a trainer $FACTOR x slower: trainer.step_ms = $step"
     echo "- baseline RSS (batch 1, prefetch 1: a window of 2 samples): $baseline MB"
     echo "- budget = window_samples x ($TENSOR_BYTES B float32 tensor + the mean raw JPEG)." \

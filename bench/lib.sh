@@ -74,7 +74,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", a / b }'; }
 with_cpu_time() {
   local times out
   times=$(mktemp)
-  out=$(/usr/bin/time -o "$times" -f '%U %S' "$@")
+  out=$(/usr/bin/time -o "$times" -f '%U %S' "$@") || {
+    rm -f "$times"
+    return 1
+  }
   echo "${out%\}},\"cpu_s\":$(awk '{ print $1 + $2 }' "$times")}"
   rm -f "$times"
 }
@@ -101,9 +104,14 @@ run_node() {
 
 # machine_description: the Markdown lines that say where and when the figures were taken.
 machine_description() {
-  local cpu
+  local cpu tree
   cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+  tree=$(git -C "$BENCH_ROOT" rev-parse --short HEAD)
+  git -C "$BENCH_ROOT" diff --quiet HEAD || tree+=" + uncommitted changes"
+  if [[ "${NO_BUILD:-0}" == 1 ]]; then
+    tree+=" (NO_BUILD=1: conveyor-node built $(date -u -r "$NODE_BIN" '+%H:%M UTC'), maybe from an older tree)"
+  fi
   echo "- machine: $(nproc) cores ($cpu), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM, $(uname -sr)"
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "- commit: $(git -C "$BENCH_ROOT" rev-parse --short HEAD)$(git -C "$BENCH_ROOT" diff --quiet HEAD || echo ' + uncommitted changes')"
+  echo "- commit: $tree"
 }

@@ -47,9 +47,16 @@ samples_per_cpu_s() {
     'BEGIN { printf "%.1f\n", s / c }'
 }
 
-# report MACHINE START_LOAD: the Markdown page.
+# cores_used JSON: the run's CPU-seconds per second of wall time. The ceiling's threads never
+# wait, so below its thread count it shared the cores with other work.
+cores_used() {
+  awk -v c="$(json_field "$1" cpu_s)" -v w="$(json_field "$1" wall_s)" \
+    'BEGIN { printf "%.2f\n", c / w }'
+}
+
+# report MACHINE: the Markdown page.
 report() {
-  local rate_ratios=() cpu_ratios=() rss=() i c n cr nr ccpu ncpu
+  local rate_ratios=() cpu_ratios=() rss=() cores=() i c n cr nr ccpu ncpu
   echo "# conveyor-node vs the bare-loop ceiling"
   echo
   echo "$1"
@@ -57,47 +64,47 @@ report() {
   echo "- node: default topology, in_order, batch 64, trainer.step_ms 0, $(nproc) preprocessors; ceiling: $(nproc) threads"
   echo "- command: bench/node_vs_ceiling.sh $IMAGES $ROUNDS"
   echo
-  echo "| round | ceiling samples/s | node samples/s | node / ceiling | ceiling samples/CPU-s | node samples/CPU-s | node / ceiling (CPU) | node peak RSS (MB) |"
-  echo "|---|---|---|---|---|---|---|---|"
+  echo "| round | ceiling samples/s | node samples/s | node / ceiling | ceiling samples/CPU-s | node samples/CPU-s | node / ceiling (CPU) | ceiling cores used | node peak RSS (MB) |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   for i in "${!node_runs[@]}"; do
     c=${ceiling_runs[i]} n=${node_runs[i]}
     cr=$(json_field "$c" samples_per_s) nr=$(json_field "$n" samples_per_s)
     ccpu=$(samples_per_cpu_s "$c") ncpu=$(samples_per_cpu_s "$n")
     rate_ratios+=("$(ratio "$nr" "$cr")")
     cpu_ratios+=("$(ratio "$ncpu" "$ccpu")")
+    cores+=("$(cores_used "$c")")
     rss+=("$(json_field "$n" peak_rss_mb)")
-    echo "| $((i + 1)) | $cr | $nr | ${rate_ratios[i]} | $ccpu | $ncpu | ${cpu_ratios[i]} | ${rss[i]} |"
+    echo "| $((i + 1)) | $cr | $nr | ${rate_ratios[i]} | $ccpu | $ncpu | ${cpu_ratios[i]} | ${cores[i]} | ${rss[i]} |"
   done
   local med
   med=$(median "${rate_ratios[@]}")
   echo
   echo "Median node / ceiling: **$med** samples/s (target >= $TARGET: $(awk -v m="$med" \
     -v t="$TARGET" 'BEGIN { print (m >= t) ? "met" : "NOT met" }')), $(median "${cpu_ratios[@]}")" \
-    "samples per CPU-second; median node peak RSS $(median "${rss[@]}") MB." \
-    "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
-  busy_note "$2"
+    "samples per CPU-second; median node peak RSS $(median "${rss[@]}") MB."
+  busy_note "${cores[@]}"
 }
 
-# busy_note LOAD: a warning when other work shared the machine (load average LOAD at the start).
+# busy_note CORES...: a warning when the ceiling did not get every core in some rounds.
 busy_note() {
-  awk -v l="$1" -v n="$(nproc)" 'BEGIN { if (l > n / 2) printf "\n**The machine was busy** " \
-    "(load average %s at the start, %d cores): samples/s then compares the CPU shares the two " \
-    "programs won as much as their efficiency (the node, with more threads, wins more); " \
-    "samples per CPU-second is the steadier comparison.\n", l, n }'
+  printf '%s\n' "$@" | awk -v n="$(nproc)" '$1 < 0.9 * n { busy++ } END { if (busy) printf \
+    "\n**Other work shared the machine** in %d of %d rounds (the ceiling used fewer than %.1f " \
+    "cores): samples/s then compares the CPU shares the two programs won (the node, with more " \
+    "threads, wins more) as much as their efficiency; samples per CPU-second is the steadier " \
+    "comparison.\n", busy, NR, 0.9 * n }'
 }
 
 main() {
-  local machine start_load
+  local machine
   build_tools
   mkdir -p "$LOG_DIR" "$(dirname "$RESULT")"
   ensure_dataset "$DATASET" "$IMAGES" 0.10
   machine=$(machine_description)
-  start_load=$(cut -d' ' -f1 /proc/loadavg)
   local round
   for ((round = 1; round <= ROUNDS; round++)); do
     run_round "$round"
   done
-  report "$machine" "$start_load" | tee "$RESULT"
+  report "$machine" | tee "$RESULT"
 }
 
 main
