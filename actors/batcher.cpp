@@ -12,6 +12,7 @@ struct batcher_state {
   static inline const char* name = "batcher";
   std::unique_ptr<batcher_core> core;
   std::unique_ptr<actor_metrics> metrics;  ///< per-sample latency, dispatch to prepared
+  latency_tracker assembly;  ///< per batch: how long its oldest sample waited in the batcher
   std::vector<reader_actor> readers;
   std::vector<preprocessor_actor> preprocessors;
   std::vector<feeder_actor> feeders;
@@ -44,6 +45,18 @@ void broadcast_budget(batcher_pointer self) {
   }
 }
 
+void record_assembly(latency_tracker& assembly, const batch_plan& plan,
+                     std::chrono::steady_clock::time_point now) {
+  if (plan.samples.empty()) {
+    return;
+  }
+  auto oldest = plan.samples.front()->prepared_at;
+  for (const auto& s : plan.samples) {
+    oldest = std::min(oldest, s->prepared_at);
+  }
+  assembly.record(now - oldest);
+}
+
 // Sends whatever the core allows now: tickets to readers, batches to feeders.
 void pump(batcher_pointer self, const batcher_options& opts) {
   auto& st = self->state;
@@ -67,6 +80,7 @@ void pump(batcher_pointer self, const batcher_options& opts) {
     publish(self, opts);
   }
   for (auto& plan : plans) {
+    record_assembly(st.assembly, plan, now);
     auto gpu = static_cast<std::size_t>(plan.gpu);
     self->send(st.feeders[gpu], atoms::batch::value, std::move(plan));
   }
@@ -81,21 +95,24 @@ void record_latency(batcher_pointer self, const sample_ticket& t) {
   }
 }
 
-std::string budget_text(const budget_figures& b) {
-  if (b.budget_ns == latency_budget::no_hand_off) {
-    return "off";
-  }
-  return std::to_string(b.budget_ns / 1000000) + "." + std::to_string(b.budget_ns / 100000 % 10) +
-         "ms";
+std::string milliseconds(std::int64_t ns) {
+  return std::to_string(ns / 1000000) + "." + std::to_string(ns / 100000 % 10) + "ms";
 }
 
-std::string extra_figures(const batcher_core& core) {
+std::string budget_text(const budget_figures& b) {
+  return b.budget_ns == latency_budget::no_hand_off ? "off" : milliseconds(b.budget_ns);
+}
+
+// Role figures for the monitor line, with the batch assembly latency (oldest sample's wait).
+std::string extra_figures(const batcher_core& core, latency_tracker& assembly) {
   auto totals = core.ledger().totals();
   return "in_flight=" + std::to_string(core.in_flight()) + "/" +
          std::to_string(core.settings().window_samples) +
          " delivered=" + std::to_string(totals.delivered) +
          " quarantined=" + std::to_string(totals.quarantined) +
          " handoffs=" + std::to_string(core.handoffs()) + " budget=" + budget_text(core.budget()) +
+         " assembly_p50=" + milliseconds(assembly.percentile(50)) +
+         " assembly_p99=" + milliseconds(assembly.percentile(99)) +
          " policy=" + std::string(core.policy_name());
 }
 
@@ -138,7 +155,8 @@ batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts)
         pump(self, opts);
       },
       [self, opts](atoms::tick) {
-        report_and_rearm(self, opts.report, *self->state.metrics, extra_figures(*self->state.core));
+        report_and_rearm(self, opts.report, *self->state.metrics,
+                         extra_figures(*self->state.core, self->state.assembly));
       },
   };
 }

@@ -29,6 +29,7 @@ prepared_ptr make_prepared(const sample_ticket& ticket, sample_state& s, bool ha
   out->step_ns = std::move(s.step_ns);
   out->source_pixels = s.source_pixels;
   out->handed_off = handed_off;
+  out->prepared_at = std::chrono::steady_clock::now();
   return out;
 }
 

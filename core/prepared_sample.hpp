@@ -2,6 +2,7 @@
 /// What travels through the pipeline for one sample: its ticket (which epoch, which place in
 /// the epoch, which dataset index), and once prepared, its tensor.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +29,8 @@ struct prepared_sample {
   std::vector<std::int64_t> step_ns;  ///< wall time of each step
   std::int64_t source_pixels = 0;     ///< of the encoded image, from its header (0: unknown)
   bool handed_off = false;            ///< a straggler actor finished it
+  /// When its last step ended; the batcher measures batch assembly latency from it.
+  std::chrono::steady_clock::time_point prepared_at{};
 };
 
 using prepared_ptr = std::shared_ptr<const prepared_sample>;
