@@ -28,12 +28,6 @@ batch_channel::item batch_channel::pop() {
   return take_front();
 }
 
-batch_channel::item batch_channel::pop_until(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  ready_.wait_until(lock, deadline, [this] { return closed_ || !queue_.empty(); });
-  return take_front();
-}
-
 void batch_channel::close() {
   {
     std::lock_guard<std::mutex> lock(mutex_);

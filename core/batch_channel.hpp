@@ -3,7 +3,6 @@
 /// feeder pushes to and the trainer blocks on. Credits bound its length, so push never
 /// blocks.
 
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -22,8 +21,6 @@ class batch_channel {
   /// Blocks until a batch is there (returns it) or the channel is closed and drained
   /// (returns nullptr).
   item pop();
-  /// Like pop, but returns nullptr also when `deadline` passes first.
-  item pop_until(std::chrono::steady_clock::time_point deadline);
   /// Wakes every waiter; pushes after close are dropped.
   void close();
   bool closed() const;

@@ -15,7 +15,6 @@ using credit = caf::atom_constant<caf::atom("credit")>;
 using release = caf::atom_constant<caf::atom("release")>;
 using tick = caf::atom_constant<caf::atom("tick")>;
 using report = caf::atom_constant<caf::atom("report")>;
-using ledger = caf::atom_constant<caf::atom("ledger")>;
 using budget = caf::atom_constant<caf::atom("budget")>;
 using handed_off = caf::atom_constant<caf::atom("handed_off")>;
 using finish = caf::atom_constant<caf::atom("finish")>;

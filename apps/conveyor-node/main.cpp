@@ -42,7 +42,7 @@ int run(const arguments& args) {
                info.preprocessors, info.readers, info.gpus, info.window_samples, info.policy);
   auto step = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double, std::milli>(t->trainer.step_ms));
-  training_record record(info.dataset_size, info.epochs, info.gpus);
+  training_record record(info.dataset_size, info.epochs);
   auto start = std::chrono::steady_clock::now();
   // Batches over all GPUs and epochs, for the progress bar (drawn only on a terminal).
   auto batches_per_epoch = (info.dataset_size + info.batch_size - 1) / info.batch_size;

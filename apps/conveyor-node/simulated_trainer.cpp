@@ -7,7 +7,7 @@ namespace conveyor {
 
 using clock_type = std::chrono::steady_clock;
 
-training_record::training_record(std::uint64_t dataset_size, std::uint64_t epochs, int)
+training_record::training_record(std::uint64_t dataset_size, std::uint64_t epochs)
     : epochs_(epochs), ledger_(dataset_size), epoch_end_(epochs) {}
 
 void training_record::add_batch(const batch& b, std::chrono::nanoseconds waited) {
@@ -25,7 +25,7 @@ void training_record::add_step(std::chrono::nanoseconds stepped) {
   step_ += stepped;
 }
 
-void training_record::end_epoch(std::uint64_t epoch, int, clock_type::time_point when) {
+void training_record::end_epoch(std::uint64_t epoch, clock_type::time_point when) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (epoch < epoch_end_.size()) {
     epoch_end_[epoch] = std::max(epoch_end_[epoch], when);
@@ -61,7 +61,7 @@ void run_simulated_trainer(pipeline& p, int gpu, std::chrono::nanoseconds step,
       record.add_step(clock_type::now() - got);
     }
     if (b->last_in_epoch()) {
-      record.end_epoch(b->epoch(), gpu, clock_type::now());
+      record.end_epoch(b->epoch(), clock_type::now());
     }
     b->release();
     if (on_batch) {

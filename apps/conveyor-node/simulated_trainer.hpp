@@ -17,12 +17,12 @@ namespace conveyor {
 /// What all trainers of a run saw. Thread-safe.
 class training_record {
  public:
-  training_record(std::uint64_t dataset_size, std::uint64_t epochs, int gpus);
+  training_record(std::uint64_t dataset_size, std::uint64_t epochs);
 
   void add_batch(const batch& b, std::chrono::nanoseconds waited);
   void add_step(std::chrono::nanoseconds stepped);
-  /// GPU `gpu` finished epoch `epoch` at `when`.
-  void end_epoch(std::uint64_t epoch, int gpu, std::chrono::steady_clock::time_point when);
+  /// A GPU finished epoch `epoch` at `when`; the epoch ends with the last GPU.
+  void end_epoch(std::uint64_t epoch, std::chrono::steady_clock::time_point when);
 
   struct totals {
     std::uint64_t samples = 0;
