@@ -1,9 +1,12 @@
 #include "actors/batcher.hpp"
 
 #include <caf/all.hpp>
-#include "core/log.hpp"
 
+#include <deque>
 #include <unordered_map>
+
+#include "actors/worker_handles.hpp"
+#include "core/log.hpp"
 
 namespace conveyor {
 namespace {
@@ -13,16 +16,17 @@ struct batcher_state {
   std::unique_ptr<batcher_core> core;
   std::unique_ptr<actor_metrics> metrics;  ///< per-sample latency, dispatch to prepared
   latency_tracker assembly;  ///< per batch: how long its oldest sample waited in the batcher
-  std::vector<reader_actor> readers;
-  std::vector<preprocessor_actor> preprocessors;
+  std::unique_ptr<worker_handles> workers;
   std::vector<feeder_actor> feeders;
-  std::size_t next_reader = 0;
+  std::deque<handoff> parked;  ///< handed off, waiting for a straggler actor to come up
+  std::size_t reported = 0;    ///< quarantine entries written to the report file
   std::unordered_map<std::uint64_t, std::chrono::steady_clock::time_point> dispatched_at;
 };
 
 using batcher_pointer = batcher_actor::stateful_pointer<batcher_state>;
 
-// Dispatch time is keyed by (epoch, seq): unique among samples in flight.
+// Dispatch time is keyed by (epoch, seq): unique among samples in flight (a re-issued
+// sample keeps its first dispatch time).
 std::uint64_t flight_key(const sample_ticket& t) {
   return (t.epoch << 40U) ^ t.seq;
 }
@@ -32,15 +36,50 @@ void publish(batcher_pointer self, const batcher_options& opts) {
   auto budget = core.budget().budget_ns;
   opts.status->publish({core.ledger().totals(), core.ledger().quarantined(), core.peak_in_flight(),
                         core.handoffs(), budget == latency_budget::no_hand_off ? 0 : budget,
-                        core.finished()});
+                        core.finished(), core.retries()});
 }
 
-// Tells every preprocessor the new budget when it changed.
+// Logs the samples quarantined since the last call, appends them to the report file, and
+// publishes the figures.
+void note_quarantines(batcher_pointer self, const batcher_options& opts) {
+  auto& st = self->state;
+  const auto& all = st.core->ledger().quarantined();
+  for (; st.reported < all.size(); ++st.reported) {
+    const auto& q = all[st.reported];
+    log("batcher")->warn("quarantined sample {} (epoch {}): {}", q.key, q.epoch, q.reason);
+    if (opts.quarantine) {
+      opts.quarantine->append(q);
+    }
+  }
+  publish(self, opts);
+}
+
+// Sends parked hand-offs to straggler actors that are up; drops stale ones.
+void route_parked(batcher_pointer self) {
+  auto& st = self->state;
+  for (auto it = st.parked.begin(); it != st.parked.end();) {
+    int to = st.core->route_handoff(it->ticket);
+    if (to == no_straggler) {
+      ++it;
+      continue;
+    }
+    if (to >= 0) {
+      self->send(st.workers->stragglers[static_cast<std::size_t>(to)], atoms::finish::value,
+                 std::move(*it));
+    }
+    it = st.parked.erase(it);
+  }
+}
+
+// Tells every preprocessor the new budget when it changed (one that is not up yet gets it
+// when it comes up).
 void broadcast_budget(batcher_pointer self) {
   auto& st = self->state;
   if (auto b = st.core->take_budget_update()) {
-    for (const auto& p : st.preprocessors) {
-      self->send(p, atoms::budget::value, *b);
+    for (const auto& p : st.workers->preprocessors) {
+      if (p) {
+        self->send(p, atoms::budget::value, *b);
+      }
     }
   }
 }
@@ -67,9 +106,8 @@ void pump(batcher_pointer self, const batcher_options& opts) {
   auto now = std::chrono::steady_clock::now();
   for (const auto& d : st.core->take_dispatches()) {
     st.dispatched_at[flight_key(d.ticket)] = now;
-    const auto& reader = st.readers[st.next_reader++ % st.readers.size()];
-    self->send(reader, atoms::read::value, d.ticket,
-               st.preprocessors[static_cast<std::size_t>(d.worker)]);
+    self->send(st.workers->readers[static_cast<std::size_t>(d.reader)], atoms::read::value,
+               d.ticket, st.workers->preprocessors[static_cast<std::size_t>(d.worker)]);
   }
   bool finished_before = st.core->finished();
   auto plans = st.core->take_batches();
@@ -95,6 +133,27 @@ void record_latency(batcher_pointer self, const sample_ticket& t) {
   }
 }
 
+void on_worker_up(batcher_pointer self, worker_role role, std::int32_t index,
+                  const caf::actor& handle) {
+  auto& st = self->state;
+  st.workers->set(role, index, handle);
+  st.core->on_worker_up(role, index);
+  if (role == worker_role::preprocessor) {
+    self->send(st.workers->preprocessors[static_cast<std::size_t>(index)], atoms::budget::value,
+               st.core->budget());
+  } else if (role == worker_role::straggler) {
+    route_parked(self);
+  }
+}
+
+void on_worker_down(batcher_pointer self, const batcher_options& opts, worker_role role,
+                    std::int32_t index, std::uint64_t culprit, const std::string& reason) {
+  auto held = self->state.core->on_worker_down(role, index, culprit, reason);
+  log("batcher")->info("{} is down: issuing its {} sample(s) again", worker_name(role, index),
+                       held);
+  note_quarantines(self, opts);
+}
+
 std::string milliseconds(std::int64_t ns) {
   return std::to_string(ns / 1000000) + "." + std::to_string(ns / 100000 % 10) + "ms";
 }
@@ -110,7 +169,8 @@ std::string extra_figures(const batcher_core& core, latency_tracker& assembly) {
          std::to_string(core.settings().window_samples) +
          " delivered=" + std::to_string(totals.delivered) +
          " quarantined=" + std::to_string(totals.quarantined) +
-         " handoffs=" + std::to_string(core.handoffs()) + " budget=" + budget_text(core.budget()) +
+         " handoffs=" + std::to_string(core.handoffs()) +
+         " retries=" + std::to_string(core.retries()) + " budget=" + budget_text(core.budget()) +
          " assembly_p50=" + milliseconds(assembly.percentile(50)) +
          " assembly_p99=" + milliseconds(assembly.percentile(99)) +
          " policy=" + std::string(core.policy_name());
@@ -119,34 +179,49 @@ std::string extra_figures(const batcher_core& core, latency_tracker& assembly) {
 batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts) {
   auto& st = self->state;
   st.core = std::make_unique<batcher_core>(
-      opts.settings,
-      make_batch_policy(opts.policy, {opts.settings.batch_size, opts.settings.gpus}));
+      opts.settings, make_batch_policy(opts.policy, {opts.settings.batch_size, opts.settings.gpus}),
+      opts.name_sample);
+  st.workers = std::make_unique<worker_handles>(opts.settings.readers, opts.settings.workers,
+                                                opts.settings.stragglers);
   st.metrics = std::make_unique<actor_metrics>("batcher");
   start_reporting(self, opts.report);
   return {
-      [self, opts](atoms::connect, std::vector<reader_actor>& readers,
-                   std::vector<preprocessor_actor>& preprocessors,
-                   std::vector<feeder_actor>& feeders) {
-        self->state.readers = std::move(readers);
-        self->state.preprocessors = std::move(preprocessors);
+      [self, opts](atoms::connect, std::vector<feeder_actor>& feeders) {
         self->state.feeders = std::move(feeders);
         pump(self, opts);
       },
-      [self, opts](atoms::prepared, std::int32_t worker, prepared_ptr& sample) {
-        record_latency(self, sample->ticket);
-        self->state.core->on_prepared(std::move(sample), worker);
+      [self, opts](atoms::prepared, prepared_ptr& sample) {
+        auto ticket = sample->ticket;
+        if (self->state.core->on_prepared(std::move(sample))) {
+          record_latency(self, ticket);
+          pump(self, opts);
+        }
+      },
+      [self, opts](atoms::handed_off, handoff& h) {
+        if (self->state.core->on_handed_off(h.ticket)) {
+          self->state.parked.push_back(std::move(h));
+          route_parked(self);
+          pump(self, opts);
+        }
+      },
+      [self, opts](atoms::failed, sample_failure& f) {
+        auto outcome = self->state.core->on_failed(f.ticket, f.reason);
+        if (outcome == failure_outcome::retried) {
+          log("batcher")->info("sample {} failed (try {}), trying again: {}", f.key,
+                               f.ticket.retry + 1, f.reason);
+        } else if (outcome == failure_outcome::quarantined) {
+          record_latency(self, f.ticket);
+          note_quarantines(self, opts);
+        }
         pump(self, opts);
       },
-      [self, opts](atoms::handed_off, std::int32_t worker, const sample_ticket&) {
-        self->state.core->on_handed_off(worker);
+      [self, opts](atoms::worker_up, std::int32_t role, std::int32_t index, caf::actor& handle) {
+        on_worker_up(self, static_cast<worker_role>(role), index, handle);
         pump(self, opts);
       },
-      [self, opts](atoms::failed, std::int32_t worker, sample_failure& f) {
-        log("batcher")->warn("quarantined sample {} (epoch {}): {}", f.key, f.ticket.epoch,
-                             f.reason);
-        record_latency(self, f.ticket);
-        self->state.core->on_failed(f.ticket, worker, std::move(f.key), std::move(f.reason));
-        publish(self, opts);
+      [self, opts](atoms::worker_down, std::int32_t role, std::int32_t index, std::uint64_t culprit,
+                   std::string& reason) {
+        on_worker_down(self, opts, static_cast<worker_role>(role), index, culprit, reason);
         pump(self, opts);
       },
       [self, opts](atoms::credit, std::int32_t gpu, std::uint64_t batches, std::uint64_t released) {

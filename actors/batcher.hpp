@@ -1,7 +1,9 @@
 #pragma once
 /// The batcher actor: the pipeline's coordinator around batcher_core (which holds all of its
 /// logic). It dispatches tickets to readers, collects prepared samples, sends batches to
-/// feeders with credit, quarantines failed samples and publishes its ledger figures.
+/// feeders with credit, retries or quarantines failed samples, re-issues the samples of a
+/// worker its supervisor reports down, passes handed-off samples to straggler actors and
+/// publishes its ledger figures.
 
 #include <caf/actor_system.hpp>
 
@@ -10,6 +12,7 @@
 #include "actors/reporting.hpp"
 #include "core/batcher_core.hpp"
 #include "core/pipeline_status.hpp"
+#include "core/quarantine_report.hpp"
 #include "messages/pipeline_actors.hpp"
 
 namespace conveyor {
@@ -19,6 +22,8 @@ struct batcher_options {
   batching_policy policy = batching_policy::in_order;
   std::shared_ptr<pipeline_status> status;
   reporting report;
+  batcher_core::sample_namer name_sample;         ///< file, or shard and record
+  std::shared_ptr<quarantine_report> quarantine;  ///< null: no report file
 };
 
 batcher_actor spawn_batcher(caf::actor_system& sys, batcher_options options);

@@ -2,7 +2,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/send.hpp>
+#include <caf/all.hpp>
 
 #include <mutex>
 
@@ -12,6 +12,7 @@
 #include "actors/preprocessor.hpp"
 #include "actors/reader.hpp"
 #include "actors/straggler.hpp"
+#include "actors/supervisor.hpp"
 #include "core/log.hpp"
 #include "core/opencv_threads.hpp"
 
@@ -44,6 +45,8 @@ void complete_settings(pipeline_spec& spec) {
   auto& s = spec.settings;
   s.dataset_size = spec.source->size();
   s.hand_off = s.hand_off && spec.stragglers > 0;
+  s.readers = spec.readers;
+  s.stragglers = s.hand_off ? spec.stragglers : 0;
   if (s.window_samples == 0) {
     s.window_samples =
         (spec.prefetch_batches + 1) * s.batch_size * static_cast<std::uint64_t>(s.gpus);
@@ -60,6 +63,9 @@ struct pipeline_runtime::impl {
         status(std::make_shared<pipeline_status>(make_channels(spec.settings.gpus))) {}
 
   void spawn_all();
+  void spawn_supervisors(const reporting& report);
+  template <class Handle>
+  void escalate_on_death(const Handle& handle, std::string name);
   void stop();
 
   pipeline_spec spec;
@@ -70,11 +76,45 @@ struct pipeline_runtime::impl {
   bool stopped = false;
   monitor_actor monitor;
   batcher_actor batcher;
-  std::vector<reader_actor> readers;
-  std::vector<preprocessor_actor> preprocessors;
-  std::vector<straggler_actor> stragglers;
+  std::vector<caf::actor> supervisors;
   std::vector<feeder_actor> feeders;
 };
+
+// The batcher and the feeders hold the pipeline's state and are not restarted: if one dies
+// other than by the shutdown, the pipeline fails with that reason instead of hanging.
+template <class Handle>
+void pipeline_runtime::impl::escalate_on_death(const Handle& handle, std::string name) {
+  auto* sys = &system;
+  caf::actor_cast<caf::abstract_actor*>(handle)->attach_functor(
+      [st = status, name = std::move(name), sys](const caf::error& reason) {
+        if (reason && reason != caf::exit_reason::user_shutdown) {
+          st->fail(error{errc::worker_failed, name + " died: " + sys->render(reason)});
+        }
+      });
+}
+
+void pipeline_runtime::impl::spawn_supervisors(const reporting& report) {
+  auto faults =
+      spec.faults.enabled() ? std::make_shared<const fault_injector>(spec.faults) : nullptr;
+  auto* sys = &system;
+  auto supervise = [&](worker_role role, int children, auto spawn) {
+    if (children > 0) {
+      supervisors.push_back(spawn_supervisor(
+          system, {role, children, std::move(spawn), faults, spec.supervision, batcher, status}));
+    }
+  };
+  supervise(worker_role::straggler, spec.settings.stragglers, [=](const worker_context& c) {
+    return caf::actor_cast<caf::actor>(
+        spawn_straggler(*sys, {c, spec.chain, batcher, status, report}));
+  });
+  supervise(worker_role::preprocessor, spec.settings.workers, [=](const worker_context& c) {
+    return caf::actor_cast<caf::actor>(
+        spawn_preprocessor(*sys, {c, spec.chain, batcher, spec.settings.hand_off, status, report}));
+  });
+  supervise(worker_role::reader, spec.settings.readers, [=](const worker_context& c) {
+    return caf::actor_cast<caf::actor>(spawn_reader(*sys, {c, spec.source, report}));
+  });
+}
 
 void pipeline_runtime::impl::spawn_all() {
   reporting report;
@@ -82,22 +122,18 @@ void pipeline_runtime::impl::spawn_all() {
     monitor = spawn_monitor(system);
     report = {monitor, spec.monitor_interval};
   }
-  batcher = spawn_batcher(system, {spec.settings, spec.policy, status, report});
-  for (int i = 0; spec.settings.hand_off && i < spec.stragglers; ++i) {
-    stragglers.push_back(spawn_straggler(system, {i, spec.chain, batcher, status, report}));
-  }
-  for (int i = 0; i < spec.settings.workers; ++i) {
-    preprocessors.push_back(
-        spawn_preprocessor(system, {i, spec.chain, batcher, stragglers, status, report}));
-  }
-  for (int i = 0; i < spec.readers; ++i) {
-    readers.push_back(spawn_reader(system, {i, spec.source, report}));
-  }
+  auto source = spec.source;
+  batcher = spawn_batcher(
+      system, {spec.settings, spec.policy, status, report,
+               [source](std::uint64_t id) { return source->locate(id); }, spec.quarantine});
+  escalate_on_death(batcher, "the batcher");
   for (int g = 0; g < spec.settings.gpus; ++g) {
     feeders.push_back(spawn_host_feeder(
         system, {g, spec.prefetch_batches + 1, batcher, status->channel(g), status, report}));
+    escalate_on_death(feeders.back(), "the feeder of GPU " + std::to_string(g));
   }
-  caf::anon_send(batcher, atoms::connect::value, readers, preprocessors, feeders);
+  caf::anon_send(batcher, atoms::connect::value, feeders);
+  spawn_supervisors(report);
 }
 
 void pipeline_runtime::impl::stop() {
@@ -112,26 +148,19 @@ void pipeline_runtime::impl::stop() {
       caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);
     }
   };
+  // Supervisors first: they stop their workers, and restart none of them from now on.
+  for (auto& h : supervisors) {
+    stop_one(h);
+  }
   stop_one(batcher);
   stop_one(monitor);
-  for (auto& h : readers) {
-    stop_one(h);
-  }
-  for (auto& h : preprocessors) {
-    stop_one(h);
-  }
-  for (auto& h : stragglers) {
-    stop_one(h);
-  }
   for (auto& h : feeders) {
     stop_one(h);
   }
   // Drop our handles so that ~actor_system does not wait on actors we keep reachable.
   batcher = nullptr;
   monitor = nullptr;
-  readers.clear();
-  preprocessors.clear();
-  stragglers.clear();
+  supervisors.clear();
   feeders.clear();
 }
 

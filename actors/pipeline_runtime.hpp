@@ -8,9 +8,12 @@
 #include <cstdint>
 #include <memory>
 
+#include "actors/supervisor.hpp"
 #include "core/batch_policy.hpp"
 #include "core/batcher_core.hpp"
+#include "core/fault_injector.hpp"
 #include "core/pipeline_status.hpp"
+#include "core/quarantine_report.hpp"
 #include "core/sample_source.hpp"
 #include "core/transform_chain.hpp"
 
@@ -28,6 +31,9 @@ struct pipeline_spec {
   std::uint64_t prefetch_batches = 2;
   std::chrono::milliseconds monitor_interval{1000};  ///< 0: no monitor reports
   int scheduler_threads = 2;  ///< CAF threads for the light actors (batcher, feeders, monitor)
+  supervision_settings supervision;  ///< of readers, preprocessors and straggler actors
+  fault_plan faults;                 ///< injected failures (drills and tests); none by default
+  std::shared_ptr<quarantine_report> quarantine;  ///< null: no report file
 };
 
 /// Thread-safe: release() may be called from any trainer thread.

@@ -11,7 +11,6 @@ struct preprocessor_state {
   static inline const char* name = "preprocessor";
   std::unique_ptr<actor_metrics> metrics;
   budget_figures budget;  ///< no hand-off until the batcher says otherwise
-  std::size_t next_straggler = 0;
   std::uint64_t handoffs = 0;
 };
 
@@ -31,28 +30,23 @@ std::shared_ptr<sample_state> start_state(raw_sample& raw) {
 
 void fail(preprocessor_pointer self, const preprocessor_options& opts, const sample_ticket& ticket,
           std::string key, std::string reason) {
-  self->send(opts.batcher, atoms::failed::value, opts.index,
+  self->send(opts.batcher, atoms::failed::value,
              sample_failure{ticket, std::move(key), std::move(reason)});
 }
 
 void hand_off(preprocessor_pointer self, const preprocessor_options& opts,
               const sample_ticket& ticket, std::shared_ptr<sample_state> s) {
-  auto& st = self->state;
-  const auto& to = opts.stragglers[st.next_straggler++ % opts.stragglers.size()];
-  // The batcher hears of the hand-off first: local sends enqueue at once, so this notice is
-  // in its mailbox before the straggler can even start, let alone send the result.
-  self->send(opts.batcher, atoms::handed_off::value, opts.index, ticket);
   if (s->next_step == 0) {
     opts.status->count_early_handoff();
   }
-  self->send(to, atoms::finish::value, handoff{ticket, std::move(s)});
-  ++st.handoffs;
+  self->send(opts.batcher, atoms::handed_off::value, handoff{ticket, std::move(s)});
+  ++self->state.handoffs;
 }
 
 bool over_budget(preprocessor_pointer self, const preprocessor_options& opts,
                  clock_type::time_point start, const sample_state& s) {
   const auto& b = self->state.budget;
-  if (opts.stragglers.empty() || opts.chain.done(s)) {
+  if (!opts.hand_off || opts.chain.done(s)) {
     return false;
   }
   // Before any step, the header's pixel count predicts the cost; after, the clock says.
@@ -61,6 +55,12 @@ bool over_budget(preprocessor_pointer self, const preprocessor_options& opts,
 
 void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sample& raw) {
   auto start = clock_type::now();
+  const auto& ctx = opts.context;
+  activity_scope busy(*ctx.slot, raw.ticket.attempt);
+  if (ctx.faults) {
+    ctx.faults->maybe_crash(worker_role::preprocessor, raw.ticket);
+    ctx.faults->maybe_delay(raw.ticket, *ctx.slot);
+  }
   if (raw.error_code != 0) {
     fail(self, opts, raw.ticket, std::move(raw.key), std::move(raw.error_message));
     return;
@@ -77,14 +77,15 @@ void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sa
       return;
     }
   }
-  self->send(opts.batcher, atoms::prepared::value, opts.index, make_prepared(ticket, *s, false));
+  self->send(opts.batcher, atoms::prepared::value, make_prepared(ticket, *s, false));
   self->state.metrics->record(elapsed_ns(start));
 }
 
 preprocessor_actor::behavior_type preprocessor(preprocessor_pointer self,
                                                preprocessor_options opts) {
-  self->state.metrics =
-      std::make_unique<actor_metrics>("preprocessor-" + std::to_string(opts.index));
+  auto name = opts.context.name(worker_role::preprocessor);
+  self->state.metrics = std::make_unique<actor_metrics>(name);
+  exit_on_exception(self, name);
   start_reporting(self, opts.report);
   return {
       // Mutable: the reader's message is not shared, so its bytes move out without a copy.

@@ -3,10 +3,11 @@
 /// prepared sample (or the reason it failed) to the batcher. A pool of them runs, each on its
 /// own thread (detached), one per core by default.
 ///
-/// With straggler actors, a sample that runs over the latency budget the batcher broadcasts is
-/// handed, between two steps and with its intermediate state, to a straggler actor, and the
-/// preprocessor takes the next sample; an image whose header already says it is too large to
-/// make the budget is handed off before its decode. No step is ever run twice.
+/// With hand-offs on, a sample that runs over the latency budget the batcher broadcasts is
+/// handed, between two steps and with its intermediate state, back to the batcher (which gives
+/// it to a straggler actor), and the preprocessor takes the next sample; an image whose header
+/// already says it is too large to make the budget is handed off before its decode. No step is
+/// ever run twice.
 
 #include <caf/actor_system.hpp>
 
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "actors/reporting.hpp"
+#include "actors/worker_context.hpp"
 #include "core/pipeline_status.hpp"
 #include "core/transform_chain.hpp"
 #include "messages/pipeline_actors.hpp"
@@ -22,10 +24,10 @@
 namespace conveyor {
 
 struct preprocessor_options {
-  std::int32_t index = 0;  ///< its place in the pool, sent back with every result
+  worker_context context;
   transform_chain chain;
   batcher_actor batcher;
-  std::vector<straggler_actor> stragglers;  ///< empty: never hand off
+  bool hand_off = false;                    ///< false: never hand off
   std::shared_ptr<pipeline_status> status;  ///< counts executed steps
   reporting report;
 };

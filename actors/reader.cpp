@@ -12,10 +12,21 @@ struct reader_state {
 
 using reader_pointer = reader_actor::stateful_pointer<reader_state>;
 
-raw_sample read_sample(const sample_source& source, const sample_ticket& ticket) {
+// The read, or the injected I/O error of a drill.
+expected<record> read_record(const reader_options& opts, const sample_ticket& ticket) {
+  const auto& faults = opts.context.faults;
+  if (faults && faults->read_fails(ticket)) {
+    return error{errc::io_error, opts.source->locate(ticket.sample_id) +
+                                     ": injected read error (faults.read_error)"};
+  }
+  return opts.source->read(ticket.sample_id);
+}
+
+raw_sample read_sample(const reader_options& opts, const sample_ticket& ticket) {
+  const auto& source = *opts.source;
   raw_sample raw;
   raw.ticket = ticket;
-  auto r = source.read(ticket.sample_id);
+  auto r = read_record(opts, ticket);
   if (!r) {
     raw.key = source.locate(ticket.sample_id);
     raw.error_code = static_cast<std::uint8_t>(r.error().code());
@@ -29,12 +40,18 @@ raw_sample read_sample(const sample_source& source, const sample_ticket& ticket)
 }
 
 reader_actor::behavior_type reader(reader_pointer self, reader_options opts) {
-  self->state.metrics = std::make_unique<actor_metrics>("reader-" + std::to_string(opts.index));
+  auto name = opts.context.name(worker_role::reader);
+  self->state.metrics = std::make_unique<actor_metrics>(name);
+  exit_on_exception(self, name);
   start_reporting(self, opts.report);
   return {
       [self, opts](atoms::read, const sample_ticket& ticket, const preprocessor_actor& to) {
         auto start = std::chrono::steady_clock::now();
-        self->send(to, atoms::prepare::value, read_sample(*opts.source, ticket));
+        activity_scope busy(*opts.context.slot, ticket.attempt);
+        if (opts.context.faults) {
+          opts.context.faults->maybe_crash(worker_role::reader, ticket);
+        }
+        self->send(to, atoms::prepare::value, read_sample(opts, ticket));
         self->state.metrics->record(elapsed_ns(start));
       },
       [self, opts](atoms::tick) { report_and_rearm(self, opts.report, *self->state.metrics); },

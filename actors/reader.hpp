@@ -9,13 +9,14 @@
 #include <memory>
 
 #include "actors/reporting.hpp"
+#include "actors/worker_context.hpp"
 #include "core/sample_source.hpp"
 #include "messages/pipeline_actors.hpp"
 
 namespace conveyor {
 
 struct reader_options {
-  std::int32_t index = 0;
+  worker_context context;
   std::shared_ptr<const sample_source> source;
   reporting report;
 };

@@ -14,26 +14,29 @@ struct straggler_state {
 
 using straggler_pointer = straggler_actor::stateful_pointer<straggler_state>;
 
-// Stragglers report as worker -1: they hold none of the preprocessors' per-worker credit.
-constexpr std::int32_t straggler_worker = -1;
-
 void finish(straggler_pointer self, const straggler_options& opts, const handoff& h) {
   auto start = std::chrono::steady_clock::now();
-  auto& s = *h.state;
+  const auto& ctx = opts.context;
+  activity_scope busy(*ctx.slot, h.ticket.attempt);
+  if (ctx.faults) {
+    ctx.faults->maybe_crash(worker_role::straggler, h.ticket);
+  }
+  auto& s = *h.state;  // after a crash the batcher issues the sample again from its bytes
   while (!opts.chain.done(s)) {
     if (auto ok = run_step(opts.chain, s, *opts.status); !ok) {
-      self->send(opts.batcher, atoms::failed::value, straggler_worker,
+      self->send(opts.batcher, atoms::failed::value,
                  sample_failure{h.ticket, std::move(s.key), ok.error().what()});
       return;
     }
   }
-  self->send(opts.batcher, atoms::prepared::value, straggler_worker,
-             make_prepared(h.ticket, s, true));
+  self->send(opts.batcher, atoms::prepared::value, make_prepared(h.ticket, s, true));
   self->state.metrics->record(elapsed_ns(start));
 }
 
 straggler_actor::behavior_type straggler(straggler_pointer self, straggler_options opts) {
-  self->state.metrics = std::make_unique<actor_metrics>("straggler-" + std::to_string(opts.index));
+  auto name = opts.context.name(worker_role::straggler);
+  self->state.metrics = std::make_unique<actor_metrics>(name);
+  exit_on_exception(self, name);
   start_reporting(self, opts.report);
   return {
       [self, opts](atoms::finish, const handoff& h) { finish(self, opts, h); },

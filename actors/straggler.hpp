@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "actors/reporting.hpp"
+#include "actors/worker_context.hpp"
 #include "core/pipeline_status.hpp"
 #include "core/transform_chain.hpp"
 #include "messages/pipeline_actors.hpp"
@@ -16,7 +17,7 @@
 namespace conveyor {
 
 struct straggler_options {
-  std::int32_t index = 0;
+  worker_context context;
   transform_chain chain;
   batcher_actor batcher;
   std::shared_ptr<pipeline_status> status;  ///< counts executed steps

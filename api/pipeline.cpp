@@ -164,6 +164,9 @@ pipeline_report pipeline::report() const {
   r.handoffs = f.handoffs;
   r.early_handoffs = runtime_->status()->early_handoffs();
   r.steps_executed = runtime_->status()->steps_executed();
+  r.retries = f.retries;
+  r.restarts = runtime_->status()->restarts();
+  r.hangs = runtime_->status()->hangs();
   r.finished = f.finished;
   for (const auto& q : f.quarantined) {
     r.quarantined_samples.push_back("epoch " + std::to_string(q.epoch) + " " + q.key + ": " +

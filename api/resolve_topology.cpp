@@ -37,7 +37,27 @@ batcher_settings resolve_settings(const topology& t) {
   s.hand_off = t.batching.policy == batching_policy::latency_aware;
   s.budget.percentile = t.batching.straggler_percentile;
   s.budget.min_budget_ns = std::llround(t.batching.min_budget_ms * 1e6);
+  s.max_sample_retries = static_cast<std::uint32_t>(t.supervision.max_sample_retries);
   return s;
+}
+
+std::chrono::milliseconds milliseconds(double ms) {
+  return std::chrono::milliseconds(std::llround(ms));
+}
+
+supervision_settings resolve_supervision(const supervision_config& c, std::uint64_t seed) {
+  supervision_settings s;
+  s.strategy = c.strategy;
+  s.restart = {c.max_restarts, milliseconds(c.restart_period_s * 1000.0),
+               milliseconds(c.backoff_min_ms), milliseconds(c.backoff_max_ms), seed};
+  s.hang_timeout = std::chrono::milliseconds(c.hang_timeout_ms);
+  return s;
+}
+
+fault_plan resolve_faults(const fault_config& f) {
+  return {f.crash_reader, f.crash_preprocessor, f.crash_straggler,
+          f.delay_ms,     f.delay_probability,  f.read_error,
+          f.seed};
 }
 
 }  // namespace
@@ -63,6 +83,16 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
                                                         : t.pipeline.stragglers;
   spec.prefetch_batches = static_cast<std::uint64_t>(t.pipeline.prefetch_batches);
   spec.monitor_interval = std::chrono::milliseconds(t.monitor.interval_ms);
+  spec.supervision = resolve_supervision(t.supervision, t.dataset.seed);
+  spec.faults = resolve_faults(t.faults);
+  if (!t.supervision.quarantine_report.empty()) {
+    auto report = quarantine_report::open(t.supervision.quarantine_report);
+    if (!report) {
+      return error{errc::invalid_config,
+                   t.source + ": supervision.quarantine_report: " + report.error().what()};
+    }
+    spec.quarantine = std::move(*report);
+  }
   return spec;
 }
 

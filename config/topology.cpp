@@ -17,18 +17,6 @@ std::string_view to_string(dataset_format format) noexcept {
   return "?";
 }
 
-std::string_view to_string(restart_strategy strategy) noexcept {
-  switch (strategy) {
-    case restart_strategy::one_for_one:
-      return "one_for_one";
-    case restart_strategy::one_for_all:
-      return "one_for_all";
-    case restart_strategy::rest_for_one:
-      return "rest_for_one";
-  }
-  return "?";
-}
-
 std::string_view to_string(output_dtype type) noexcept {
   switch (type) {
     case output_dtype::float32:

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/batch_policy.hpp"
+#include "core/restart_budget.hpp"
 #include "core/sample_source.hpp"
 #include "core/transform_spec.hpp"
 
@@ -70,8 +71,6 @@ struct monitor_config {
   int interval_ms = 1000;  ///< >= 10: time between reports
 };
 
-enum class restart_strategy : std::uint8_t { one_for_one, one_for_all, rest_for_one };
-
 /// [supervision]
 struct supervision_config {
   restart_strategy strategy = restart_strategy::one_for_one;
@@ -123,7 +122,6 @@ struct topology {
 
 /// The configuration spelling of each value, e.g. "latency_aware".
 std::string_view to_string(dataset_format format) noexcept;
-std::string_view to_string(restart_strategy strategy) noexcept;
 std::string_view to_string(output_dtype type) noexcept;
 std::string_view to_string(interpolation interp) noexcept;
 

@@ -1,18 +1,34 @@
 #include "core/batcher_core.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/epoch_order.hpp"
 
 namespace conveyor {
 
-batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_policy> policy)
+batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_policy> policy,
+                           sample_namer name)
     : settings_(settings),
+      name_(name ? std::move(name)
+                 : [](std::uint64_t id) { return "sample " + std::to_string(id); }),
       policy_(std::move(policy)),
       ledger_(settings.dataset_size),
       worker_load_(static_cast<std::size_t>(settings.workers), 0),
+      straggler_load_(static_cast<std::size_t>(settings.stragglers), 0),
       credits_(static_cast<std::size_t>(settings.gpus), 0),
-      budget_(settings.budget) {}
+      budget_(settings.budget) {
+  // Every worker starts down: it is up once its supervisor says it runs.
+  up(worker_role::reader).assign(static_cast<std::size_t>(settings.readers), false);
+  up(worker_role::preprocessor).assign(static_cast<std::size_t>(settings.workers), false);
+  up(worker_role::straggler).assign(static_cast<std::size_t>(settings.stragglers), false);
+}
+
+bool batcher_core::is_up(worker_role role, int index) const {
+  const auto& v = up_[static_cast<std::size_t>(role)];
+  return index >= 0 && static_cast<std::size_t>(index) < v.size() &&
+         v[static_cast<std::size_t>(index)];
+}
 
 // Begins the next epoch as soon as the current one is fully dispatched, so the policy knows
 // of it and a GPU done with its part of the epoch can move on.
@@ -37,35 +53,92 @@ bool batcher_core::next_ticket(sample_ticket& out) {
   return true;
 }
 
+// The least loaded preprocessor that is up and below its limit; -1 when there is none.
 int batcher_core::least_loaded_worker() const {
-  auto it = std::min_element(worker_load_.begin(), worker_load_.end());
-  return *it < settings_.per_worker_limit ? static_cast<int>(it - worker_load_.begin()) : -1;
+  int best = -1;
+  for (std::size_t w = 0; w < worker_load_.size(); ++w) {
+    if (up_[static_cast<std::size_t>(worker_role::preprocessor)][w] &&
+        worker_load_[w] < settings_.per_worker_limit &&
+        (best < 0 || worker_load_[w] < worker_load_[static_cast<std::size_t>(best)])) {
+      best = static_cast<int>(w);
+    }
+  }
+  return best;
+}
+
+// The next reader that is up, round robin; -1 when none is.
+int batcher_core::next_reader() {
+  const auto& readers = up(worker_role::reader);
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    auto r = next_reader_++ % readers.size();
+    if (readers[r]) {
+      return static_cast<int>(r);
+    }
+  }
+  return -1;
+}
+
+// Gives the ticket a fresh attempt and a reader and preprocessor; false when none is free.
+bool batcher_core::dispatch_one(sample_ticket ticket, std::uint32_t failures,
+                                std::vector<dispatch_order>& out) {
+  int worker = least_loaded_worker();
+  int reader = worker < 0 ? -1 : next_reader();
+  if (reader < 0) {
+    return false;
+  }
+  ticket.attempt = next_attempt_++;
+  ++worker_load_[static_cast<std::size_t>(worker)];
+  flights_.start({ticket, reader, worker, -1, false, failures});
+  out.push_back({ticket, worker, reader});
+  return true;
 }
 
 std::vector<dispatch_order> batcher_core::take_dispatches() {
   std::vector<dispatch_order> out;
+  // Re-issued samples still hold their place in the window.
+  std::size_t done = 0;
+  while (done < reissued_.size() &&
+         dispatch_one(reissued_[done].ticket, reissued_[done].failures, out)) {
+    ++done;
+  }
+  reissued_.erase(reissued_.begin(), reissued_.begin() + static_cast<std::ptrdiff_t>(done));
   sample_ticket ticket;
-  while (in_flight_ < settings_.window_samples) {
-    int worker = least_loaded_worker();
-    if (worker < 0 || !next_ticket(ticket)) {
+  while (reissued_.empty() && in_flight_ < settings_.window_samples && least_loaded_worker() >= 0) {
+    if (!next_ticket(ticket)) {
       break;
     }
-    ++worker_load_[static_cast<std::size_t>(worker)];
+    if (!dispatch_one(ticket, 0, out)) {
+      reissued_.push_back({ticket, 0, 0, -1, false, 0});  // no reader is up: it waits
+    }
     ++in_flight_;
-    out.push_back({ticket, worker});
   }
   peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
   return out;
 }
 
-void batcher_core::free_worker(int worker) {
-  if (worker >= 0) {
-    --worker_load_[static_cast<std::size_t>(worker)];
+void batcher_core::free_holder(const flight& f) {
+  if (f.straggler >= 0) {
+    --straggler_load_[static_cast<std::size_t>(f.straggler)];
+  } else if (!f.handed_off) {
+    --worker_load_[static_cast<std::size_t>(f.worker)];
   }
 }
 
-void batcher_core::on_prepared(prepared_ptr sample, int worker) {
-  free_worker(worker);
+// The attempt's record, taken out; nullopt (and counted) when the attempt is stale.
+std::optional<flight> batcher_core::finish(const sample_ticket& ticket) {
+  auto f = flights_.finish(ticket.attempt);
+  if (!f) {
+    ++stale_;
+    return std::nullopt;
+  }
+  free_holder(*f);
+  return f;
+}
+
+bool batcher_core::on_prepared(prepared_ptr sample) {
+  if (!finish(sample->ticket)) {
+    return false;
+  }
   // Work time only (the steps, wherever they ran): queueing would feed on itself, since
   // hand-offs add queueing and a higher budget hands off less.
   std::int64_t work = 0;
@@ -74,11 +147,39 @@ void batcher_core::on_prepared(prepared_ptr sample, int worker) {
   }
   budget_.record(work, sample->source_pixels);
   policy_->add(std::move(sample));
+  return true;
 }
 
-void batcher_core::on_handed_off(int worker) {
-  free_worker(worker);
+bool batcher_core::on_handed_off(const sample_ticket& ticket) {
+  auto* f = flights_.find(ticket.attempt);
+  if (f == nullptr || f->handed_off) {
+    ++stale_;
+    return false;
+  }
+  --worker_load_[static_cast<std::size_t>(f->worker)];
+  f->handed_off = true;
   ++handoffs_;
+  return true;
+}
+
+int batcher_core::route_handoff(const sample_ticket& ticket) {
+  auto* f = flights_.find(ticket.attempt);
+  if (f == nullptr) {
+    return stale_handoff;
+  }
+  int best = no_straggler;
+  const auto& ups = up(worker_role::straggler);
+  for (std::size_t s = 0; s < ups.size(); ++s) {
+    if (ups[s] &&
+        (best < 0 || straggler_load_[s] < straggler_load_[static_cast<std::size_t>(best)])) {
+      best = static_cast<int>(s);
+    }
+  }
+  if (best >= 0) {
+    f->straggler = best;
+    ++straggler_load_[static_cast<std::size_t>(best)];
+  }
+  return best;
 }
 
 budget_figures batcher_core::current_budget() const {
@@ -100,12 +201,58 @@ std::optional<budget_figures> batcher_core::take_budget_update() {
   return now;
 }
 
-void batcher_core::on_failed(const sample_ticket& ticket, int worker, std::string key,
-                             std::string reason) {
-  free_worker(worker);
+// Queues a new attempt at the sample; it keeps its place in the window.
+void batcher_core::reissue(flight f) {
+  f.ticket.attempt = 0;
+  ++f.ticket.retry;
+  f.straggler = -1;
+  f.handed_off = false;
+  ++retries_;
+  auto at =
+      std::upper_bound(reissued_.begin(), reissued_.end(), f, [](const flight& a, const flight& b) {
+        return std::tie(a.ticket.epoch, a.ticket.seq) < std::tie(b.ticket.epoch, b.ticket.seq);
+      });
+  reissued_.insert(at, f);
+}
+
+failure_outcome batcher_core::charge_failure(flight f, std::string reason) {
+  if (++f.failures <= settings_.max_sample_retries) {
+    reissue(f);
+    return failure_outcome::retried;
+  }
   --in_flight_;
-  policy_->drop(ticket.epoch, ticket.seq);
-  ledger_.quarantine({ticket.epoch, ticket.sample_id, std::move(key), std::move(reason)});
+  const auto& t = f.ticket;
+  policy_->drop(t.epoch, t.seq);
+  ledger_.quarantine({t.epoch, t.sample_id, name_(t.sample_id),
+                      std::move(reason) + " (failed " + std::to_string(f.failures) + " times)"});
+  return failure_outcome::quarantined;
+}
+
+failure_outcome batcher_core::on_failed(const sample_ticket& ticket, std::string reason) {
+  auto f = finish(ticket);
+  if (!f) {
+    return failure_outcome::stale;
+  }
+  return charge_failure(*f, std::move(reason));
+}
+
+std::size_t batcher_core::on_worker_down(worker_role role, int index, std::uint64_t culprit,
+                                         const std::string& reason) {
+  up(role)[static_cast<std::size_t>(index)] = false;
+  auto held = flights_.take_held_by(role, index);
+  for (auto& f : held) {
+    free_holder(f);
+    if (f.ticket.attempt == culprit) {
+      charge_failure(f, reason);
+    } else {
+      reissue(f);
+    }
+  }
+  return held.size();
+}
+
+void batcher_core::on_worker_up(worker_role role, int index) {
+  up(role)[static_cast<std::size_t>(index)] = true;
 }
 
 void batcher_core::on_credit(int gpu, std::uint64_t batches) {

@@ -22,6 +22,8 @@ std::string_view to_string(errc code) noexcept {
       return "empty_dataset";
     case errc::transform_error:
       return "transform_error";
+    case errc::worker_failed:
+      return "worker_failed";
   }
   return "unknown_error";
 }

@@ -23,6 +23,7 @@ struct pipeline_figures {
   std::uint64_t handoffs = 0;  ///< samples handed from a preprocessor to a straggler actor
   std::int64_t budget_ns = 0;  ///< the latest per-sample latency budget (0: no hand-off)
   bool finished = false;       ///< every epoch handed to the feeders
+  std::uint64_t retries = 0;   ///< samples issued again (after a failure or a worker's death)
 };
 
 /// Thread-safe.
@@ -47,6 +48,12 @@ class pipeline_status {
   std::uint64_t early_handoffs() const noexcept {
     return early_handoffs_.load(std::memory_order_relaxed);
   }
+  /// A supervisor restarted a worker (counted once per restarted worker).
+  void count_restart() noexcept { restarts_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t restarts() const noexcept { return restarts_.load(std::memory_order_relaxed); }
+  /// A supervisor declared a worker hung.
+  void count_hang() noexcept { hangs_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t hangs() const noexcept { return hangs_.load(std::memory_order_relaxed); }
   std::optional<error> failure() const;
   const std::shared_ptr<batch_channel>& channel(int gpu) const {
     return channels_[static_cast<std::size_t>(gpu)];
@@ -59,6 +66,8 @@ class pipeline_status {
   std::optional<error> failure_;
   std::atomic<std::uint64_t> steps_{0};
   std::atomic<std::uint64_t> early_handoffs_{0};
+  std::atomic<std::uint64_t> restarts_{0};
+  std::atomic<std::uint64_t> hangs_{0};
 };
 
 }  // namespace conveyor

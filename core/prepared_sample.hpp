@@ -18,6 +18,11 @@ struct sample_ticket {
   std::uint64_t seq = 0;         ///< position in the epoch's sampler order
   std::uint64_t sample_id = 0;   ///< index in the dataset
   std::uint64_t epoch_seed = 0;  ///< seeds the sample's transforms
+  /// Names this attempt at the sample, unique in the run: a result whose attempt is no longer
+  /// the sample's current one (its worker was declared dead, or the sample was re-issued) is
+  /// ignored, so nothing is delivered twice.
+  std::uint64_t attempt = 0;
+  std::uint32_t retry = 0;  ///< how many times the sample was issued before this attempt
 };
 
 /// A sample whose transform chain has run to the end. Shared immutably once made.

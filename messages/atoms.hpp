@@ -18,5 +18,8 @@ using report = caf::atom_constant<caf::atom("report")>;
 using budget = caf::atom_constant<caf::atom("budget")>;
 using handed_off = caf::atom_constant<caf::atom("handed_off")>;
 using finish = caf::atom_constant<caf::atom("finish")>;
+using worker_up = caf::atom_constant<caf::atom("worker_up")>;
+using worker_down = caf::atom_constant<caf::atom("worker_dn")>;
+using restart = caf::atom_constant<caf::atom("restart")>;
 
 }  // namespace conveyor::atoms

@@ -4,14 +4,17 @@
 ///
 ///   batcher --read(ticket, worker, preprocessor)--> reader --prepare(raw)--> preprocessor
 ///   preprocessor --prepared / failed--> batcher --batch(plan)--> feeder[gpu]
-///   preprocessor --finish(handoff)--> straggler --prepared / failed--> batcher
-///   preprocessor --handed_off--> batcher --budget--> preprocessors
+///   preprocessor --handed_off(handoff)--> batcher --finish(handoff)--> straggler
+///   straggler --prepared / failed--> batcher --budget--> preprocessors
 ///   feeder --credit(gpu, batches, released samples)--> batcher
+///   supervisor --worker_up / worker_down--> batcher
 
+#include <caf/actor.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "messages/atoms.hpp"
@@ -29,8 +32,8 @@ using feeder_actor =
 using straggler_actor =
     caf::typed_actor<caf::reacts_to<atoms::finish, handoff>, caf::reacts_to<atoms::tick>>;
 
-/// Runs the transform chain on raw samples, one at a time; hands a sample over budget to a
-/// straggler actor.
+/// Runs the transform chain on raw samples, one at a time; hands a sample over budget back to
+/// the batcher, which passes it to a straggler actor.
 using preprocessor_actor =
     caf::typed_actor<caf::reacts_to<atoms::prepare, raw_sample>,
                      caf::reacts_to<atoms::budget, budget_figures>, caf::reacts_to<atoms::tick>>;
@@ -40,14 +43,17 @@ using reader_actor =
     caf::typed_actor<caf::reacts_to<atoms::read, sample_ticket, preprocessor_actor>,
                      caf::reacts_to<atoms::tick>>;
 
-/// The pipeline's coordinator; see core/batcher_core.hpp for what it promises.
-using batcher_actor =
-    caf::typed_actor<caf::reacts_to<atoms::connect, std::vector<reader_actor>,
-                                    std::vector<preprocessor_actor>, std::vector<feeder_actor>>,
-                     caf::reacts_to<atoms::prepared, std::int32_t, prepared_ptr>,
-                     caf::reacts_to<atoms::handed_off, std::int32_t, sample_ticket>,
-                     caf::reacts_to<atoms::failed, std::int32_t, sample_failure>,
-                     caf::reacts_to<atoms::credit, std::int32_t, std::uint64_t, std::uint64_t>,
-                     caf::reacts_to<atoms::tick>>;
+/// The pipeline's coordinator; see core/batcher_core.hpp for what it promises. Supervisors
+/// tell it when a worker (role, index) comes up with its handle, and when one goes down: then
+/// the samples it held are issued again, and `culprit` (the attempt it was working on, 0 if
+/// none) is charged a failure with `reason`.
+using batcher_actor = caf::typed_actor<
+    caf::reacts_to<atoms::connect, std::vector<feeder_actor>>,
+    caf::reacts_to<atoms::prepared, prepared_ptr>, caf::reacts_to<atoms::handed_off, handoff>,
+    caf::reacts_to<atoms::failed, sample_failure>,
+    caf::reacts_to<atoms::credit, std::int32_t, std::uint64_t, std::uint64_t>,
+    caf::reacts_to<atoms::worker_up, std::int32_t, std::int32_t, caf::actor>,
+    caf::reacts_to<atoms::worker_down, std::int32_t, std::int32_t, std::uint64_t, std::string>,
+    caf::reacts_to<atoms::tick>>;
 
 }  // namespace conveyor

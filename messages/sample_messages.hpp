@@ -16,7 +16,8 @@ namespace conveyor {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sample_ticket& x) {
-  return f(caf::meta::type_name("sample_ticket"), x.epoch, x.seq, x.sample_id, x.epoch_seed);
+  return f(caf::meta::type_name("sample_ticket"), x.epoch, x.seq, x.sample_id, x.epoch_seed,
+           x.attempt, x.retry);
 }
 
 /// A sample's encoded bytes as read from storage, on its way to a preprocessor; or, when

@@ -108,6 +108,42 @@ TEST(NodeApp, SetOverridesTopologyKeys) {
   EXPECT_EQ(json_number(r.out, "lost") + json_number(r.out, "duplicates"), 0u);
 }
 
+// A drill: preprocessors and readers crash, some reads fail; every sample still arrives once.
+TEST(NodeApp, FaultDrillAccountsForEverySampleAndLogsRestarts) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 37);
+  auto file = write_topology(dir, topology_text(images));
+  auto report = dir / "quarantine.tsv";
+  auto r = run_node(dir, "--topology " + file.string() +
+                             " --set faults.crash_preprocessor=0.1 --set faults.crash_reader=0.05"
+                             " --set faults.read_error=0.05 --set faults.seed=4"
+                             " --set supervision.max_restarts=1000 --set "
+                             "supervision.backoff_min_ms=0 --set supervision.backoff_max_ms=1"
+                             " --set supervision.max_sample_retries=50"
+                             " --set supervision.quarantine_report=\"" +
+                             report.string() + "\"");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json_number(r.out, "samples"), 74u);
+  EXPECT_EQ(json_number(r.out, "lost") + json_number(r.out, "duplicates"), 0u);
+  EXPECT_EQ(json_number(r.out, "quarantined"), 0u);
+  EXPECT_GT(json_number(r.out, "restarts"), 0u);
+  EXPECT_GT(json_number(r.out, "retries"), 0u);
+  EXPECT_NE(r.err.find("restarting"), std::string::npos);
+  EXPECT_EQ(slurp(report), "epoch\tsample\tkey\treason\n");  // written, and empty
+}
+
+TEST(NodeApp, SpentRestartBudgetStopsTheNodeWithAClearError) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 9);
+  auto file = write_topology(dir, topology_text(images));
+  auto r =
+      run_node(dir, "--topology " + file.string() +
+                        " --set faults.crash_preprocessor=1.0 --set supervision.max_restarts=2"
+                        " --set supervision.backoff_min_ms=0 --set supervision.backoff_max_ms=1");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("preprocessor supervisor gave up"), std::string::npos) << r.err;
+}
+
 struct bad_case {
   std::string name;
   std::string edit_from;  ///< text of the good topology to replace ("" = prepend `edit_to`)
@@ -145,7 +181,10 @@ INSTANTIATE_TEST_SUITE_P(
                                "pipeline.batch_size: must be >= 1 (got -4)"},
                       bad_case{"unknown_key", "prefetch_batches = 1", "prefetch_batchez = 1",
                                "prefetch_batchez"},
-                      bad_case{"missing_dataset", "images\"", "nowhere\"", "nowhere"}),
+                      bad_case{"missing_dataset", "images\"", "nowhere\"", "nowhere"},
+                      bad_case{"unwritable_quarantine_report", "[dataset]",
+                               "[supervision]\nquarantine_report = \"/no/q.tsv\"\n[dataset]",
+                               "supervision.quarantine_report"}),
     [](const ::testing::TestParamInfo<bad_case>& param_info) { return param_info.param.name; });
 
 TEST(NodeApp, MissingTopologyFileAndBadCommandLineExitTwo) {

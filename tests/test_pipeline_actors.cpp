@@ -5,90 +5,16 @@
 #include <mutex>
 #include <thread>
 
-#include "actors/pipeline_runtime.hpp"
-#include "core/dataset_writer.hpp"
-#include "support/test_support.hpp"
+#include "support/pipeline_harness.hpp"
 
 namespace conveyor {
 namespace {
 
+using testing::dataset_size;
+using testing::make_spec;
 using testing::temp_dir;
-
-constexpr std::uint64_t dataset_size = 61;  // prime: partial last batches everywhere
-
-void write_jpeg_dataset(const std::filesystem::path& dir) {
-  auto writer = dataset_writer::create(dir, {"a", "b", "c"}, {64 * 1024});
-  ASSERT_TRUE(writer);
-  for (std::uint64_t i = 0; i < dataset_size; ++i) {
-    auto jpeg =
-        testing::make_jpeg(40 + static_cast<int>(i % 9) * 7, 36 + static_cast<int>(i % 5) * 5, i);
-    ASSERT_TRUE(writer->append("img_" + std::to_string(i), static_cast<std::int32_t>(i % 3),
-                               jpeg.data(), jpeg.size()));
-  }
-  ASSERT_TRUE(writer->finish());
-}
-
-pipeline_spec make_spec(const std::filesystem::path& dir, int gpus, std::uint64_t epochs) {
-  auto source = open_sample_source(dir, dataset_format::shards);
-  EXPECT_TRUE(source) << source.error().what();
-  random_resized_crop_spec crop;
-  crop.height = 24;
-  crop.width = 20;
-  auto chain = transform_chain::build({decode_spec{}, crop, flip_spec{0.5}, normalize_spec{}});
-  EXPECT_TRUE(chain) << chain.error().what();
-  pipeline_spec spec{*source, *chain, {}, batching_policy::in_order};
-  spec.settings.seed = 11;
-  spec.settings.epochs = epochs;
-  spec.settings.batch_size = 4;
-  spec.settings.gpus = gpus;
-  spec.settings.workers = 2;
-  spec.prefetch_batches = 1;
-  spec.readers = 2;
-  spec.monitor_interval = std::chrono::milliseconds(0);
-  return spec;
-}
-
-struct trainer_log {
-  std::mutex mutex;
-  epoch_ledger ledger{dataset_size};
-  std::vector<std::string> problems;
-  std::uint64_t batches = 0;
-};
-
-// One trainer per GPU, as a data-parallel job runs them: take every batch of every epoch,
-// check it, give it back.
-void train(pipeline_runtime& rt, int gpu, std::uint64_t epochs, trainer_log& log) {
-  std::uint64_t epoch = 0;
-  while (epoch < epochs) {
-    auto batch = rt.status()->channel(gpu)->pop();
-    if (!batch) {
-      std::lock_guard<std::mutex> lock(log.mutex);
-      log.problems.push_back("channel closed before the end");
-      return;
-    }
-    {
-      std::lock_guard<std::mutex> lock(log.mutex);
-      ++log.batches;
-      if (batch->epoch != epoch || batch->gpu != gpu) {
-        log.problems.push_back("batch of epoch " + std::to_string(batch->epoch) + " gpu " +
-                               std::to_string(batch->gpu) + " out of place");
-      }
-      if (batch->size() > 0 &&
-          (batch->shape != std::array<int, 4>{static_cast<int>(batch->size()), 3, 24, 20} ||
-           batch->bytes.size() != batch->size() * 3 * 24 * 20 * 4)) {
-        log.problems.push_back("bad batch shape");
-      }
-      for (std::size_t i = 0; i < batch->size(); ++i) {
-        log.ledger.deliver(batch->epoch, batch->sample_ids[i]);
-        if (batch->labels[i] != static_cast<std::int32_t>(batch->sample_ids[i] % 3)) {
-          log.problems.push_back("label of sample " + std::to_string(batch->sample_ids[i]));
-        }
-      }
-    }
-    epoch += batch->last_in_epoch ? 1 : 0;
-    rt.release(gpu, batch->slot);
-  }
-}
+using testing::trainer_log;
+using testing::write_jpeg_dataset;
 
 class PipelineActors : public ::testing::TestWithParam<int> {};
 
@@ -101,13 +27,7 @@ TEST_P(PipelineActors, EverySampleReachesExactlyOneTrainerOncePerEpoch) {
   pipeline_figures figures;
   {
     pipeline_runtime rt(make_spec(dir.path(), gpus, epochs));
-    std::vector<std::thread> trainers;
-    for (int g = 0; g < gpus; ++g) {
-      trainers.emplace_back([&, g] { train(rt, g, epochs, log); });
-    }
-    for (auto& t : trainers) {
-      t.join();
-    }
+    testing::run_trainers(rt, gpus, epochs, log);
     figures = rt.status()->figures();
     EXPECT_FALSE(rt.status()->failure().has_value());
   }
@@ -177,10 +97,13 @@ TEST(PipelineActorsShutdown, BadSamplesAreQuarantinedAndTheEpochCompletes) {
   EXPECT_EQ(delivered, 10u);
   auto figures = rt.status()->figures();
   ASSERT_EQ(figures.quarantined.size(), 2u);
+  // Named by shard and record; the reason names the sample's key.
   std::set<std::string> keys{figures.quarantined[0].key, figures.quarantined[1].key};
-  EXPECT_EQ(keys, (std::set<std::string>{"img_3", "img_7"}));
+  auto shard = (dir / "shard-00000.cvs").string();
+  EXPECT_EQ(keys, (std::set<std::string>{shard + " record 3", shard + " record 7"}));
   for (const auto& q : figures.quarantined) {
     EXPECT_NE(q.reason.find("decode_error"), std::string::npos) << q.reason;
+    EXPECT_NE(q.reason.find("img_"), std::string::npos) << q.reason;
   }
   EXPECT_EQ(figures.totals.lost, 0u);
 }
@@ -211,13 +134,7 @@ TEST_P(LatencyAwareActors, EverySampleHandedOffMidChainRunsEachStepOnce) {
   std::uint64_t steps_run = 0;
   {
     pipeline_runtime rt(std::move(spec));
-    std::vector<std::thread> trainers;
-    for (int g = 0; g < gpus; ++g) {
-      trainers.emplace_back([&, g] { train(rt, g, epochs, log); });
-    }
-    for (auto& t : trainers) {
-      t.join();
-    }
+    testing::run_trainers(rt, gpus, epochs, log);
     handoffs = rt.status()->figures().handoffs;
     steps_run = rt.status()->steps_executed();
   }

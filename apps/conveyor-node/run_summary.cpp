@@ -29,6 +29,15 @@ std::string number(double v) {
   return buf;
 }
 
+// [a,b,...] of `values`, as JSON.
+std::string number_list(const std::vector<double>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    out += (i == 0 ? "" : ",") + number(values[i]);
+  }
+  return out + "]";
+}
+
 }  // namespace
 
 double peak_rss_mb() {
@@ -66,7 +75,10 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"straggler_fraction\":"
       << number(seen.samples > 0 ? static_cast<double>(report.handoffs) / seen.samples : 0)
       << ",\"early_handoffs\":" << report.early_handoffs
-      << ",\"steps_executed\":" << report.steps_executed << "}";
+      << ",\"steps_executed\":" << report.steps_executed << ",\"retries\":" << report.retries
+      << ",\"restarts\":" << report.restarts << ",\"hangs\":" << report.hangs
+      << ",\"epoch_end_s\":" << number_list(seen.epoch_end_s)
+      << ",\"epoch_stall_s\":" << number_list(seen.epoch_stall_s) << "}";
   return out.str();
 }
 

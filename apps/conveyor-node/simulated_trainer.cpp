@@ -8,7 +8,7 @@ namespace conveyor {
 using clock_type = std::chrono::steady_clock;
 
 training_record::training_record(std::uint64_t dataset_size, std::uint64_t epochs)
-    : epochs_(epochs), ledger_(dataset_size), epoch_end_(epochs) {}
+    : epochs_(epochs), ledger_(dataset_size), epoch_stall_(epochs), epoch_end_(epochs) {}
 
 void training_record::add_batch(const batch& b, std::chrono::nanoseconds waited) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -18,6 +18,9 @@ void training_record::add_batch(const batch& b, std::chrono::nanoseconds waited)
   samples_ += b.size();
   batches_ += b.size() > 0 ? 1 : 0;
   stall_ += waited;
+  if (b.epoch() < epoch_stall_.size()) {
+    epoch_stall_[b.epoch()] += waited;
+  }
 }
 
 void training_record::add_step(std::chrono::nanoseconds stepped) {
@@ -42,6 +45,7 @@ training_record::totals training_record::summarize(clock_type::time_point start)
   for (std::uint64_t e = 0; e < epochs_; ++e) {
     t.ledger += ledger_.summary(e);
     t.epoch_end_s.push_back(std::chrono::duration<double>(epoch_end_[e] - start).count());
+    t.epoch_stall_s.push_back(std::chrono::duration<double>(epoch_stall_[e]).count());
   }
   return t;
 }

@@ -30,7 +30,8 @@ class training_record {
     double stall_s = 0;
     double step_s = 0;
     epoch_summary ledger;
-    std::vector<double> epoch_end_s;  ///< since `start`, when the last GPU finished each epoch
+    std::vector<double> epoch_end_s;    ///< since `start`, when the last GPU finished each epoch
+    std::vector<double> epoch_stall_s;  ///< the trainers' waits for each epoch's batches
   };
   totals summarize(std::chrono::steady_clock::time_point start) const;
 
@@ -42,6 +43,7 @@ class training_record {
   std::uint64_t batches_ = 0;
   std::chrono::nanoseconds stall_{0};
   std::chrono::nanoseconds step_{0};
+  std::vector<std::chrono::nanoseconds> epoch_stall_;
   std::vector<std::chrono::steady_clock::time_point> epoch_end_;
 };
 

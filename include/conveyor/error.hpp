@@ -22,6 +22,7 @@ enum class errc : std::uint8_t {
   invalid_config = 7,     ///< a topology or manifest that does not validate
   empty_dataset = 8,      ///< a dataset or directory without samples
   transform_error = 9,    ///< a transform step failed on a sample (e.g. an OpenCV exception)
+  worker_failed = 10,     ///< pipeline actors kept failing: a restart budget is spent
 };
 
 /// Short stable name of an error code, e.g. "checksum_mismatch".

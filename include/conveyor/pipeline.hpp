@@ -96,6 +96,9 @@ struct pipeline_report {
   std::uint64_t handoffs = 0;        ///< samples finished by straggler actors
   std::uint64_t early_handoffs = 0;  ///< of those, handed off from the header, before decode
   std::uint64_t steps_executed = 0;  ///< transform steps run: samples x steps when none is redone
+  std::uint64_t retries = 0;         ///< samples issued again: after a failure or a worker's death
+  std::uint64_t restarts = 0;        ///< workers restarted by their supervisors
+  std::uint64_t hangs = 0;           ///< workers declared hung (supervision.hang_timeout_ms)
   bool finished = false;             ///< every epoch handed to the GPUs
   std::vector<std::string> quarantined_samples;  ///< "epoch <e> <key>: <reason>"
 };

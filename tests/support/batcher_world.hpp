@@ -22,6 +22,10 @@ struct world_params {
   std::uint64_t prefetch = 2;
   std::uint64_t straggler_every = 13;  ///< sample ids id % n == 5 are stragglers (0: none)
   std::uint64_t fail_every = 0;        ///< every n-th sample id fails (0: none)
+  /// Every n-th completion, a random preprocessor dies with what it holds; the results of
+  /// half of its attempts still arrive later (they must be ignored). 0: none.
+  std::uint64_t kill_every = 0;
+  std::uint32_t max_sample_retries = 2;
 };
 
 struct world_result {
@@ -31,6 +35,8 @@ struct world_result {
   std::uint64_t batches_past_stragglers = 0;
   std::uint64_t peak_in_flight = 0;
   std::uint64_t window = 0;
+  std::uint64_t kills = 0;
+  std::uint64_t stale = 0;  ///< results of given-up attempts that were ignored
 };
 
 class batcher_world {
@@ -39,6 +45,10 @@ class batcher_world {
       : p_(p), core_(settings(p, seed), make_batch_policy(kind, {p.batch, p.gpus})), rng_(seed) {
     for (int g = 0; g < p.gpus; ++g) {
       core_.on_credit(g, p.prefetch + 1);
+    }
+    core_.on_worker_up(worker_role::reader, 0);
+    for (int w = 0; w < p.workers; ++w) {
+      core_.on_worker_up(worker_role::preprocessor, w);
     }
   }
 
@@ -54,6 +64,7 @@ class batcher_world {
     }
     result_.totals = core_.ledger().totals();
     result_.peak_in_flight = core_.peak_in_flight();
+    result_.stale = core_.stale_results();
     result_.window = core_.settings().window_samples;
     return std::move(result_);
   }
@@ -67,6 +78,7 @@ class batcher_world {
     s.batch_size = p.batch;
     s.gpus = p.gpus;
     s.workers = p.workers;
+    s.max_sample_retries = p.max_sample_retries;
     s.window_samples = (p.prefetch + 1) * p.batch * static_cast<std::uint64_t>(p.gpus);
     return s;
   }
@@ -96,6 +108,10 @@ class batcher_world {
 
   // Completes a fast sample or trains, at random; a straggler only when neither can be done.
   bool step() {
+    if (p_.kill_every != 0 && ++completions_ % p_.kill_every == 0) {
+      kill_a_worker();
+      return true;  // its samples are issued again at the next exchange
+    }
     if (!fast_.empty() && (at_feeders_.empty() || rng_() % 3 != 0)) {
       auto i = static_cast<long>(rng_() % fast_.size());
       complete(fast_[static_cast<std::size_t>(i)]);
@@ -113,12 +129,36 @@ class batcher_world {
 
   void complete(const dispatch_order& d) {
     if (p_.fail_every != 0 && d.ticket.sample_id % p_.fail_every == 0) {
-      core_.on_failed(d.ticket, d.worker, "img_" + std::to_string(d.ticket.sample_id), "broken");
+      core_.on_failed(d.ticket, "broken");
       return;
     }
     auto sample = std::make_shared<prepared_sample>();
     sample->ticket = d.ticket;
-    core_.on_prepared(std::move(sample), d.worker);
+    core_.on_prepared(std::move(sample));
+  }
+
+  // A random preprocessor dies, charged with one of its samples; half of the orders it held
+  // are lost, the other half complete later anyway (a zombie's late results).
+  void kill_a_worker() {
+    int w = static_cast<int>(rng_() % static_cast<std::uint64_t>(p_.workers));
+    std::uint64_t culprit = 0;
+    for (auto* queue : {&fast_, &slow_}) {
+      for (auto it = queue->begin(); it != queue->end();) {
+        if (it->worker != w) {
+          ++it;
+          continue;
+        }
+        culprit = it->ticket.attempt;
+        if (rng_() % 2 == 0) {
+          ++it;  // a zombie: its result still arrives
+        } else {
+          it = queue->erase(it);
+        }
+      }
+    }
+    core_.on_worker_down(worker_role::preprocessor, w, culprit, "killed by the test");
+    core_.on_worker_up(worker_role::preprocessor, w);
+    ++result_.kills;
   }
 
   // The trainer of a random GPU that has a batch consumes its oldest one.
@@ -135,6 +175,7 @@ class batcher_world {
   world_params p_;
   batcher_core core_;
   std::mt19937_64 rng_;
+  std::uint64_t completions_ = 0;
   std::vector<dispatch_order> fast_;
   std::vector<dispatch_order> slow_;
   std::vector<batch_plan> at_feeders_;
