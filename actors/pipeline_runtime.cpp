@@ -8,6 +8,9 @@
 
 #include "actors/batcher.hpp"
 #include "actors/feeder.hpp"
+#if CONVEYOR_HAVE_CUDA
+#include "actors/cuda_feeder.hpp"
+#endif
 #include "actors/monitor.hpp"
 #include "actors/preprocessor.hpp"
 #include "actors/reader.hpp"
@@ -64,6 +67,7 @@ struct pipeline_runtime::impl {
 
   void spawn_all();
   void spawn_supervisors(const reporting& report);
+  feeder_actor spawn_feeder(feeder_options options);
   template <class Handle>
   void escalate_on_death(const Handle& handle, std::string name);
   void stop();
@@ -91,6 +95,18 @@ void pipeline_runtime::impl::escalate_on_death(const Handle& handle, std::string
           st->fail(error{errc::worker_failed, name + " died: " + sys->render(reason)});
         }
       });
+}
+
+// A CUDA feeder for a slot with a CUDA device, else the host feeder.
+feeder_actor pipeline_runtime::impl::spawn_feeder(feeder_options options) {
+#if CONVEYOR_HAVE_CUDA
+  if (!spec.cuda_devices.empty()) {
+    auto device = spec.cuda_devices[static_cast<std::size_t>(options.gpu)];
+    return spawn_cuda_feeder(
+        system, {std::move(options), device, spec.gpu_normalize, spec.gpu_normalize_type});
+  }
+#endif
+  return spawn_host_feeder(system, std::move(options));
 }
 
 void pipeline_runtime::impl::spawn_supervisors(const reporting& report) {
@@ -128,8 +144,8 @@ void pipeline_runtime::impl::spawn_all() {
                [source](std::uint64_t id) { return source->locate(id); }, spec.quarantine});
   escalate_on_death(batcher, "the batcher");
   for (int g = 0; g < spec.settings.gpus; ++g) {
-    feeders.push_back(spawn_host_feeder(
-        system, {g, spec.prefetch_batches + 1, batcher, status->channel(g), status, report}));
+    feeders.push_back(
+        spawn_feeder({g, spec.prefetch_batches + 1, batcher, status->channel(g), status, report}));
     escalate_on_death(feeders.back(), "the feeder of GPU " + std::to_string(g));
   }
   caf::anon_send(batcher, atoms::connect::value, feeders);

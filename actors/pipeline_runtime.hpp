@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "actors/supervisor.hpp"
 #include "core/batch_policy.hpp"
@@ -34,6 +36,11 @@ struct pipeline_spec {
   supervision_settings supervision;  ///< of readers, preprocessors and straggler actors
   fault_plan faults;                 ///< injected failures (drills and tests); none by default
   std::shared_ptr<quarantine_report> quarantine;  ///< null: no report file
+  /// The CUDA device of each GPU slot (CUDA feeders); empty: host feeders serve the slots.
+  std::vector<int> cuda_devices;
+  /// normalize run by the CUDA feeders on uint8 samples (on = "gpu"), into gpu_normalize_type.
+  std::optional<normalize_spec> gpu_normalize;
+  dtype gpu_normalize_type = dtype::float32;
 };
 
 /// Thread-safe: release() may be called from any trainer thread.

@@ -46,7 +46,8 @@ tensor_view batch::tensor() const noexcept {
     return {};
   }
   const auto& s = data_->shape;
-  return {data_->type, {s[0], s[1], s[2], s[3]}, data_->bytes.data(), -1};
+  const void* data = data_->device >= 0 ? data_->device_data : data_->bytes.data();
+  return {data_->type, {s[0], s[1], s[2], s[3]}, data, data_->device};
 }
 
 namespace {

@@ -4,33 +4,20 @@
 #include <cmath>
 #include <thread>
 
+#include "api/resolve_devices.hpp"
 #include "core/log.hpp"
+#include "core/normalize_placement.hpp"
 
 namespace conveyor {
 namespace {
 
-// Until the CUDA feeder exists every GPU slot is served by a host feeder.
-int resolve_gpus(const gpu_selection& gpus) {
-  switch (gpus.kind) {
-    case gpu_kind::auto_detect:
-      return 1;
-    case gpu_kind::device_ids:
-      log("node")->warn("gpus = {} CUDA devices: host feeders stand in for them in this build",
-                        gpus.ids.size());
-      return static_cast<int>(gpus.ids.size());
-    case gpu_kind::host_feeders:
-      return gpus.count;
-  }
-  return 1;
-}
-
-batcher_settings resolve_settings(const topology& t) {
+batcher_settings resolve_settings(const topology& t, int gpus) {
   batcher_settings s;
   s.seed = t.dataset.seed;
   s.shuffle = t.dataset.shuffle;
   s.epochs = static_cast<std::uint64_t>(t.trainer.epochs);
   s.batch_size = static_cast<std::uint64_t>(t.pipeline.batch_size);
-  s.gpus = resolve_gpus(t.gpus);
+  s.gpus = gpus;
   s.workers = t.pipeline.preprocessors == auto_count ? hardware_cores() : t.pipeline.preprocessors;
   s.per_worker_limit = static_cast<std::uint64_t>(t.pipeline.per_worker_limit);
   // Hand-offs serve the latency-aware policy; in_order stays the plain baseline.
@@ -72,11 +59,27 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   if (!source) {
     return error{errc::invalid_config, t.source + ": dataset.path: " + source.error().what()};
   }
-  auto chain = transform_chain::build(t.transforms);
+  auto devices = resolve_devices(t.gpus, t.source);
+  if (!devices) {
+    return std::move(devices).error();
+  }
+  // normalize with on = "gpu" runs in the CUDA feeders; with host feeders it stays on the CPU.
+  auto placed = devices->empty() || !t.normalize_on_gpu
+                    ? normalize_placement{t.transforms, std::nullopt}
+                    : move_normalize_to_gpu(t.transforms);
+  if (devices->empty() && t.normalize_dtype == output_dtype::bfloat16) {
+    log("node")->warn("normalize dtype = \"bfloat16\" needs a CUDA feeder: serving float32");
+  }
+  auto chain = transform_chain::build(placed.cpu_chain);
   if (!chain) {
     return error{errc::invalid_config, t.source + ": transform: " + chain.error().what()};
   }
-  pipeline_spec spec{std::move(*source), std::move(*chain), resolve_settings(t), t.batching.policy};
+  pipeline_spec spec{std::move(*source), std::move(*chain),
+                     resolve_settings(t, gpu_slots(t.gpus, *devices)), t.batching.policy};
+  spec.cuda_devices = std::move(*devices);
+  spec.gpu_normalize = placed.on_gpu;
+  spec.gpu_normalize_type =
+      t.normalize_dtype == output_dtype::bfloat16 ? dtype::bfloat16 : dtype::float32;
   spec.readers = t.pipeline.readers;
   // "auto": half the cores (at least one), so slow samples progress without starving the pool.
   spec.stragglers = t.pipeline.stragglers == auto_count ? std::max(1, hardware_cores() / 2)

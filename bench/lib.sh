@@ -6,6 +6,7 @@ BENCH_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$BENCH_ROOT/build-bench}"
 NODE_BIN="$BUILD_DIR/apps/conveyor-node/conveyor-node"
 CEILING_BIN="$BUILD_DIR/bench/bench_ceiling"
+PACK_BIN="$BUILD_DIR/apps/conveyor-pack/conveyor-pack"
 DATA_DIR="$BUILD_DIR/data"
 LOG_DIR="$BUILD_DIR/bench-logs"
 PYTHON=/usr/bin/python3
@@ -15,21 +16,22 @@ shopt -s inherit_errexit
 
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
-# Configures BUILD_DIR when needed and builds conveyor-node and bench_ceiling (Release, no
-# CUDA), quietly: the compiler's output goes to $LOG_DIR/build.log, its errors shown on failure.
+# build_tools [TARGET...]: configures BUILD_DIR when needed and builds conveyor-node,
+# bench_ceiling and the TARGETs given (Release, no CUDA), quietly: the compiler's output goes to
+# $LOG_DIR/build.log, its errors shown on failure.
 build_tools() {
-  local build_log="$LOG_DIR/build.log"
+  local build_log="$LOG_DIR/build.log" targets=(conveyor-node bench_ceiling "$@")
   mkdir -p "$LOG_DIR"
   if [[ "${NO_BUILD:-0}" == 1 ]]; then
     log "NO_BUILD=1: using the binaries in $BUILD_DIR as they are"
     return 0
   fi
-  log "building conveyor-node and bench_ceiling in $BUILD_DIR"
+  log "building ${targets[*]} in $BUILD_DIR"
   if ! {
     [[ -f "$BUILD_DIR/build.ninja" ]] ||
       cmake -S "$BENCH_ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCONVEYOR_CUDA=OFF -DCONVEYOR_BUILD_TESTS=OFF
-    cmake --build "$BUILD_DIR" --target conveyor-node bench_ceiling -j"$(nproc)"
+    cmake --build "$BUILD_DIR" --target "${targets[@]}" -j"$(nproc)"
   } >"$build_log" 2>&1; then
     grep -E '^FAILED|error:' "$build_log" | cut -c1-300 | head -n 10 >&2
     log "build failed; full output in $build_log"
@@ -46,6 +48,20 @@ ensure_dataset() {
   log "generating $count images ($large of them 1800-3200 px) into $dir"
   rm -rf "$dir.partial"
   "$CEILING_BIN" --dataset "$dir.partial" --generate "$count" --large-fraction "$large" >&2
+  mv "$dir.partial" "$dir"
+}
+
+# ensure_shards DIR COUNT LARGE_FRACTION: a shard dataset (conveyor-pack --synthetic: COUNT
+# synthetic JPEGs packed into record shards), made once, aside and renamed like ensure_dataset.
+# Needs conveyor-pack (build_tools conveyor-pack); the loose JPEGs are deleted once packed.
+ensure_shards() {
+  local dir=$1 count=$2 large=$3
+  [[ -d "$dir" ]] && return 0
+  log "generating and packing $count images ($large of them 1800-3200 px) into $dir"
+  rm -rf "$dir.partial" "$dir.images"
+  "$PACK_BIN" --synthetic "$count" --images "$dir.images" --out "$dir.partial" \
+    --large-fraction "$large" >&2
+  rm -rf "$dir.images"
   mv "$dir.partial" "$dir"
 }
 

@@ -1,7 +1,13 @@
 # Every third-party library comes from Debian's archive (scripts/install-deps installs them).
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
-find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
+# A lean build leaves out imgcodecs (and the ~180 MB of codec, GIS and GUI libraries behind
+# it): TurboJPEG decodes and encodes JPEG, and other formats are refused.
+if(CONVEYOR_LEAN)
+  find_package(OpenCV REQUIRED COMPONENTS core imgproc)
+else()
+  find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
+endif()
 find_package(spdlog REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(CLI11 REQUIRED)
@@ -11,6 +17,6 @@ pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 if(CONVEYOR_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
-if(CONVEYOR_BUILD_BENCH)
+if(CONVEYOR_BUILD_BENCH AND NOT CONVEYOR_LEAN)
   find_package(benchmark REQUIRED)
 endif()

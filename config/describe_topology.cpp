@@ -37,7 +37,11 @@ std::string describe_gpus(const gpu_selection& gpus) {
 
 // One description per transform op.
 std::string describe_step(const decode_spec& spec) {
-  return spec.strict ? "decode" : "decode (lenient)";
+  std::string notes = spec.strict ? "" : "lenient";
+  if (!spec.scaled) {
+    notes += std::string(notes.empty() ? "" : ", ") + "full size";
+  }
+  return notes.empty() ? "decode" : "decode (" + notes + ")";
 }
 std::string describe_step(const random_resized_crop_spec& spec) {
   return "random_resized_crop " + size_text(spec.height, spec.width) + " " +

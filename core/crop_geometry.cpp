@@ -13,6 +13,17 @@ int python_round(double x) {
   return static_cast<int>(std::nearbyint(x));
 }
 
+/// cv::resize's map from `out` pixels onto `length` pixels from `start`, through `scale`.
+axis_mapping scaled_axis(int start, int length, int out, scale_ratio scale) {
+  double s = static_cast<double>(scale.num) / scale.denom;
+  double per_output = static_cast<double>(length) / out;
+  return {per_output * s, (start + 0.5 * per_output) * s - 0.5};
+}
+
+bool covers(int length, int out, scale_ratio scale) {
+  return std::int64_t{length} * scale.num >= std::int64_t{out} * scale.denom;
+}
+
 /// The whole image, narrowed to the nearest aspect ratio inside the range, centred.
 crop_box fallback_box(int width, int height, const rrc_params& params) {
   double in_ratio = static_cast<double>(width) / height;
@@ -59,6 +70,27 @@ image_extent shorter_side_extent(int width, int height, int size) {
   // Integer floor equals Python's int(size * long / short) for any image size that fits in int.
   auto scaled_longer = static_cast<int>(std::int64_t{size} * longer / shorter);
   return width <= height ? image_extent{size, scaled_longer} : image_extent{scaled_longer, size};
+}
+
+image_extent scaled_extent(image_extent full, scale_ratio scale) {
+  return {scaled_length(full.width, scale), scaled_length(full.height, scale)};
+}
+
+crop_mapping scaled_crop_mapping(const crop_box& box, image_extent out, scale_ratio scale) {
+  return {scaled_axis(box.left, box.width, out.width, scale),
+          scaled_axis(box.top, box.height, out.height, scale)};
+}
+
+scale_ratio smallest_scale_for_crop(const crop_box& box, image_extent out,
+                                    const std::vector<scale_ratio>& candidates) {
+  scale_ratio best;
+  for (const auto& scale : candidates) {
+    if (smaller_scale(scale, best) && covers(box.width, out.width, scale) &&
+        covers(box.height, out.height, scale)) {
+      best = scale;
+    }
+  }
+  return best;
 }
 
 }  // namespace conveyor

@@ -1,12 +1,15 @@
 #include "core/jpeg_decoder.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <new>
 #include <string>
 
 #include <turbojpeg.h>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#if !CONVEYOR_LEAN
+#include <opencv2/imgcodecs.hpp>
+#endif
 
 namespace conveyor {
 namespace {
@@ -92,25 +95,38 @@ expected<void> check_pixel_count(image_info size) {
   return {};
 }
 
-/// The 1/denom factor, if this build of TurboJPEG supports it (libjpeg-turbo offers n/8).
-expected<tjscalingfactor> scaling_factor(int denom) {
-  if (denom == 1 || denom == 2 || denom == 4 || denom == 8) {
-    int count = 0;
-    const tjscalingfactor* factors = tjGetScalingFactors(&count);
-    for (int i = 0; factors != nullptr && i < count; ++i) {
-      if (factors[i].num == 1 && factors[i].denom == denom) {
-        return factors[i];
-      }
+std::string scale_text(int num, int denom) {
+  return std::to_string(num) + "/" + std::to_string(denom);
+}
+
+/// The num/denom factor, if this build of TurboJPEG supports it (libjpeg-turbo offers M/8).
+expected<tjscalingfactor> scaling_factor(const decode_options& options) {
+  std::string known;
+  for (const auto& scale : jpeg_reduction_scales()) {
+    if (scale.num == options.scale_num && scale.denom == options.scale_denom) {
+      return tjscalingfactor{scale.num, scale.denom};
     }
+    known += (known.empty() ? "" : ", ") + scale_text(scale.num, scale.denom);
   }
-  return error(errc::invalid_argument,
-               "decode scale_denom must be 1, 2, 4 or 8 (got " + std::to_string(denom) + ")");
+  return error(errc::invalid_argument, "decode scale must be one of " + known + " (got " +
+                                           scale_text(options.scale_num, options.scale_denom) +
+                                           ")");
 }
 
 image_info scale(image_info full, tjscalingfactor factor) {
   return {TJSCALED(full.width, factor), TJSCALED(full.height, factor)};
 }
 
+#if CONVEYOR_LEAN
+/// A lean build has no OpenCV decoders (no imgcodecs): TurboJPEG's formats only.
+expected<cv::Mat> decode_with_opencv(const std::uint8_t* /*data*/, std::size_t size,
+                                     tjscalingfactor /*factor*/) {
+  return decode_failure(
+      "non-JPEG input (or a CMYK JPEG) needs a full build: this lean build "
+      "(CONVEYOR_LEAN) decodes only JPEG, through TurboJPEG (" +
+      std::to_string(size) + " bytes)");
+}
+#else
 /// OpenCV's decoders, for what TurboJPEG does not take (PNG, BMP, CMYK JPEG, ...).
 expected<cv::Mat> decode_with_opencv(const std::uint8_t* data, std::size_t size,
                                      tjscalingfactor factor) {
@@ -127,7 +143,7 @@ expected<cv::Mat> decode_with_opencv(const std::uint8_t* data, std::size_t size,
   }
   cv::Mat rgb;
   cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
-  if (factor.denom == 1) {
+  if (factor.num == factor.denom) {
     return rgb;
   }
   // Same rounding (up) as TurboJPEG's DCT scaling, so scaled_size holds for every format.
@@ -136,6 +152,7 @@ expected<cv::Mat> decode_with_opencv(const std::uint8_t* data, std::size_t size,
   cv::resize(rgb, reduced, cv::Size(out.width, out.height), 0, 0, cv::INTER_AREA);
   return reduced;
 }
+#endif
 
 /// Why tjDecompress2 failed. A warning means libjpeg filled the damaged part with grey: in
 /// strict mode that silently wrong image is an error too.
@@ -205,8 +222,37 @@ bool is_jpeg(const std::uint8_t* data, std::size_t size) noexcept {
   return size >= 2 && data[0] == 0xFF && data[1] == 0xD8;
 }
 
+const std::vector<scale_ratio>& jpeg_reduction_scales() {
+  static const std::vector<scale_ratio> scales = [] {
+    int count = 0;
+    const tjscalingfactor* factors = tjGetScalingFactors(&count);
+    std::vector<scale_ratio> out;
+    for (int i = 0; factors != nullptr && i < count; ++i) {
+      if (factors[i].num <= factors[i].denom) {
+        out.push_back({factors[i].num, factors[i].denom});
+      }
+    }
+    std::sort(out.begin(), out.end(), smaller_scale);
+    return out;
+  }();
+  return scales;
+}
+
+const std::vector<scale_ratio>& jpeg_fast_reduction_scales() {
+  static const std::vector<scale_ratio> scales = [] {
+    std::vector<scale_ratio> out;
+    for (const auto& scale : jpeg_reduction_scales()) {
+      if (scale.num == 1) {
+        out.push_back(scale);
+      }
+    }
+    return out;
+  }();
+  return scales;
+}
+
 expected<image_info> scaled_size(image_info full, const decode_options& options) {
-  auto factor = scaling_factor(options.scale_denom);
+  auto factor = scaling_factor(options);
   if (!factor) {
     return std::move(factor).error();
   }
@@ -236,7 +282,7 @@ expected<cv::Mat> decode_image(const std::uint8_t* data, std::size_t size,
   if (size == 0) {
     return decode_failure("empty file (0 bytes)");
   }
-  auto factor = scaling_factor(options.scale_denom);
+  auto factor = scaling_factor(options);
   if (!factor) {
     return std::move(factor).error();
   }

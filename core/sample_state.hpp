@@ -5,14 +5,25 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <opencv2/core/mat.hpp>
 
+#include "core/crop_geometry.hpp"
+#include "core/scale_ratio.hpp"
 #include "core/tensor.hpp"
 
 namespace conveyor {
+
+/// A crop decided before decoding: the box, in the coordinates of the full-size source image,
+/// and the scale the image was then decoded at (its size is scaled_extent(source, scale)).
+struct planned_crop {
+  crop_box source_box;
+  image_extent source;
+  scale_ratio decode_scale;
+};
 
 /// Not synchronised: one owner at a time (move it between actors). Copies share the pixels of
 /// `image` (cv::Mat is ref-counted), but steps never write into an image in place, they
@@ -26,6 +37,9 @@ struct sample_state {
   cv::Mat image;                      ///< HWC uint8 RGB once decoded
   host_tensor output;                 ///< CHW, written by the final normalize / to_uint8 step
   std::int64_t source_pixels = 0;     ///< width x height from the image header; 0 if unknown
+  /// Set by a scaled decode step for the random_resized_crop right after it: the box that step
+  /// would have drawn (same rng), which it uses instead of drawing, and then clears.
+  std::optional<planned_crop> crop_plan;
   std::size_t next_step = 0;          ///< index of the next step of the chain to run
   std::vector<std::int64_t> step_ns;  ///< wall time of each completed step, in nanoseconds
 };

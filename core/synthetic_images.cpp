@@ -14,8 +14,9 @@
 #include <vector>
 
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+
+#include "core/jpeg_encoder.hpp"
 
 namespace conveyor {
 namespace {
@@ -256,10 +257,12 @@ cv::Mat draw_image(std::uint64_t seed, std::uint64_t index, bool large) {
 }
 
 expected<std::uint64_t> write_jpeg(const cv::Mat& image, const fs::path& path, int quality) {
-  std::vector<std::uint8_t> bytes;
-  if (!cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, quality})) {
-    return error(errc::io_error, "cannot encode " + path.string() + " as JPEG");
+  auto encoded = encode_jpeg(image, quality);
+  if (!encoded) {
+    return error(encoded.error().code(),
+                 "cannot encode " + path.string() + " as JPEG: " + encoded.error().message());
   }
+  const auto& bytes = *encoded;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "wb"),
                                                        &std::fclose);
   if (!file || std::fwrite(bytes.data(), 1, bytes.size(), file.get()) != bytes.size() ||

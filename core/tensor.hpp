@@ -5,13 +5,15 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 namespace conveyor {
 
-/// Element type of a tensor. Values are stable: they may travel as integers.
-enum class dtype : std::uint8_t { uint8 = 0, float32 = 1 };
+/// Element type of a tensor. Values are stable: they may travel as integers. Host tensors hold
+/// uint8 or float32; bfloat16 is what normalisation on the GPU may write into a device batch.
+enum class dtype : std::uint8_t { uint8 = 0, float32 = 1, bfloat16 = 2 };
 
 /// Bytes per element of `type`.
 constexpr std::size_t size_of(dtype type) noexcept {
@@ -20,8 +22,23 @@ constexpr std::size_t size_of(dtype type) noexcept {
       return 1;
     case dtype::float32:
       return 4;
+    case dtype::bfloat16:
+      return 2;
   }
   return 0;
+}
+
+/// The configuration spelling of `type`, e.g. "bfloat16".
+constexpr std::string_view name_of(dtype type) noexcept {
+  switch (type) {
+    case dtype::uint8:
+      return "uint8";
+    case dtype::float32:
+      return "float32";
+    case dtype::bfloat16:
+      return "bfloat16";
+  }
+  return "unknown";
 }
 
 /// The dtype whose elements are `T` (uint8 or float32 only).

@@ -6,6 +6,7 @@
 
 #include <opencv2/core.hpp>
 
+#include "core/normalize_math.hpp"
 #include "core/spec_checks.hpp"
 #include "core/transform_step.hpp"
 
@@ -34,13 +35,9 @@ error wrong_image_type(const sample_state& sample, std::string_view step, std::s
 
 class normalize_step final : public image_step {
  public:
-  explicit normalize_step(const normalize_spec& spec) {
-    // (v / 255 - mean) / stddev == v * alpha + beta: one fused convertTo per plane.
-    for (std::size_t c = 0; c < 3; ++c) {
-      alpha_[c] = 1.0 / (255.0 * spec.stddev[c]);
-      beta_[c] = -spec.mean[c] / spec.stddev[c];
-    }
-  }
+  // One fused convertTo per plane; its float coefficients are the ones the CPU reference and
+  // the CUDA kernel use (core/normalize_math.hpp), so every path computes the same values.
+  explicit normalize_step(const normalize_spec& spec) : k_(coefficients_of(spec)) {}
 
   std::string_view name() const noexcept override { return normalize_spec::op; }
 
@@ -54,15 +51,14 @@ class normalize_step final : public image_step {
     std::vector<cv::Mat> planes;
     host_tensor out = planar_tensor<float>(sample.image, planes);
     for (std::size_t c = 0; c < 3; ++c) {
-      channels[c].convertTo(planes[c], CV_32F, alpha_[c], beta_[c]);
+      channels[c].convertTo(planes[c], CV_32F, k_.alpha[c], k_.beta[c]);
     }
     sample.output = std::move(out);
     return {};
   }
 
  private:
-  std::array<double, 3> alpha_{};
-  std::array<double, 3> beta_{};
+  normalize_coefficients k_;
 };
 
 class to_uint8_step final : public image_step {

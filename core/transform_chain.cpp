@@ -4,8 +4,6 @@
 #include <random>
 #include <string>
 
-#include "core/sample_seed.hpp"
-
 namespace conveyor {
 namespace {
 
@@ -45,6 +43,16 @@ expected<void> check_order(const std::vector<transform_spec>& specs) {
   return {};
 }
 
+/// Step i of `specs`. The decode step (first, check_order made sure) learns which step follows
+/// it, to plan a reduced decode for a crop.
+expected<step_ptr> make_chain_step(const std::vector<transform_spec>& specs, std::size_t i) {
+  if (i == 0) {
+    return make_decode_step(std::get<decode_spec>(specs[0]),
+                            specs.size() > 1 ? &specs[1] : nullptr);
+  }
+  return make_step(specs[i]);
+}
+
 }  // namespace
 
 expected<transform_chain> transform_chain::build(const std::vector<transform_spec>& specs) {
@@ -54,7 +62,7 @@ expected<transform_chain> transform_chain::build(const std::vector<transform_spe
   auto steps = std::make_shared<std::vector<step_ptr>>();
   steps->reserve(specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    auto step = make_step(specs[i]);
+    auto step = make_chain_step(specs, i);
     if (!step) {
       return error(errc::invalid_argument,
                    "transform " + std::to_string(i) + ": " + step.error().message());
@@ -71,7 +79,7 @@ expected<void> transform_chain::run_next(sample_state& sample) const {
                                              std::to_string(sample.next_step) + " of a " +
                                              std::to_string(size()) + "-step chain)");
   }
-  std::mt19937_64 rng(step_seed(sample.epoch_seed, sample.sample_id, sample.next_step));
+  std::mt19937_64 rng = step_rng(sample, sample.next_step);
   auto start = std::chrono::steady_clock::now();
   auto result = step(sample.next_step).apply(sample, rng);
   auto elapsed = std::chrono::steady_clock::now() - start;

@@ -19,6 +19,10 @@ enum class interpolation : std::uint8_t { nearest, bilinear, bicubic, area };
 struct decode_spec {
   static constexpr std::string_view op = "decode";
   bool strict = true;  ///< a truncated or corrupt JPEG is an error, not a grey-filled image
+  /// When a random_resized_crop follows directly: draw its box from the JPEG header and decode
+  /// in the DCT domain at the smallest of 1/8, 1/4, 1/2 that still gives the box at least the
+  /// crop's output size (see make_decode_step). false: always decode in full.
+  bool scaled = true;
 };
 
 /// The area and aspect-ratio ranges torchvision's RandomResizedCrop draws from.

@@ -4,6 +4,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "core/sample_seed.hpp"
+
 namespace conveyor {
 
 expected<void> image_step::apply(sample_state& sample, std::mt19937_64& rng) const {
@@ -22,6 +24,10 @@ expected<void> image_step::apply(sample_state& sample, std::mt19937_64& rng) con
 
 expected<step_ptr> make_step(const transform_spec& spec) {
   return std::visit([](const auto& s) { return make_step(s); }, spec);
+}
+
+std::mt19937_64 step_rng(const sample_state& sample, std::size_t step_index) {
+  return std::mt19937_64(step_seed(sample.epoch_seed, sample.sample_id, step_index));
 }
 
 std::string sample_location(const sample_state& sample) {

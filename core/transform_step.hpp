@@ -2,6 +2,7 @@
 /// One step of a per-sample transform chain (decode, crop, flip, normalise, ...), and the
 /// factories that validate a transform_spec and build its step.
 
+#include <cstddef>
 #include <memory>
 #include <random>
 #include <string>
@@ -46,12 +47,25 @@ expected<step_ptr> make_step(const transform_spec& spec);
 
 // One factory per op, each defined next to its step.
 expected<step_ptr> make_step(const decode_spec& spec);
+/// The decode step of a chain in which `next` (null: none) follows it. With spec.scaled and a
+/// random_resized_crop next, it draws that crop's box from a JPEG's header with the crop's own
+/// rng (step_rng of the next step: the very box the crop would draw on the full image),
+/// decodes at the smallest jpeg_fast_reduction_scales() factor (1/8, 1/4, 1/2; the other M/8
+/// are slower than a full decode) that keeps the box at least the crop's output size, and
+/// leaves box and scale in sample.crop_plan for the crop step. Other formats, and every input
+/// otherwise, decode in full as make_step(spec) does.
+expected<step_ptr> make_decode_step(const decode_spec& spec, const transform_spec* next);
 expected<step_ptr> make_step(const random_resized_crop_spec& spec);
 expected<step_ptr> make_step(const resize_spec& spec);
 expected<step_ptr> make_step(const center_crop_spec& spec);
 expected<step_ptr> make_step(const flip_spec& spec);
 expected<step_ptr> make_step(const normalize_spec& spec);
 expected<step_ptr> make_step(const to_uint8_spec& spec);
+
+/// The generator step `step_index` of `sample` draws from, seeded from (epoch seed, sample id,
+/// step index) only (sample_seed.hpp). The chain seeds each step with it; a step that decides
+/// for a later one seeds that step's draws with it too, so the draws do not change.
+std::mt19937_64 step_rng(const sample_state& sample, std::size_t step_index);
 
 /// "sample <id> (key '<key>')": how errors name a sample.
 std::string sample_location(const sample_state& sample);

@@ -100,6 +100,7 @@ TEST(Topology, DefaultTomlGivesTheDocumentedValues) {
     EXPECT_EQ(op_name(node->transforms[i]), op_name(recipe[i]));
   }
   EXPECT_TRUE(spec_at<decode_spec>(*node, 0).strict);
+  EXPECT_TRUE(spec_at<decode_spec>(*node, 0).scaled);
   const auto& crop = spec_at<random_resized_crop_spec>(*node, 1);
   EXPECT_EQ(crop.height, 224);
   EXPECT_EQ(crop.width, 224);
@@ -234,6 +235,24 @@ op = "to_uint8"
   EXPECT_EQ(spec_at<resize_spec>(*node, 4).height, 64);
   EXPECT_EQ(spec_at<resize_spec>(*node, 4).width, 48);
   EXPECT_TRUE(std::holds_alternative<to_uint8_spec>(node->transforms.at(5)));
+}
+
+TEST(Topology, DecodeScaledIsOnUnlessTurnedOff) {
+  auto node = load(minimal);
+  ASSERT_TRUE(node.has_value()) << node.error().what();
+  EXPECT_TRUE(spec_at<decode_spec>(*node, 0).scaled);
+  const std::string decode_with = "[dataset]\npath = \"/x\"\n[[transform]]\nop = \"decode\"\n";
+  const std::string normalize = "[[transform]]\nop = \"normalize\"\n";
+  auto off = load(decode_with + "scaled = false\n" + normalize);
+  ASSERT_TRUE(off.has_value()) << off.error().what();
+  EXPECT_FALSE(spec_at<decode_spec>(*off, 0).scaled);
+  EXPECT_TRUE(spec_at<decode_spec>(*off, 0).strict);
+  auto text = describe(*off);
+  EXPECT_NE(text.find("transform: decode (full size) -> normalize"), std::string::npos) << text;
+  expect_invalid(load(decode_with + "scaled = \"no\"\n" + normalize),
+                 {"node.toml:5:10: transform[0].scaled: expected a boolean, got a string"});
+  expect_invalid(load(decode_with + "scale = false\n" + normalize),
+                 {"node.toml:5:1: transform[0].scale: unknown key (did you mean 'scaled'?)"});
 }
 
 TEST(Topology, DescribeGivesOneLinePerSection) {

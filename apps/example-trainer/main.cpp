@@ -11,8 +11,10 @@
 
 namespace {
 
+// The mean of a host float32 tensor; 0 for device memory (a real trainer hands that to its
+// framework) or another dtype.
 double tensor_mean(const conveyor::tensor_view& t) {
-  if (t.type != conveyor::dtype::float32 || t.data == nullptr) {
+  if (t.type != conveyor::dtype::float32 || t.data == nullptr || t.device >= 0) {
     return 0.0;
   }
   const auto* x = static_cast<const float*>(t.data);

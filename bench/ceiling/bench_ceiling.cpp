@@ -3,7 +3,8 @@
 // decode, random_resized_crop 224, flip, normalize) in a plain loop on N threads, each taking
 // the next position of the epoch order from one atomic counter: no actors, no batching, no
 // collate. Samples are visited in the node's order (seed 0, shuffled) with the node's epoch
-// seeds, so both do exactly the same crops. Prints one JSON line on stdout.
+// seeds, so both do exactly the same crops. Prints one JSON line on stdout. --full-decode turns
+// the decode step's DCT scaling off (decode scaled = false), for a full-decode ceiling.
 //
 // `--generate N` instead writes N synthetic JPEGs (core/synthetic_images.hpp, heavy-tailed:
 // --large-fraction of them 1800-3200 px) into --dataset and exits: the benchmark scripts make
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <sys/resource.h>
@@ -26,6 +28,7 @@
 #include "core/sample_source.hpp"
 #include "core/synthetic_images.hpp"
 #include "core/transform_chain.hpp"
+#include "core/transform_spec.hpp"
 
 namespace {
 
@@ -40,6 +43,7 @@ struct arguments {
   std::uint64_t seed = 0;
   std::uint64_t generate = 0;  // > 0: write this many synthetic images and exit
   double large_fraction = synthetic_options{}.large_fraction;
+  bool full_decode = false;  // decode scaled = false, whatever the recipe's default
 };
 
 /// What the workers share. The orders are read-only while they run.
@@ -108,6 +112,19 @@ void work(const sample_source& source, const transform_chain& chain, const epoch
   }
 }
 
+/// The node's default recipe, with the decode step's scaling turned off when asked.
+std::vector<transform_spec> recipe(const arguments& args) {
+  auto specs = imagenet_train_recipe();
+  if (args.full_decode) {
+    for (auto& spec : specs) {
+      if (auto* decode = std::get_if<decode_spec>(&spec)) {
+        decode->scaled = false;
+      }
+    }
+  }
+  return specs;
+}
+
 int run_ceiling(const arguments& args) {
   auto format = args.format == "shards" ? dataset_format::shards : dataset_format::folder;
   auto source = open_sample_source(args.dataset, format);
@@ -115,7 +132,7 @@ int run_ceiling(const arguments& args) {
     std::fprintf(stderr, "bench_ceiling: %s\n", source.error().what().c_str());
     return 2;
   }
-  auto chain = transform_chain::build(imagenet_train_recipe());
+  auto chain = transform_chain::build(recipe(args));
   if (!chain) {
     std::fprintf(stderr, "bench_ceiling: %s\n", chain.error().what().c_str());
     return 2;
@@ -137,11 +154,12 @@ int run_ceiling(const arguments& args) {
   auto ok = totals.done.load() - totals.failed.load();
   std::printf(
       "{\"samples\":%llu,\"failed\":%llu,\"epochs\":%llu,\"dataset_size\":%llu,\"threads\":%u,"
-      "\"wall_s\":%.6g,\"samples_per_s\":%.6g,\"peak_rss_mb\":%.6g}\n",
+      "\"wall_s\":%.6g,\"samples_per_s\":%.6g,\"peak_rss_mb\":%.6g,\"full_decode\":%s}\n",
       static_cast<unsigned long long>(ok), static_cast<unsigned long long>(totals.failed.load()),
       static_cast<unsigned long long>(args.epochs),
       static_cast<unsigned long long>(plan.dataset_size), threads, wall,
-      wall > 0 ? static_cast<double>(ok) / wall : 0.0, peak_rss_mb());
+      wall > 0 ? static_cast<double>(ok) / wall : 0.0, peak_rss_mb(),
+      args.full_decode ? "true" : "false");
   return totals.failed.load() == 0 ? 0 : 1;
 }
 
@@ -179,6 +197,8 @@ int main(int argc, char** argv) {
   app.add_option("--large-fraction", args.large_fraction,
                  "with --generate: share of large (1800-3200 px) images")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--full-decode", args.full_decode,
+               "decode every JPEG in full (decode scaled = false), as before scaled decodes");
   if (auto exit_code = conveyor::parse_command_line(app, argc, argv)) {
     return *exit_code;
   }

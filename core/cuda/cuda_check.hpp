@@ -7,16 +7,32 @@
 #include <string>
 
 #include "conveyor/error.hpp"
+#include "core/log.hpp"
 
 namespace conveyor::cuda {
+
+/// "CUDA device <device>: <call> failed: <name> (<description>)".
+inline std::string failure_text(cudaError_t status, const char* call, int device) {
+  return "CUDA device " + std::to_string(device) + ": " + call +
+         " failed: " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
+}
 
 inline expected<void> cuda_check(cudaError_t status, const char* call, int device) {
   if (status == cudaSuccess) {
     return {};
   }
-  return error{errc::io_error, "CUDA device " + std::to_string(device) + ": " + call +
-                                   " failed: " + cudaGetErrorName(status) + " (" +
-                                   cudaGetErrorString(status) + ")"};
+  return error{errc::io_error, failure_text(status, call, device)};
+}
+
+/// For destructors and other places that cannot return an error: logs a failed call.
+inline void log_failure(cudaError_t status, const char* call, int device) noexcept {
+  if (status == cudaSuccess) {
+    return;
+  }
+  try {
+    log("cuda")->error("{}", failure_text(status, call, device));
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a failed log line must not end the process
+  }
 }
 
 }  // namespace conveyor::cuda

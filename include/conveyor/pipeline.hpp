@@ -31,7 +31,11 @@ struct topology;
 struct host_batch;
 class pipeline_runtime;
 
-/// A read-only view of a batch tensor: N x C x H x W elements of `type`, contiguous.
+/// A read-only view of a batch tensor: N x C x H x W elements of `type` (float32; bfloat16 or
+/// uint8 as the topology says), contiguous. From a CUDA feeder, `data` is device memory and
+/// is complete when the batch is handed out; release the batch only after the trainer's own
+/// GPU work that reads it has finished (the next copy into that memory is queued on the
+/// feeder's stream).
 struct tensor_view {
   dtype type = dtype::float32;
   std::array<std::int64_t, 4> shape{0, 0, 0, 0};

@@ -1,0 +1,178 @@
+// The CUDA feeder actor: plans become device batches in the GPU's channel, in order; releasing
+// a batch returns a credit with its sample count; normalisation on the GPU gives the CPU
+// reference's values; a device CUDA cannot use fails the pipeline with an error naming it.
+#include <gtest/gtest.h>
+
+#include <caf/all.hpp>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "actors/cuda_feeder.hpp"
+#include "core/normalize_batch.hpp"
+#include "cuda_fixture.hpp"
+
+namespace conveyor {
+namespace {
+
+/// The credits a feeder sent, as (batches, samples), from a stand-in for the batcher.
+class credit_log {
+ public:
+  void add(std::uint64_t batches, std::uint64_t samples) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    credits_.emplace_back(batches, samples);
+    changed_.notify_all();
+  }
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> wait_for(std::size_t n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return credits_.size() >= n; });
+    return credits_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> credits_;
+};
+
+// Only credits reach a batcher from a feeder: the stand-in handles just those (dynamically
+// typed, as test code may be).
+caf::behavior credit_sink(caf::event_based_actor* /*self*/, std::shared_ptr<credit_log> log) {
+  return {[log](atoms::credit, std::int32_t /*gpu*/, std::uint64_t batches, std::uint64_t samples) {
+    log->add(batches, samples);
+  }};
+}
+
+prepared_ptr sample(std::uint64_t id, host_tensor tensor) {
+  auto s = std::make_shared<prepared_sample>();
+  s->ticket.sample_id = id;
+  s->key = "img_" + std::to_string(id) + ".jpg";
+  s->label = static_cast<std::int32_t>(id % 10);
+  s->tensor = std::move(tensor);
+  return s;
+}
+
+host_tensor filled(dtype type, std::uint8_t value) {
+  auto t = host_tensor::zeros(type, 3, 6, 4);
+  std::fill(t.bytes.begin(), t.bytes.end(), value);
+  return t;
+}
+
+batch_plan plan_of(std::uint64_t index, std::vector<prepared_ptr> samples, bool last = false) {
+  batch_plan p;
+  p.index = index;
+  p.samples = std::move(samples);
+  p.last_in_epoch = last;
+  return p;
+}
+
+class CudaFeederActor : public ::testing::Test {
+ protected:
+  feeder_actor spawn(int device, std::optional<normalize_spec> normalize = std::nullopt,
+                     dtype normalized = dtype::float32) {
+    cuda_feeder_options opts;
+    opts.feeder.gpu = 0;
+    opts.feeder.slots = 2;
+    opts.feeder.batcher = caf::actor_cast<batcher_actor>(sys_.spawn(credit_sink, credits_));
+    opts.feeder.channel = channel_;
+    opts.feeder.status = status_;
+    opts.device = device;
+    opts.normalize = normalize;
+    opts.normalized_type = normalized;
+    batcher_ = opts.feeder.batcher;
+    return spawn_cuda_feeder(sys_, std::move(opts));
+  }
+
+  void TearDown() override {
+    if (batcher_) {
+      caf::anon_send_exit(batcher_, caf::exit_reason::user_shutdown);
+    }
+    if (feeder_) {
+      caf::anon_send_exit(feeder_, caf::exit_reason::user_shutdown);
+    }
+    batcher_ = nullptr;
+    feeder_ = nullptr;
+  }
+
+  caf::actor_system_config cfg_;
+  caf::actor_system sys_{cfg_};
+  std::shared_ptr<credit_log> credits_ = std::make_shared<credit_log>();
+  std::shared_ptr<batch_channel> channel_ = std::make_shared<batch_channel>();
+  std::shared_ptr<pipeline_status> status_ =
+      std::make_shared<pipeline_status>(std::vector<std::shared_ptr<batch_channel>>{channel_});
+  batcher_actor batcher_;
+  feeder_actor feeder_;
+};
+
+TEST_F(CudaFeederActor, ADeviceCudaCannotUseFailsThePipelineNamingIt) {
+  const int missing = cuda::testing::missing_device();
+  feeder_ = spawn(missing);
+  EXPECT_EQ(channel_->pop(), nullptr) << "a failed pipeline closes the channels";
+  auto failure = status_->failure();
+  ASSERT_TRUE(failure);
+  EXPECT_NE(failure->message().find("CUDA device " + std::to_string(missing)), std::string::npos)
+      << failure->message();
+}
+
+class CudaFeederOnDevice : public CudaFeederActor {
+ protected:
+  void SetUp() override {
+    auto devices = cuda::list_devices();
+    ASSERT_TRUE(devices);
+    if (devices->empty()) {
+      GTEST_SKIP() << "no CUDA device on this machine";
+    }
+    device_ = devices->front().id;
+  }
+  int device_ = 0;
+};
+
+TEST_F(CudaFeederOnDevice, HandsDeviceBatchesInOrderAndCreditsOnRelease) {
+  feeder_ = spawn(device_);
+  EXPECT_EQ(credits_->wait_for(1).front(), std::make_pair(std::uint64_t{2}, std::uint64_t{0}));
+  caf::anon_send(
+      feeder_, atoms::batch::value,
+      plan_of(0, {sample(1, filled(dtype::float32, 1)), sample(2, filled(dtype::float32, 2))}));
+  caf::anon_send(feeder_, atoms::batch::value, plan_of(1, {}, true));
+  auto first = channel_->pop();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->index, 0u);
+  EXPECT_EQ(first->device, device_);
+  EXPECT_EQ(first->type, dtype::float32);
+  EXPECT_EQ(first->shape, (std::array<int, 4>{2, 3, 6, 4}));
+  EXPECT_EQ(first->keys, (std::vector<std::string>{"img_1.jpg", "img_2.jpg"}));
+  EXPECT_TRUE(first->bytes.empty());
+  auto bytes = cuda::testing::to_host(first->device_data, 2 * 3 * 6 * 4 * 4);
+  EXPECT_EQ(bytes.front(), 1);
+  EXPECT_EQ(bytes.back(), 2);
+  auto marker = channel_->pop();
+  ASSERT_TRUE(marker);
+  EXPECT_TRUE(marker->last_in_epoch);
+  EXPECT_EQ(marker->size(), 0u);
+  caf::anon_send(feeder_, atoms::release::value, first->slot);
+  EXPECT_EQ(credits_->wait_for(2)[1], std::make_pair(std::uint64_t{1}, std::uint64_t{2}));
+}
+
+TEST_F(CudaFeederOnDevice, NormalisesUint8SamplesOnTheGpu) {
+  feeder_ = spawn(device_, normalize_spec{}, dtype::bfloat16);
+  auto t = host_tensor::zeros(dtype::uint8, 3, 6, 4);
+  for (std::size_t i = 0; i < t.bytes.size(); ++i) {
+    t.bytes[i] = static_cast<std::uint8_t>(i * 11);
+  }
+  caf::anon_send(feeder_, atoms::batch::value, plan_of(0, {sample(1, t)}));
+  caf::anon_send(feeder_, atoms::batch::value, plan_of(1, {}, true));
+  auto batch = channel_->pop();
+  ASSERT_TRUE(batch);
+  EXPECT_EQ(batch->type, dtype::bfloat16);
+  std::vector<std::uint8_t> want(t.element_count() * 2);
+  ASSERT_TRUE(normalize_batch(t.bytes.data(), {1, 3, 6, 4, pixel_layout::chw},
+                              coefficients_of(normalize_spec{}), dtype::bfloat16, want.data()));
+  EXPECT_EQ(cuda::testing::to_host(batch->device_data, want.size()), want);
+  auto marker = channel_->pop();
+  ASSERT_TRUE(marker) << "the end-of-epoch marker passes too";
+  EXPECT_TRUE(marker->last_in_epoch);
+  EXPECT_FALSE(status_->failure());
+}
+
+}  // namespace
+}  // namespace conveyor
