@@ -103,7 +103,7 @@ run_ceiling() {
   with_cpu_time "$CEILING_BIN" --dataset "$1" --format folder --epochs "$2"
 }
 
-# run_node DATASET LOGFILE KEY=VALUE...: conveyor-node on the default topology (an image
+# run_node DATASET LOGFILE KEY=VALUE...: conveyor-node on the default topology (or $TOPOLOGY; an image
 # folder), with the given overrides; prints its JSON line with cpu_s; logs (info: the
 # monitor's lines) go to LOGFILE.
 run_node() {
@@ -114,7 +114,7 @@ run_node() {
   for kv in "$@"; do
     sets+=(--set "$kv")
   done
-  with_cpu_time "$NODE_BIN" --topology "$BENCH_ROOT/config/default.toml" "${sets[@]}" \
+  with_cpu_time "$NODE_BIN" --topology "${TOPOLOGY:-$BENCH_ROOT/config/default.toml}" "${sets[@]}" \
     --log-level info 2>"$logfile"
 }
 
