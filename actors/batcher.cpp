@@ -36,7 +36,7 @@ void publish(batcher_pointer self, const batcher_options& opts) {
   auto budget = core.budget().budget_ns;
   opts.status->publish({core.ledger().totals(), core.ledger().quarantined(), core.peak_in_flight(),
                         core.handoffs(), budget == latency_budget::no_hand_off ? 0 : budget,
-                        core.finished(), core.retries()});
+                        core.finished(), core.retries(), core.step_ns(), core.prepared()});
 }
 
 // Logs the samples quarantined since the last call, appends them to the report file, and

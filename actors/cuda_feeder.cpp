@@ -80,7 +80,9 @@ void on_plan(cuda_feeder_pointer self, const cuda_feeder_options& opts, const ba
                      "feeder " + std::to_string(opts.feeder.gpu) + ": " + ok.error().message()});
     return;
   }
-  st.metrics->record(elapsed_ns(start));
+  auto took = elapsed_ns(start);
+  opts.feeder.status->add_collate(took, plan.samples.size());  // the copy into the slot
+  st.metrics->record(took);
 }
 
 void on_release(cuda_feeder_pointer self, const cuda_feeder_options& opts, std::uint64_t slot) {

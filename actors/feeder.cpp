@@ -33,6 +33,7 @@ void on_plan(feeder_pointer self, const feeder_options& opts, const batch_plan& 
     return;
   }
   batch.slot = slot;
+  opts.status->add_collate(elapsed_ns(start), plan.samples.size());
   opts.channel->push(st.ring[slot]);
   st.metrics->record(elapsed_ns(start));
 }

@@ -52,7 +52,9 @@ reader_actor::behavior_type reader(reader_pointer self, reader_options opts) {
           opts.context.faults->maybe_crash(worker_role::reader, ticket);
         }
         self->send(to, atoms::prepare::value, read_sample(opts, ticket));
-        self->state.metrics->record(elapsed_ns(start));
+        auto took = elapsed_ns(start);
+        opts.status->add_read(took);
+        self->state.metrics->record(took);
       },
       [self, opts](atoms::tick) { report_and_rearm(self, opts.report, *self->state.metrics); },
   };

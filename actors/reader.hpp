@@ -10,6 +10,7 @@
 
 #include "actors/reporting.hpp"
 #include "actors/worker_context.hpp"
+#include "core/pipeline_status.hpp"
 #include "core/sample_source.hpp"
 #include "messages/pipeline_actors.hpp"
 
@@ -18,6 +19,7 @@ namespace conveyor {
 struct reader_options {
   worker_context context;
   std::shared_ptr<const sample_source> source;
+  std::shared_ptr<pipeline_status> status;  ///< sums read time
   reporting report;
 };
 

@@ -154,6 +154,29 @@ pipeline::epoch_range pipeline::epoch(std::uint64_t epoch, int gpu) {
   return epoch_range(this, epoch, gpu);
 }
 
+namespace {
+
+double mean_ms(std::int64_t total_ns, std::uint64_t samples) {
+  return samples == 0 ? 0.0 : static_cast<double>(total_ns) / 1e6 / static_cast<double>(samples);
+}
+
+// Mean milliseconds per sample: read, each transform step, collate.
+std::vector<std::pair<std::string, double>> time_breakdown(const pipeline_runtime& rt,
+                                                           const pipeline_figures& f) {
+  const auto& status = *rt.status();
+  const auto& chain = rt.spec().chain;
+  std::vector<std::pair<std::string, double>> out;
+  // Every read is followed by one prepared sample or a failure: per prepared sample is close.
+  out.emplace_back("read", mean_ms(status.read_ns(), f.prepared));
+  for (std::size_t i = 0; i < f.step_ns.size() && i < chain.size(); ++i) {
+    out.emplace_back(std::string(chain.step(i).name()), mean_ms(f.step_ns[i], f.prepared));
+  }
+  out.emplace_back("collate", mean_ms(status.collate_ns(), status.collated()));
+  return out;
+}
+
+}  // namespace
+
 pipeline_report pipeline::report() const {
   auto f = runtime_->status()->figures();
   pipeline_report r;
@@ -168,6 +191,7 @@ pipeline_report pipeline::report() const {
   r.retries = f.retries;
   r.restarts = runtime_->status()->restarts();
   r.hangs = runtime_->status()->hangs();
+  r.time_per_sample_ms = time_breakdown(*runtime_, f);
   r.finished = f.finished;
   for (const auto& q : f.quarantined) {
     r.quarantined_samples.push_back("epoch " + std::to_string(q.epoch) + " " + q.key + ": " +

@@ -81,9 +81,10 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   spec.gpu_normalize_type =
       t.normalize_dtype == output_dtype::bfloat16 ? dtype::bfloat16 : dtype::float32;
   spec.readers = t.pipeline.readers;
-  // "auto": half the cores (at least one), so slow samples progress without starving the pool.
-  spec.stragglers = t.pipeline.stragglers == auto_count ? std::max(1, hardware_cores() / 2)
-                                                        : t.pipeline.stragglers;
+  // "auto": one per core. Stragglers run at a lower priority, so they take only the CPU the
+  // preprocessors leave idle; with fewer, a window full of slow samples left cores idle
+  // (bench/results/peers.md: latency_aware used 1.4 of 2 cores with one straggler actor).
+  spec.stragglers = t.pipeline.stragglers == auto_count ? hardware_cores() : t.pipeline.stragglers;
   spec.prefetch_batches = static_cast<std::uint64_t>(t.pipeline.prefetch_batches);
   spec.monitor_interval = std::chrono::milliseconds(t.monitor.interval_ms);
   spec.supervision = resolve_supervision(t.supervision, t.dataset.seed);

@@ -142,9 +142,12 @@ bool batcher_core::on_prepared(prepared_ptr sample) {
   // Work time only (the steps, wherever they ran): queueing would feed on itself, since
   // hand-offs add queueing and a higher budget hands off less.
   std::int64_t work = 0;
-  for (auto ns : sample->step_ns) {
-    work += ns;
+  step_ns_.resize(std::max(step_ns_.size(), sample->step_ns.size()), 0);
+  for (std::size_t i = 0; i < sample->step_ns.size(); ++i) {
+    work += sample->step_ns[i];
+    step_ns_[i] += sample->step_ns[i];
   }
+  ++prepared_;
   budget_.record(work, sample->source_pixels);
   policy_->add(std::move(sample));
   return true;

@@ -120,6 +120,9 @@ class batcher_core {
   std::string_view policy_name() const noexcept { return policy_->name(); }
   std::uint64_t handoffs() const noexcept { return handoffs_; }
   std::uint64_t retries() const noexcept { return retries_; }
+  /// Per transform step, the total time of every prepared sample's step (wherever it ran).
+  const std::vector<std::int64_t>& step_ns() const noexcept { return step_ns_; }
+  std::uint64_t prepared() const noexcept { return prepared_; }
   std::uint64_t stale_results() const noexcept { return stale_; }
   bool is_up(worker_role role, int index) const;
   const budget_figures& budget() const noexcept { return sent_budget_; }
@@ -154,6 +157,8 @@ class batcher_core {
   std::vector<flight> reissued_;  ///< oldest first; dispatched before new samples
   std::uint64_t next_attempt_ = 1;
   std::uint64_t retries_ = 0;
+  std::vector<std::int64_t> step_ns_;
+  std::uint64_t prepared_ = 0;
   std::uint64_t stale_ = 0;
   std::vector<std::uint64_t> credits_;
   std::uint64_t in_flight_ = 0;

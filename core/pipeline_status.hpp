@@ -24,6 +24,8 @@ struct pipeline_figures {
   std::int64_t budget_ns = 0;  ///< the latest per-sample latency budget (0: no hand-off)
   bool finished = false;       ///< every epoch handed to the feeders
   std::uint64_t retries = 0;   ///< samples issued again (after a failure or a worker's death)
+  std::vector<std::int64_t> step_ns;  ///< per transform step: total time over prepared samples
+  std::uint64_t prepared = 0;         ///< samples whose steps step_ns sums
 };
 
 /// Thread-safe.
@@ -48,6 +50,16 @@ class pipeline_status {
   std::uint64_t early_handoffs() const noexcept {
     return early_handoffs_.load(std::memory_order_relaxed);
   }
+  /// Where a sample's time goes beyond its transform steps: reading it, and copying it into
+  /// its batch (collate), summed over samples.
+  void add_read(std::int64_t ns) noexcept { read_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  void add_collate(std::int64_t ns, std::uint64_t samples) noexcept {
+    collate_ns_.fetch_add(ns, std::memory_order_relaxed);
+    collated_.fetch_add(samples, std::memory_order_relaxed);
+  }
+  std::int64_t read_ns() const noexcept { return read_ns_.load(std::memory_order_relaxed); }
+  std::int64_t collate_ns() const noexcept { return collate_ns_.load(std::memory_order_relaxed); }
+  std::uint64_t collated() const noexcept { return collated_.load(std::memory_order_relaxed); }
   /// A supervisor restarted a worker (counted once per restarted worker).
   void count_restart() noexcept { restarts_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t restarts() const noexcept { return restarts_.load(std::memory_order_relaxed); }
@@ -68,6 +80,9 @@ class pipeline_status {
   std::atomic<std::uint64_t> early_handoffs_{0};
   std::atomic<std::uint64_t> restarts_{0};
   std::atomic<std::uint64_t> hangs_{0};
+  std::atomic<std::int64_t> read_ns_{0};
+  std::atomic<std::int64_t> collate_ns_{0};
+  std::atomic<std::uint64_t> collated_{0};
 };
 
 }  // namespace conveyor

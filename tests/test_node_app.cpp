@@ -91,6 +91,11 @@ TEST(NodeApp, CleanRunWithFourFeedersAccountsForEverySample) {
   for (auto key : {"epoch_s", "samples_per_s", "stall_s", "stall_fraction", "peak_rss_mb"}) {
     EXPECT_NE(r.out.find(std::string("\"") + key + "\":"), std::string::npos) << key;
   }
+  // Where a sample's time went: read, each step by name, collate.
+  EXPECT_NE(r.out.find("\"time_ms_per_sample\":{\"read\":"), std::string::npos) << r.out;
+  for (auto step : {"decode", "random_resized_crop", "flip", "normalize", "collate"}) {
+    EXPECT_NE(r.out.find(std::string("\"") + step + "\":"), std::string::npos) << step;
+  }
 }
 
 TEST(NodeApp, SetOverridesTopologyKeys) {

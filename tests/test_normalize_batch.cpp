@@ -12,6 +12,7 @@
 
 #include "core/normalize_batch.hpp"
 #include "core/transform_step.hpp"
+#include "support/normalize_fixtures.hpp"
 
 namespace conveyor {
 namespace {
@@ -65,15 +66,8 @@ std::vector<float> reference(const std::uint8_t* src, const uint8_batch_shape& s
   return out;
 }
 
-normalize_spec unusual_spec() {
-  normalize_spec spec;
-  spec.mean = {0.5, 0.25, -0.1};
-  spec.stddev = {0.5, 2.0, -1.0};
-  return spec;
-}
-
 TEST(NormalizeBatch, ChwReferenceEqualsTheNormalizeStep) {
-  for (const auto& spec : {normalize_spec{}, unusual_spec()}) {
+  for (const auto& spec : {normalize_spec{}, testing::unusual_normalize_spec()}) {
     cv::Mat image = random_image(37, 29, 7);
     host_tensor planar = run_step(to_uint8_spec{}, image);
     auto got = reference(planar.bytes.data(), shape_of(image, 1, pixel_layout::chw), spec);

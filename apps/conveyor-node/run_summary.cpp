@@ -38,6 +38,15 @@ std::string number_list(const std::vector<double>& values) {
   return out + "]";
 }
 
+// {"name":ms,...}, as JSON.
+std::string time_object(const std::vector<std::pair<std::string, double>>& parts) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    out += (i == 0 ? "\"" : ",\"") + parts[i].first + "\":" + number(parts[i].second);
+  }
+  return out + "}";
+}
+
 }  // namespace
 
 double peak_rss_mb() {
@@ -77,6 +86,7 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"early_handoffs\":" << report.early_handoffs
       << ",\"steps_executed\":" << report.steps_executed << ",\"retries\":" << report.retries
       << ",\"restarts\":" << report.restarts << ",\"hangs\":" << report.hangs
+      << ",\"time_ms_per_sample\":" << time_object(report.time_per_sample_ms)
       << ",\"epoch_end_s\":" << number_list(seen.epoch_end_s)
       << ",\"epoch_stall_s\":" << number_list(seen.epoch_stall_s) << "}";
   return out.str();

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "conveyor/error.hpp"
@@ -103,7 +104,11 @@ struct pipeline_report {
   std::uint64_t retries = 0;         ///< samples issued again: after a failure or a worker's death
   std::uint64_t restarts = 0;        ///< workers restarted by their supervisors
   std::uint64_t hangs = 0;           ///< workers declared hung (supervision.hang_timeout_ms)
-  bool finished = false;             ///< every epoch handed to the GPUs
+  /// Where a sample's time goes, in mean milliseconds per sample: "read", each transform step
+  /// by its op name, and "collate" (the copy into the batch). Wall time of the work itself;
+  /// the rest of a sample's latency is queueing and messaging.
+  std::vector<std::pair<std::string, double>> time_per_sample_ms;
+  bool finished = false;                         ///< every epoch handed to the GPUs
   std::vector<std::string> quarantined_samples;  ///< "epoch <e> <key>: <reason>"
 };
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <random>
 
+#include "../support/normalize_fixtures.hpp"
 #include "core/cuda/cuda_buffer.hpp"
 #include "core/cuda/normalize_kernel.hpp"
 #include "core/normalize_batch.hpp"
@@ -24,13 +25,6 @@ std::vector<std::uint8_t> random_bytes(std::size_t n, std::uint64_t seed) {
     out[i] = static_cast<std::uint8_t>(i < 256 ? i : rng());  // every value at least once
   }
   return out;
-}
-
-normalize_spec unusual_spec() {
-  normalize_spec spec;
-  spec.mean = {0.5, 0.25, -0.1};
-  spec.stddev = {0.5, 2.0, -1.0};
-  return spec;
 }
 
 class NormalizeKernel : public cuda_test {
@@ -72,7 +66,7 @@ void expect_close_floats(const std::vector<std::uint8_t>& got,
 
 TEST_F(NormalizeKernel, Float32MatchesTheCpuReferenceFromChwAndHwc) {
   for (auto layout : {pixel_layout::chw, pixel_layout::hwc}) {
-    for (const auto& spec : {normalize_spec{}, unusual_spec()}) {
+    for (const auto& spec : {normalize_spec{}, conveyor::testing::unusual_normalize_spec()}) {
       auto [got, want] = run({5, 3, 37, 53, layout}, dtype::float32, spec);
       expect_close_floats(got, want);
     }
