@@ -33,13 +33,13 @@ struct pipeline_spec {
   std::uint64_t prefetch_batches = 2;
   std::chrono::milliseconds monitor_interval{1000};  ///< 0: no monitor reports
   int scheduler_threads = 2;  ///< CAF threads for the light actors (batcher, feeders, monitor)
-  supervision_settings supervision;  ///< of readers, preprocessors and straggler actors
-  fault_plan faults;                 ///< injected failures (drills and tests); none by default
-  std::shared_ptr<quarantine_report> quarantine;  ///< null: no report file
+  supervision_settings supervision{};  ///< of readers, preprocessors and straggler actors
+  fault_plan faults{};                 ///< injected failures (drills and tests); none by default
+  std::shared_ptr<quarantine_report> quarantine{};  ///< null: no report file
   /// The CUDA device of each GPU slot (CUDA feeders); empty: host feeders serve the slots.
-  std::vector<int> cuda_devices;
+  std::vector<int> cuda_devices{};
   /// normalize run by the CUDA feeders on uint8 samples (on = "gpu"), into gpu_normalize_type.
-  std::optional<normalize_spec> gpu_normalize;
+  std::optional<normalize_spec> gpu_normalize{};
   dtype gpu_normalize_type = dtype::float32;
 };
 
