@@ -33,6 +33,8 @@ struct pipeline_spec {
   std::uint64_t prefetch_batches = 2;
   std::chrono::milliseconds monitor_interval{1000};  ///< 0: no monitor reports
   int scheduler_threads = 2;  ///< CAF threads for the light actors (batcher, feeders, monitor)
+  // Members below have {} so that aggregate initialisation naming only the first ones stays
+  // clean under -Wmissing-field-initializers (the CI build is -Werror).
   supervision_settings supervision{};  ///< of readers, preprocessors and straggler actors
   fault_plan faults{};                 ///< injected failures (drills and tests); none by default
   std::shared_ptr<quarantine_report> quarantine{};  ///< null: no report file
