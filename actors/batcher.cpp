@@ -96,6 +96,14 @@ void record_assembly(latency_tracker& assembly, const batch_plan& plan,
   assembly.record(now - oldest);
 }
 
+// Sends hand-off permits to the preprocessors the core grants one now.
+void grant_permits(batcher_pointer self) {
+  auto& st = self->state;
+  for (int w : st.core->take_permits()) {
+    self->send(st.workers->preprocessors[static_cast<std::size_t>(w)], atoms::permit::value);
+  }
+}
+
 // Sends whatever the core allows now: tickets to readers, batches to feeders.
 void pump(batcher_pointer self, const batcher_options& opts) {
   auto& st = self->state;
@@ -103,6 +111,7 @@ void pump(batcher_pointer self, const batcher_options& opts) {
     return;  // not connected yet
   }
   broadcast_budget(self);
+  grant_permits(self);
   auto now = std::chrono::steady_clock::now();
   for (const auto& d : st.core->take_dispatches()) {
     st.dispatched_at[flight_key(d.ticket)] = now;
@@ -147,8 +156,9 @@ void on_worker_up(batcher_pointer self, worker_role role, std::int32_t index,
 }
 
 void on_worker_down(batcher_pointer self, const batcher_options& opts, worker_role role,
-                    std::int32_t index, std::uint64_t culprit, const std::string& reason) {
-  auto held = self->state.core->on_worker_down(role, index, culprit, reason);
+                    std::int32_t index, std::uint64_t culprit, std::uint64_t done_through,
+                    const std::string& reason) {
+  auto held = self->state.core->on_worker_down(role, index, culprit, reason, done_through);
   log("batcher")->info("{} is down: issuing its {} sample(s) again", worker_name(role, index),
                        held);
   note_quarantines(self, opts);
@@ -169,7 +179,8 @@ std::string extra_figures(const batcher_core& core, latency_tracker& assembly) {
          std::to_string(core.settings().window_samples) +
          " delivered=" + std::to_string(totals.delivered) +
          " quarantined=" + std::to_string(totals.quarantined) +
-         " handoffs=" + std::to_string(core.handoffs()) +
+         " handoffs=" + std::to_string(core.handoffs()) + " handed_out=" +
+         std::to_string(core.handed_out()) + "/" + std::to_string(core.handoff_limit()) +
          " retries=" + std::to_string(core.retries()) + " budget=" + budget_text(core.budget()) +
          " assembly_p50=" + milliseconds(assembly.percentile(50)) +
          " assembly_p99=" + milliseconds(assembly.percentile(99)) +
@@ -220,8 +231,9 @@ batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts)
         pump(self, opts);
       },
       [self, opts](atoms::worker_down, std::int32_t role, std::int32_t index, std::uint64_t culprit,
-                   std::string& reason) {
-        on_worker_down(self, opts, static_cast<worker_role>(role), index, culprit, reason);
+                   std::uint64_t done_through, std::string& reason) {
+        on_worker_down(self, opts, static_cast<worker_role>(role), index, culprit, done_through,
+                       reason);
         pump(self, opts);
       },
       [self, opts](atoms::credit, std::int32_t gpu, std::uint64_t batches, std::uint64_t released) {

@@ -11,7 +11,9 @@ struct preprocessor_state {
   static inline const char* name = "preprocessor";
   std::unique_ptr<actor_metrics> metrics;
   budget_figures budget;  ///< no hand-off until the batcher says otherwise
+  bool permit = false;    ///< the batcher allows one hand-off
   std::uint64_t handoffs = 0;
+  std::uint64_t kept = 0;  ///< over budget, finished here for want of a permit
 };
 
 using preprocessor_pointer = preprocessor_actor::stateful_pointer<preprocessor_state>;
@@ -40,6 +42,7 @@ void hand_off(preprocessor_pointer self, const preprocessor_options& opts,
     opts.status->count_early_handoff();
   }
   self->send(opts.batcher, atoms::handed_off::value, handoff{ticket, std::move(s)});
+  self->state.permit = false;
   ++self->state.handoffs;
 }
 
@@ -51,6 +54,17 @@ bool over_budget(preprocessor_pointer self, const preprocessor_options& opts,
   }
   // Before any step, the header's pixel count predicts the cost; after, the clock says.
   return s.next_step == 0 ? s.source_pixels > b.straggler_pixels : elapsed_ns(start) > b.budget_ns;
+}
+
+// Over budget: hand the sample off when a permit allows, else keep it (true: handed off).
+bool try_hand_off(preprocessor_pointer self, const preprocessor_options& opts,
+                  const sample_ticket& ticket, std::shared_ptr<sample_state>& s) {
+  if (!self->state.permit) {
+    ++self->state.kept;
+    return false;
+  }
+  hand_off(self, opts, ticket, std::move(s));
+  return true;
 }
 
 void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sample& raw) {
@@ -67,10 +81,13 @@ void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sa
   }
   auto ticket = raw.ticket;
   auto s = start_state(raw);
+  bool kept = false;  // over budget without a permit: finished here, asked once
   while (!opts.chain.done(*s)) {
-    if (over_budget(self, opts, start, *s)) {
-      hand_off(self, opts, ticket, std::move(s));
-      return;
+    if (!kept && over_budget(self, opts, start, *s)) {
+      if (try_hand_off(self, opts, ticket, s)) {
+        return;
+      }
+      kept = true;
     }
     if (auto ok = run_step(opts.chain, *s, *opts.status); !ok) {
       fail(self, opts, ticket, std::move(s->key), ok.error().what());
@@ -91,9 +108,11 @@ preprocessor_actor::behavior_type preprocessor(preprocessor_pointer self,
       // Mutable: the reader's message is not shared, so its bytes move out without a copy.
       [self, opts](atoms::prepare, raw_sample& raw) { prepare(self, opts, raw); },
       [self](atoms::budget, const budget_figures& b) { self->state.budget = b; },
+      [self](atoms::permit) { self->state.permit = true; },
       [self, opts](atoms::tick) {
         report_and_rearm(self, opts.report, *self->state.metrics,
-                         "handoffs=" + std::to_string(self->state.handoffs));
+                         "handoffs=" + std::to_string(self->state.handoffs) +
+                             " kept=" + std::to_string(self->state.kept));
       },
   };
 }

@@ -6,8 +6,9 @@
 /// With hand-offs on, a sample that runs over the latency budget the batcher broadcasts is
 /// handed, between two steps and with its intermediate state, back to the batcher (which gives
 /// it to a straggler actor), and the preprocessor takes the next sample; an image whose header
-/// already says it is too large to make the budget is handed off before its decode. No step is
-/// ever run twice.
+/// already says it is too large to make the budget is handed off before its decode. A hand-off
+/// needs the batcher's permit, which says a straggler actor can start the sample soon; without
+/// one the preprocessor finishes the sample itself. No step is ever run twice.
 
 #include <caf/actor_system.hpp>
 

@@ -3,8 +3,6 @@
 #include <caf/all.hpp>
 
 #include "actors/sample_work.hpp"
-#include "core/log.hpp"
-#include "core/thread_priority.hpp"
 
 namespace conveyor {
 namespace {
@@ -15,9 +13,6 @@ struct straggler_state {
 };
 
 using straggler_pointer = straggler_actor::stateful_pointer<straggler_state>;
-
-// Nice steps below the preprocessors: enough that the kernel gives them a core first.
-constexpr int straggler_nice = 10;
 
 void finish(straggler_pointer self, const straggler_options& opts, const handoff& h) {
   auto start = std::chrono::steady_clock::now();
@@ -41,10 +36,6 @@ void finish(straggler_pointer self, const straggler_options& opts, const handoff
 straggler_actor::behavior_type straggler(straggler_pointer self, straggler_options opts) {
   auto name = opts.context.name(worker_role::straggler);
   self->state.metrics = std::make_unique<actor_metrics>(name);
-  // Detached: this runs on the actor's own thread, which yields to the preprocessors.
-  if (!lower_thread_priority(straggler_nice)) {
-    log("straggler")->debug("{}: could not lower its thread priority", name);
-  }
   exit_on_exception(self, name);
   start_reporting(self, opts.report);
   return {

@@ -12,7 +12,8 @@ namespace {
 struct child {
   caf::actor handle;
   worker_context context;
-  bool down = false;  ///< failed; its restart is pending
+  bool down = false;   ///< failed; its restart is pending
+  std::size_t streak = 0;  ///< failures in a row without a completed attempt in between
 };
 
 struct supervisor_state {
@@ -56,10 +57,11 @@ void take_down(supervisor_pointer self, const supervisor_options& opts, int inde
                std::uint64_t culprit, const std::string& reason) {
   auto& c = self->state.children[static_cast<std::size_t>(index)];
   c.down = true;
+  c.streak = c.context.slot->completed() > 0 ? 0 : c.streak + 1;
   c.context.slot->abandon();
   self->send_exit(c.handle, caf::exit_reason::kill);
   self->send(opts.batcher, atoms::worker_down::value, static_cast<std::int32_t>(opts.role),
-             static_cast<std::int32_t>(index), culprit, reason);
+             static_cast<std::int32_t>(index), culprit, c.context.slot->last_done(), reason);
 }
 
 void escalate(supervisor_pointer self, const supervisor_options& opts, const std::string& last) {
@@ -91,7 +93,8 @@ void on_failure(supervisor_pointer self, const supervisor_options& opts, int ind
       take_down(self, opts, j, j == index ? culprit : 0, failed);
     }
   }
-  auto delay = st.budget->on_failure(std::chrono::steady_clock::now());
+  auto delay = st.budget->on_failure(std::chrono::steady_clock::now(),
+                                     st.children[static_cast<std::size_t>(index)].streak);
   if (!delay) {
     escalate(self, opts, failed);
     return;

@@ -24,6 +24,8 @@ batcher_settings resolve_settings(const topology& t, int gpus) {
   s.hand_off = t.batching.policy == batching_policy::latency_aware;
   s.budget.percentile = t.batching.straggler_percentile;
   s.budget.min_budget_ns = std::llround(t.batching.min_budget_ms * 1e6);
+  s.handoff_share = t.batching.handoff_share;
+  s.straggler_backlog = static_cast<std::uint64_t>(t.batching.straggler_backlog);
   s.max_sample_retries = static_cast<std::uint32_t>(t.supervision.max_sample_retries);
   return s;
 }

@@ -110,7 +110,9 @@ std::string describe(const topology& node) {
       << " per_worker_limit=" << p.per_worker_limit << "\n"
       << "batching: policy=" << to_string(b.policy)
       << " straggler_percentile=" << number_text(b.straggler_percentile)
-      << " min_budget_ms=" << number_text(b.min_budget_ms) << "\n"
+      << " min_budget_ms=" << number_text(b.min_budget_ms)
+      << " handoff_share=" << number_text(b.handoff_share)
+      << " straggler_backlog=" << b.straggler_backlog << "\n"
       << "trainer: step_ms=" << number_text(node.trainer.step_ms)
       << " epochs=" << node.trainer.epochs << "\n"
       << "monitor: interval_ms=" << node.monitor.interval_ms << "\n"

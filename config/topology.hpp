@@ -58,6 +58,8 @@ struct batching_config {
   batching_policy policy = batching_policy::in_order;
   double straggler_percentile = 90.0;  ///< in (0, 100): the latency percentile of the budget
   double min_budget_ms = 5.0;          ///< >= 0: the budget never goes below this
+  double handoff_share = 0.25;  ///< in [0, 1]: of the window, at most held by handed-off samples
+  int straggler_backlog = 1;    ///< >= 0: samples queued at a straggler actor beyond its current
 };
 
 /// [trainer]: the simulated trainer that stands in for a GPU.

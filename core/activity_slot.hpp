@@ -2,7 +2,11 @@
 /// What a supervised worker is doing right now, written by the worker and read by its
 /// supervisor: the attempt it works on and since when. When the worker crashes, the slot names
 /// the sample it was working on (the culprit, which is charged a failure); when the attempt
-/// runs past the hang deadline, the worker is declared hung. One slot per worker generation.
+/// runs past the hang deadline, the worker is declared hung. It also counts the attempts the
+/// worker completed (progress: a worker that completes samples between crashes is restarted
+/// at once, one that crashes before completing any is backed off) and names the last one (a
+/// worker that takes its attempts in increasing order, as a reader does, has passed on every
+/// attempt up to it). One slot per worker generation.
 
 #include <atomic>
 #include <chrono>
@@ -19,7 +23,16 @@ class activity_slot {
     since_ns_.store(now_ns(), std::memory_order_relaxed);
     attempt_.store(attempt, std::memory_order_release);
   }
-  void end() noexcept { attempt_.store(0, std::memory_order_release); }
+  void end() noexcept {
+    last_done_.store(attempt_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    completed_.fetch_add(1, std::memory_order_relaxed);
+    attempt_.store(0, std::memory_order_release);
+  }
+
+  /// Attempts completed (begun and ended without an exception) by this generation.
+  std::uint64_t completed() const noexcept { return completed_.load(std::memory_order_acquire); }
+  /// The last attempt completed; 0 when none was.
+  std::uint64_t last_done() const noexcept { return last_done_.load(std::memory_order_acquire); }
 
   /// The attempt in hand; 0 when idle.
   std::uint64_t attempt() const noexcept { return attempt_.load(std::memory_order_acquire); }
@@ -43,6 +56,8 @@ class activity_slot {
   }
 
   std::atomic<std::uint64_t> attempt_{0};
+  std::atomic<std::uint64_t> completed_{0};
+  std::atomic<std::uint64_t> last_done_{0};
   std::atomic<std::int64_t> since_ns_{0};
   std::atomic<bool> abandoned_{false};
 };

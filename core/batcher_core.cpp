@@ -16,6 +16,7 @@ batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_poli
       ledger_(settings.dataset_size),
       worker_load_(static_cast<std::size_t>(settings.workers), 0),
       straggler_load_(static_cast<std::size_t>(settings.stragglers), 0),
+      permit_held_(static_cast<std::size_t>(settings.workers), false),
       credits_(static_cast<std::size_t>(settings.gpus), 0),
       budget_(settings.budget) {
   // Every worker starts down: it is up once its supervisor says it runs.
@@ -117,6 +118,9 @@ std::vector<dispatch_order> batcher_core::take_dispatches() {
 }
 
 void batcher_core::free_holder(const flight& f) {
+  if (f.handed_off) {
+    --handed_out_;
+  }
   if (f.straggler >= 0) {
     --straggler_load_[static_cast<std::size_t>(f.straggler)];
   } else if (!f.handed_off) {
@@ -161,8 +165,47 @@ bool batcher_core::on_handed_off(const sample_ticket& ticket) {
   }
   --worker_load_[static_cast<std::size_t>(f->worker)];
   f->handed_off = true;
+  ++handed_out_;
   ++handoffs_;
+  drop_permit(f->worker);  // the hand-off used it
   return true;
+}
+
+void batcher_core::drop_permit(int worker) {
+  auto w = static_cast<std::size_t>(worker);
+  if (permit_held_[w]) {
+    permit_held_[w] = false;
+    --permits_out_;
+  }
+}
+
+std::uint64_t batcher_core::handoff_limit() const {
+  if (!settings_.hand_off) {
+    return 0;
+  }
+  const auto& ups = up_[static_cast<std::size_t>(worker_role::straggler)];
+  auto stragglers = static_cast<std::uint64_t>(std::count(ups.begin(), ups.end(), true));
+  auto share = static_cast<std::uint64_t>(settings_.handoff_share *
+                                          static_cast<double>(settings_.window_samples));
+  return std::min(share, stragglers * (1 + settings_.straggler_backlog));
+}
+
+std::vector<int> batcher_core::take_permits() {
+  std::vector<int> out;
+  auto limit = handoff_limit();
+  const auto& ups = up(worker_role::preprocessor);
+  for (std::size_t i = 0; i < ups.size() && handed_out_ + permits_out_ < limit; ++i) {
+    auto w = (next_permit_ + i) % ups.size();
+    if (ups[w] && !permit_held_[w]) {
+      permit_held_[w] = true;
+      ++permits_out_;
+      out.push_back(static_cast<int>(w));
+    }
+  }
+  if (!out.empty()) {
+    next_permit_ = static_cast<std::size_t>(out.back()) + 1;
+  }
+  return out;
 }
 
 int batcher_core::route_handoff(const sample_ticket& ticket) {
@@ -240,9 +283,13 @@ failure_outcome batcher_core::on_failed(const sample_ticket& ticket, std::string
 }
 
 std::size_t batcher_core::on_worker_down(worker_role role, int index, std::uint64_t culprit,
-                                         const std::string& reason) {
+                                         const std::string& reason, std::uint64_t done_through) {
   up(role)[static_cast<std::size_t>(index)] = false;
-  auto held = flights_.take_held_by(role, index);
+  if (role == worker_role::preprocessor) {
+    drop_permit(index);  // it died with it
+  }
+  auto held =
+      flights_.take_held_by(role, index, role == worker_role::reader ? done_through + 1 : 0);
   for (auto& f : held) {
     free_holder(f);
     if (f.ticket.attempt == culprit) {

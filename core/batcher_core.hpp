@@ -8,6 +8,13 @@
 /// preprocessor holds at most `per_worker_limit` of them; each feeder holds at most the
 /// batches it granted credit for. Memory is bounded by configuration, whatever the speeds.
 ///
+/// Hand-offs take permits, too: a preprocessor hands a sample off only while it holds a permit
+/// (at most one at a time; the hand-off uses it up), and permits out plus handed-off samples
+/// not yet finished never exceed handoff_limit(): the smaller of `handoff_share` of the window
+/// and what the straggler actors that are up can start soon (each one the sample it works on
+/// plus `straggler_backlog` waiting). Without a permit a preprocessor finishes the sample
+/// itself, so slow straggler actors (a busy machine) never fill the window with hand-offs.
+///
 /// Nothing is lost: every attempt is recorded until its result arrives. When a worker dies,
 /// the attempts it held are re-issued to the others (the sample it was working on is charged
 /// a failure); a failed sample is retried up to `max_sample_retries` times, then quarantined.
@@ -45,6 +52,8 @@ struct batcher_settings {
   /// Preprocessors hand samples over budget to straggler actors (latency_aware with
   /// stragglers). The budget is learned from observed work times, unless fixed_budget_ns > 0.
   bool hand_off = false;
+  double handoff_share = 0.25;          ///< of window_samples, at most held by hand-offs
+  std::uint64_t straggler_backlog = 1;  ///< waiting at one straggler actor beyond its current
   latency_budget_settings budget;
   std::int64_t fixed_budget_ns = 0;
 };
@@ -94,14 +103,23 @@ class batcher_core {
   int route_handoff(const sample_ticket& ticket);
   /// The budget preprocessors should use, when it changed since the last call; else nullopt.
   std::optional<budget_figures> take_budget_update();
+  /// Preprocessors to send a hand-off permit to now (each now holds one).
+  std::vector<int> take_permits();
+  /// Hand-offs and permits out now may not exceed this (0 without hand-offs).
+  std::uint64_t handoff_limit() const;
+  /// Handed-off samples not finished yet.
+  std::uint64_t handed_out() const noexcept { return handed_out_; }
   /// The attempt failed: the sample is retried, or quarantined once its retries are spent
   /// (named by the sample namer: its file, or its shard and record).
   failure_outcome on_failed(const sample_ticket& ticket, std::string reason);
   /// Worker `index` of `role` died (or hung): the attempts it held are re-issued, and
   /// `culprit` (the attempt it was working on, 0 if none) is charged a failure with `reason`.
-  /// Nothing is dispatched to it until on_worker_up. Returns how many attempts it held.
+  /// A reader takes its attempts in the order they were dispatched, so those up to
+  /// `done_through` (the last one it completed) went on to their preprocessors and are not
+  /// lost: only the rest is re-issued. Nothing is dispatched to it until on_worker_up.
+  /// Returns how many attempts it held.
   std::size_t on_worker_down(worker_role role, int index, std::uint64_t culprit,
-                             const std::string& reason);
+                             const std::string& reason, std::uint64_t done_through = 0);
   /// Worker `index` of `role` is (back) up and holds nothing.
   void on_worker_up(worker_role role, int index);
   /// Feeder `gpu` grants credit for `batches` more batches.
@@ -137,6 +155,7 @@ class batcher_core {
   void record_delivery(const batch_plan& plan);
   std::optional<flight> finish(const sample_ticket& ticket);
   void free_holder(const flight& f);
+  void drop_permit(int worker);
   void reissue(flight f);
   failure_outcome charge_failure(flight f, std::string reason);
   budget_figures current_budget() const;
@@ -152,6 +171,10 @@ class batcher_core {
   std::vector<std::uint64_t> worker_load_;
   std::vector<std::uint64_t> straggler_load_;
   std::vector<bool> up_[worker_role_count];
+  std::vector<bool> permit_held_;  ///< per preprocessor
+  std::uint64_t permits_out_ = 0;
+  std::uint64_t handed_out_ = 0;
+  std::size_t next_permit_ = 0;  ///< round robin start of the next grant
   std::size_t next_reader_ = 0;
   flight_table flights_;
   std::vector<flight> reissued_;  ///< oldest first; dispatched before new samples

@@ -9,7 +9,7 @@ bool held_by(const flight& f, worker_role role, int index) {
   switch (role) {
     case worker_role::reader:
       // Not handed off yet: still at the reader, or at a preprocessor it was read for (the
-      // batcher cannot tell which; a duplicate attempt's result is ignored as stale).
+      // caller tells them apart by attempt; a duplicate attempt's result is ignored as stale).
       return !f.handed_off && f.reader == index;
     case worker_role::preprocessor:
       return !f.handed_off && f.worker == index;
@@ -36,10 +36,11 @@ std::optional<flight> flight_table::finish(std::uint64_t attempt) {
   return out;
 }
 
-std::vector<flight> flight_table::take_held_by(worker_role role, int index) {
+std::vector<flight> flight_table::take_held_by(worker_role role, int index,
+                                               std::uint64_t first_attempt) {
   std::vector<flight> out;
   for (auto it = flights_.begin(); it != flights_.end();) {
-    if (held_by(it->second, role, index)) {
+    if (it->first >= first_attempt && held_by(it->second, role, index)) {
       out.push_back(it->second);
       it = flights_.erase(it);
     } else {

@@ -31,8 +31,9 @@ class flight_table {
   flight* find(std::uint64_t attempt);
   /// Removes and returns the record of `attempt`; nullopt when stale.
   std::optional<flight> finish(std::uint64_t attempt);
-  /// Removes and returns every attempt that `role` number `index` holds.
-  std::vector<flight> take_held_by(worker_role role, int index);
+  /// Removes and returns every attempt from `first_attempt` on that `role` number `index`
+  /// holds, oldest first.
+  std::vector<flight> take_held_by(worker_role role, int index, std::uint64_t first_attempt = 0);
   std::size_t size() const noexcept { return flights_.size(); }
 
  private:

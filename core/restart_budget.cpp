@@ -45,12 +45,13 @@ std::chrono::milliseconds restart_budget::backoff(std::size_t earlier) {
   return std::chrono::milliseconds(jitter(rng_));
 }
 
-std::optional<std::chrono::milliseconds> restart_budget::on_failure(time_point now) {
+std::optional<std::chrono::milliseconds> restart_budget::on_failure(time_point now,
+                                                                   std::size_t streak) {
   forget_before(now);
   if (static_cast<int>(restarts_.size()) >= settings_.max_restarts) {
     return std::nullopt;
   }
-  auto delay = backoff(restarts_.size());
+  auto delay = streak == 0 ? std::chrono::milliseconds(0) : backoff(streak - 1);
   restarts_.push_back(now);
   return delay;
 }

@@ -1,7 +1,8 @@
 #pragma once
 /// A supervisor's restart decisions, without actors or clocks of its own: restart intensity
 /// (at most `max_restarts` restarts within `period`, as in Erlang/OTP) and exponential backoff
-/// with jitter between restarts. Time comes in as an argument and the jitter from a seed, so
+/// with jitter, paid only by a child that keeps failing without making progress: a crash that
+/// one sample caused in a worker that was completing samples costs a restart, not a wait. Time comes in as an argument and the jitter from a seed, so
 /// tests drive it deterministically.
 
 #include <chrono>
@@ -34,11 +35,13 @@ class restart_budget {
 
   explicit restart_budget(restart_settings settings);
 
-  /// A child failed at `now`. Returns how long to wait before restarting it, or nullopt when
-  /// this restart would exceed max_restarts within the period: the supervisor escalates.
-  /// The delay doubles with every restart still inside the period, from backoff_min up to
-  /// backoff_max, and is drawn in [delay/2, delay] (jitter: restarts do not move in lockstep).
-  std::optional<std::chrono::milliseconds> on_failure(time_point now);
+  /// A child failed at `now`; `streak` is how many times in a row it has now failed without
+  /// completing anything in between (0: it made progress since its last start). Returns how
+  /// long to wait before restarting it, or nullopt when this restart would exceed max_restarts
+  /// within the period: the supervisor escalates. With progress (streak 0) the delay is zero;
+  /// otherwise it is backoff_min doubled streak - 1 times, at most backoff_max, drawn in
+  /// [delay/2, delay] (jitter: restarts do not move in lockstep).
+  std::optional<std::chrono::milliseconds> on_failure(time_point now, std::size_t streak);
 
   /// Restarts within the period that ends at `now`.
   int recent(time_point now);

@@ -16,6 +16,7 @@ using release = caf::atom_constant<caf::atom("release")>;
 using tick = caf::atom_constant<caf::atom("tick")>;
 using report = caf::atom_constant<caf::atom("report")>;
 using budget = caf::atom_constant<caf::atom("budget")>;
+using permit = caf::atom_constant<caf::atom("permit")>;
 using handed_off = caf::atom_constant<caf::atom("handed_off")>;
 using finish = caf::atom_constant<caf::atom("finish")>;
 using worker_up = caf::atom_constant<caf::atom("worker_up")>;

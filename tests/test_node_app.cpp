@@ -2,8 +2,12 @@
 // start-up with exit code 2 and a message naming file, line and key; a good one prints one
 // JSON line that accounts for every sample.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -91,11 +95,139 @@ TEST(NodeApp, CleanRunWithFourFeedersAccountsForEverySample) {
   for (auto key : {"epoch_s", "samples_per_s", "stall_s", "stall_fraction", "peak_rss_mb"}) {
     EXPECT_NE(r.out.find(std::string("\"") + key + "\":"), std::string::npos) << key;
   }
+  // A trainer with no step only waits: its stall fraction is not defined.
+  EXPECT_NE(r.out.find("\"stall_fraction\":null"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"interrupted\":false"), std::string::npos) << r.out;
   // Where a sample's time went: read, each step by name, collate.
   EXPECT_NE(r.out.find("\"time_ms_per_sample\":{\"read\":"), std::string::npos) << r.out;
   for (auto step : {"decode", "random_resized_crop", "flip", "normalize", "collate"}) {
     EXPECT_NE(r.out.find(std::string("\"") + step + "\":"), std::string::npos) << step;
   }
+}
+
+TEST(NodeApp, StallFractionIsANumberWhenTheTrainerSteps) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 9);
+  auto file = write_topology(dir, topology_text(images));
+  auto r = run_node(dir, "--topology " + file.string() + " --set trainer.step_ms=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\"stall_fraction\":[0-9]"))) << r.out;
+}
+
+// A node started as a child process, its stdout and stderr on pipes. Every wait on it is
+// bounded: a node that does not stop fails the test instead of hanging it.
+class node_process {
+ public:
+  explicit node_process(std::vector<std::string> args) {
+    int out[2];
+    int err[2];
+    EXPECT_EQ(pipe(out), 0);
+    EXPECT_EQ(pipe(err), 0);
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      std::vector<char*> argv{const_cast<char*>(CONVEYOR_NODE_BIN)};
+      for (auto& a : args) {
+        argv.push_back(a.data());
+      }
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    out_ = out[0];
+    err_ = err[0];
+  }
+  ~node_process() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(out_);
+    close(err_);
+  }
+  node_process(const node_process&) = delete;
+  node_process& operator=(const node_process&) = delete;
+
+  /// Reads stderr until `needle` appears; false at EOF or after `limit`.
+  bool wait_for_log(const std::string& needle, std::chrono::seconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (err_text_.find(needle) == std::string::npos) {
+      if (!read_some(err_, err_text_, deadline)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  /// Reads stdout to its end, then reaps the process: its exit code, or -1 (killed, or still
+  /// running after `limit`).
+  int finish(std::chrono::seconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (read_some(out_, out_text_, deadline)) {
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return -1;
+    }
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  void signal(int sig) const { kill(pid_, sig); }
+  const std::string& out() const { return out_text_; }
+  const std::string& err() const { return err_text_; }
+
+ private:
+  // One read from `fd` into `text`; false at EOF or past the deadline.
+  static bool read_some(int fd, std::string& text, std::chrono::steady_clock::time_point deadline) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      return false;
+    }
+    char buf[4096];
+    auto n = read(fd, buf, sizeof buf);
+    if (n <= 0) {
+      return false;
+    }
+    text.append(buf, static_cast<std::size_t>(n));
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int err_ = -1;
+  std::string out_text_;
+  std::string err_text_;
+};
+
+// Ctrl-C or SIGTERM in the middle of a run that would take hours: the node stops, prints its
+// JSON line marked interrupted, and exits 128 + the signal.
+void expect_prompt_stop(int sig, int code) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 37);
+  auto file = write_topology(dir, topology_text(images));
+  node_process node({"--topology", file.string(), "--set", "trainer.epochs=1000", "--set",
+                     "trainer.step_ms=5000"});
+  ASSERT_TRUE(node.wait_for_log("policy", std::chrono::seconds(120))) << node.err();
+  node.signal(sig);
+  // 1000 epochs at 5 s per batch would take days: ending at all means the signal stopped it.
+  ASSERT_EQ(node.finish(std::chrono::seconds(120)), code) << node.err();
+  EXPECT_EQ(std::count(node.out().begin(), node.out().end(), '\n'), 1) << node.out();
+  EXPECT_NE(node.out().find("\"interrupted\":true"), std::string::npos) << node.out();
+  EXPECT_LT(json_number(node.out(), "samples"), 37u * 1000u);
+  EXPECT_EQ(json_number(node.out(), "duplicates"), 0u);
+}
+
+TEST(NodeApp, CtrlCStopsTheRunPromptlyWithExitCode130) {
+  expect_prompt_stop(SIGINT, 130);
+}
+
+TEST(NodeApp, SigtermStopsTheRunPromptlyWithExitCode143) {
+  expect_prompt_stop(SIGTERM, 143);
 }
 
 TEST(NodeApp, SetOverridesTopologyKeys) {

@@ -116,8 +116,9 @@ namespace {
 
 class LatencyAwareActors : public ::testing::TestWithParam<int> {};
 
-// A 1 ns budget sends every sample to a straggler actor after its first step: the exact
-// counts prove the hand-off loses nothing and runs no step twice.
+// A 1 ns budget makes every sample a straggler after its first step: each one that holds a
+// permit is handed off, the others are finished by their preprocessor. The exact counts prove
+// the hand-off loses nothing and runs no step twice.
 TEST_P(LatencyAwareActors, EverySampleHandedOffMidChainRunsEachStepOnce) {
   temp_dir dir;
   write_jpeg_dataset(dir.path());
@@ -144,7 +145,8 @@ TEST_P(LatencyAwareActors, EverySampleHandedOffMidChainRunsEachStepOnce) {
     EXPECT_EQ(s.delivered, dataset_size);
     EXPECT_EQ(s.duplicates + s.lost, 0u);
   }
-  EXPECT_EQ(handoffs, dataset_size * epochs);
+  EXPECT_GT(handoffs, 0u);
+  EXPECT_LE(handoffs, dataset_size * epochs);
   EXPECT_EQ(steps_run, dataset_size * epochs * steps);
 }
 

@@ -27,25 +27,42 @@ TEST(RestartBudget, EscalatesPastMaxRestartsWithinThePeriod) {
   restart_budget budget(settings(3));
   time_point t0{};
   for (int i = 0; i < 3; ++i) {
-    EXPECT_TRUE(budget.on_failure(t0 + i * 1s)) << i;
+    EXPECT_TRUE(budget.on_failure(t0 + i * 1s, 0)) << i;
   }
-  EXPECT_FALSE(budget.on_failure(t0 + 3s));  // the fourth within 10 s
+  EXPECT_FALSE(budget.on_failure(t0 + 3s, 0));  // the fourth within 10 s, progress or not
   // Once the first restarts leave the period, restarts are allowed again.
-  EXPECT_TRUE(budget.on_failure(t0 + 10500ms));
+  EXPECT_TRUE(budget.on_failure(t0 + 10500ms, 1));
   EXPECT_EQ(budget.recent(t0 + 10500ms), 3);
 }
 
 TEST(RestartBudget, ZeroRestartsEscalatesAtOnce) {
   restart_budget budget(settings(0));
-  EXPECT_FALSE(budget.on_failure(time_point{}));
+  EXPECT_FALSE(budget.on_failure(time_point{}, 0));
 }
 
-TEST(RestartBudget, BackoffDoublesWithJitterUpToTheMaximum) {
+// A worker that completed samples since its last start failed because of one sample: it is
+// restarted at once, however many restarts came before.
+TEST(RestartBudget, AFailureAfterProgressRestartsWithoutBackoff) {
+  restart_budget budget(settings(100));
+  time_point t0{};
+  for (int i = 0; i < 50; ++i) {
+    auto d = budget.on_failure(t0 + i * 1ms, 0);
+    ASSERT_TRUE(d);
+    EXPECT_EQ(d->count(), 0) << i;
+  }
+  // The first failure without progress backs off from the minimum, not from the 51st restart.
+  auto d = budget.on_failure(t0 + 50ms, 1);
+  ASSERT_TRUE(d);
+  EXPECT_GE(d->count(), 5);
+  EXPECT_LE(d->count(), 10);
+}
+
+TEST(RestartBudget, BackoffDoublesWithEveryFailureWithoutProgressUpToTheMaximum) {
   restart_budget budget(settings(100));
   time_point t0{};
   std::int64_t base = 10;
   for (int i = 0; i < 10; ++i) {
-    auto d = budget.on_failure(t0 + i * 1ms);
+    auto d = budget.on_failure(t0 + i * 1ms, static_cast<std::size_t>(i + 1));
     ASSERT_TRUE(d);
     auto expected = std::min<std::int64_t>(base, 1000);
     EXPECT_GE(d->count(), expected / 2) << i;
@@ -61,9 +78,10 @@ TEST(RestartBudget, JitterDependsOnTheSeedOnly) {
   bool differs = false;
   for (int i = 0; i < 8; ++i) {
     auto t = time_point{} + i * 1ms;
-    auto da = a.on_failure(t);
-    EXPECT_EQ(da, b.on_failure(t));
-    differs = differs || da != c.on_failure(t);
+    auto streak = static_cast<std::size_t>(i + 1);
+    auto da = a.on_failure(t, streak);
+    EXPECT_EQ(da, b.on_failure(t, streak));
+    differs = differs || da != c.on_failure(t, streak);
   }
   EXPECT_TRUE(differs);
 }
@@ -200,6 +218,24 @@ TEST(BatcherCoreRetries, ADeadWorkersSamplesGoToTheOthersAndItsCulpritIsCharged)
   EXPECT_TRUE(reissued);
   // The zombie's late result for its old attempt changes nothing.
   EXPECT_FALSE(core.on_prepared(prepared(of_w0[1].ticket)));
+}
+
+// A reader passes its attempts on in dispatch order: those up to the last it completed are at
+// their preprocessors, and only the rest (still in its mailbox when it died) is issued again.
+TEST(BatcherCoreRetries, AReadersDeathReissuesOnlyWhatItHadNotPassedOn) {
+  auto core = make_core(2, 0, 4);
+  auto d = core.take_dispatches();
+  ASSERT_EQ(d.size(), 4u);
+  auto held = core.on_worker_down(worker_role::reader, 0, d[2].ticket.attempt, "reader-0 crashed",
+                                  d[1].ticket.attempt);
+  EXPECT_EQ(held, 2u);  // the culprit and the one behind it
+  EXPECT_EQ(core.retries(), 1u);
+  EXPECT_EQ(core.ledger().quarantined().size(), 1u);  // the culprit: no retries configured
+  // What was passed on is still live: its results count.
+  EXPECT_TRUE(core.on_prepared(prepared(d[0].ticket)));
+  EXPECT_TRUE(core.on_prepared(prepared(d[1].ticket)));
+  EXPECT_FALSE(core.on_prepared(prepared(d[3].ticket)));  // given up on: issued again
+  EXPECT_EQ(core.stale_results(), 1u);
 }
 
 TEST(BatcherCoreRetries, NothingIsDispatchedWithoutAReader) {

@@ -1,15 +1,18 @@
 // conveyor-node: runs one Conveyor node from a TOML topology, with a simulated trainer per
 // GPU, and prints one JSON line with the run's figures on stdout (logs go to stderr).
 // Exit codes: 0 a clean run; 1 a run that failed or lost/duplicated samples; 2 a bad command
-// line or topology.
+// line or topology; 130 (SIGINT, Ctrl-C) or 143 (SIGTERM): stopped by the operator, in-flight
+// work abandoned, the JSON line still printed with "interrupted": true.
 #include "apps/common/command_line.hpp"
 
+#include <csignal>
 #include <mutex>
 #include <thread>
 
 #include "apps/common/progress_bar.hpp"
 #include "apps/conveyor-node/run_summary.hpp"
 #include "apps/conveyor-node/simulated_trainer.hpp"
+#include "apps/conveyor-node/stop_signals.hpp"
 #include "config/load_topology.hpp"
 #include "conveyor/pipeline.hpp"
 #include "core/log.hpp"
@@ -24,7 +27,7 @@ struct arguments {
   std::string log_level = "info";
 };
 
-int run(const arguments& args) {
+int run(const arguments& args, stop_token& stop) {
   auto logger = log("node");
   auto t = load_topology_file(args.topology_file, args.overrides);
   if (!t) {
@@ -37,6 +40,11 @@ int run(const arguments& args) {
     logger->error("{}", p.error().what());
     return 2;
   }
+  std::thread stopper([&] {
+    // Wakes on a stop request, or on the stop the end of the run requests below.
+    stop.wait_for(std::chrono::hours(24 * 365));
+    p->shutdown();
+  });
   auto info = p->info();
   logger->info("{} preprocessors, {} readers, {} feeders, window {} samples, policy {}",
                info.preprocessors, info.readers, info.gpus, info.window_samples, info.policy);
@@ -55,20 +63,27 @@ int run(const arguments& args) {
   };
   std::vector<std::thread> trainers;
   for (int g = 0; g < info.gpus; ++g) {
-    trainers.emplace_back([&, g] { run_simulated_trainer(*p, g, step, record, on_batch); });
+    trainers.emplace_back(
+        [&, g] { run_simulated_trainer(*p, g, step, record, on_batch, stop); });
   }
   for (auto& th : trainers) {
     th.join();
   }
   bar.finish();
   auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  bool interrupted = stop.requested();
   auto report = p->report();
   auto failure = p->failure();
-  p->shutdown();
-  run_facts facts{info, t->trainer.step_ms, wall};
+  stop.request();
+  stopper.join();
+  run_facts facts{info, t->trainer.step_ms, wall, interrupted};
   auto seen = record.summarize(start);
   std::printf("%s\n", summary_json(facts, seen, report).c_str());
   std::fflush(stdout);
+  if (interrupted) {
+    logger->warn("interrupted: in-flight work abandoned");
+    return 1;  // main turns this into 128 + the signal's number
+  }
   if (failure) {
     logger->error("the pipeline stopped: {}", failure->what());
     return 1;
@@ -91,5 +106,11 @@ int main(int argc, char** argv) {
     return *exit_code;
   }
   set_log_level(spdlog::level::from_str(args.log_level));
-  return run(args);
+  conveyor::stop_token stop;
+  conveyor::stop_signals signals([&stop](int sig) {
+    conveyor::log("node")->warn("{} received: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    stop.request();
+  });
+  int code = run(args, stop);
+  return signals.received() != 0 ? signals.exit_code() : code;
 }

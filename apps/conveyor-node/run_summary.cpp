@@ -70,7 +70,8 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"epoch_s\":" << number(mean_epoch_s(seen.epoch_end_s))
       << ",\"samples_per_s\":" << number(f.wall_s > 0 ? seen.samples / f.wall_s : 0)
       << ",\"stall_s\":" << number(seen.stall_s)
-      << ",\"stall_fraction\":" << number(busy > 0 ? seen.stall_s / busy : 0)
+      << ",\"stall_fraction\":"
+      << (f.step_ms > 0 && busy > 0 ? number(seen.stall_s / busy) : std::string("null"))
       << ",\"lost\":" << lost_samples(f, seen, report)
       << ",\"duplicates\":" << seen.ledger.duplicates + report.duplicates
       << ",\"quarantined\":" << report.quarantined << ",\"peak_rss_mb\":" << number(peak_rss_mb())
@@ -88,7 +89,8 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"restarts\":" << report.restarts << ",\"hangs\":" << report.hangs
       << ",\"time_ms_per_sample\":" << time_object(report.time_per_sample_ms)
       << ",\"epoch_end_s\":" << number_list(seen.epoch_end_s)
-      << ",\"epoch_stall_s\":" << number_list(seen.epoch_stall_s) << "}";
+      << ",\"epoch_stall_s\":" << number_list(seen.epoch_stall_s)
+      << ",\"interrupted\":" << (f.interrupted ? "true" : "false") << "}";
   return out.str();
 }
 

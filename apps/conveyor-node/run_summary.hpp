@@ -14,13 +14,17 @@ struct run_facts {
   pipeline_info info;
   double step_ms = 0;
   double wall_s = 0;
+  bool interrupted = false;  ///< stopped by SIGINT or SIGTERM before the last epoch ended
 };
 
 /// Peak resident memory of this process, in MiB.
 double peak_rss_mb();
 
 /// The JSON line: samples, epochs, epoch_s (mean), samples_per_s, stall_s, stall_fraction,
-/// lost, duplicates, quarantined, peak_rss_mb, and the run's settings.
+/// lost, duplicates, quarantined, peak_rss_mb, interrupted, and the run's settings.
+/// stall_fraction (the trainers' wait / (wait + step)) is null at step_ms 0: a trainer that
+/// does no work only waits, so the fraction would be 1 whatever the pipeline does; read
+/// samples_per_s there. After an interrupted run, lost counts the samples the run never reached.
 std::string summary_json(const run_facts& facts, const training_record::totals& seen,
                          const pipeline_report& report);
 

@@ -1,7 +1,6 @@
 #include "apps/conveyor-node/simulated_trainer.hpp"
 
 #include <algorithm>
-#include <thread>
 
 namespace conveyor {
 
@@ -51,8 +50,9 @@ training_record::totals training_record::summarize(clock_type::time_point start)
 }
 
 void run_simulated_trainer(pipeline& p, int gpu, std::chrono::nanoseconds step,
-                           training_record& record, const std::function<void()>& on_batch) {
-  for (;;) {
+                           training_record& record, const std::function<void()>& on_batch,
+                           stop_token& stop) {
+  while (!stop.requested()) {
     auto asked = clock_type::now();
     auto b = p.next(gpu);
     if (!b) {
@@ -61,7 +61,10 @@ void run_simulated_trainer(pipeline& p, int gpu, std::chrono::nanoseconds step,
     auto got = clock_type::now();
     record.add_batch(*b, got - asked);
     if (b->size() > 0 && step.count() > 0) {
-      std::this_thread::sleep_for(step);  // the GPU works; this thread uses no CPU meanwhile
+      // The GPU works; this thread uses no CPU meanwhile.
+      if (stop.wait_for(step)) {
+        return;
+      }
       record.add_step(clock_type::now() - got);
     }
     if (b->last_in_epoch()) {
