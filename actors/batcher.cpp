@@ -179,9 +179,10 @@ std::string extra_figures(const batcher_core& core, latency_tracker& assembly) {
          std::to_string(core.settings().window_samples) +
          " delivered=" + std::to_string(totals.delivered) +
          " quarantined=" + std::to_string(totals.quarantined) +
-         " handoffs=" + std::to_string(core.handoffs()) + " handed_out=" +
-         std::to_string(core.handed_out()) + "/" + std::to_string(core.handoff_limit()) +
-         " retries=" + std::to_string(core.retries()) + " budget=" + budget_text(core.budget()) +
+         " handoffs=" + std::to_string(core.handoffs()) +
+         " handed_out=" + std::to_string(core.handed_out()) + "/" +
+         std::to_string(core.handoff_limit()) + " retries=" + std::to_string(core.retries()) +
+         " budget=" + budget_text(core.budget()) +
          " assembly_p50=" + milliseconds(assembly.percentile(50)) +
          " assembly_p99=" + milliseconds(assembly.percentile(99)) +
          " policy=" + std::string(core.policy_name());

@@ -12,7 +12,7 @@ namespace {
 struct child {
   caf::actor handle;
   worker_context context;
-  bool down = false;   ///< failed; its restart is pending
+  bool down = false;       ///< failed; its restart is pending
   std::size_t streak = 0;  ///< failures in a row without a completed attempt in between
 };
 

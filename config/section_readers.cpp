@@ -93,8 +93,7 @@ batching_config read_batching(table_reader& section) {
       section.number("straggler_percentile", out.straggler_percentile, open(0.0, 100.0));
   out.min_budget_ms = section.number("min_budget_ms", out.min_budget_ms, at_least(0.0));
   out.handoff_share = section.number("handoff_share", out.handoff_share, closed(0.0, 1.0));
-  out.straggler_backlog =
-      section.integer("straggler_backlog", out.straggler_backlog, at_least(0));
+  out.straggler_backlog = section.integer("straggler_backlog", out.straggler_backlog, at_least(0));
   return out;
 }
 

@@ -46,7 +46,7 @@ std::chrono::milliseconds restart_budget::backoff(std::size_t earlier) {
 }
 
 std::optional<std::chrono::milliseconds> restart_budget::on_failure(time_point now,
-                                                                   std::size_t streak) {
+                                                                    std::size_t streak) {
   forget_before(now);
   if (static_cast<int>(restarts_.size()) >= settings_.max_restarts) {
     return std::nullopt;

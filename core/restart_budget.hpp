@@ -2,8 +2,8 @@
 /// A supervisor's restart decisions, without actors or clocks of its own: restart intensity
 /// (at most `max_restarts` restarts within `period`, as in Erlang/OTP) and exponential backoff
 /// with jitter, paid only by a child that keeps failing without making progress: a crash that
-/// one sample caused in a worker that was completing samples costs a restart, not a wait. Time comes in as an argument and the jitter from a seed, so
-/// tests drive it deterministically.
+/// one sample caused in a worker that was completing samples costs a restart, not a wait. Time
+/// comes in as an argument and the jitter from a seed, so tests drive it deterministically.
 
 #include <chrono>
 #include <cstdint>

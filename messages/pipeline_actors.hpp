@@ -37,8 +37,8 @@ using straggler_actor =
 /// batcher grants one at a time; the hand-off uses it up).
 using preprocessor_actor =
     caf::typed_actor<caf::reacts_to<atoms::prepare, raw_sample>,
-                     caf::reacts_to<atoms::budget, budget_figures>,
-                     caf::reacts_to<atoms::permit>, caf::reacts_to<atoms::tick>>;
+                     caf::reacts_to<atoms::budget, budget_figures>, caf::reacts_to<atoms::permit>,
+                     caf::reacts_to<atoms::tick>>;
 
 /// Reads sample `ticket` and passes it to the preprocessor named in the request.
 using reader_actor =
@@ -50,14 +50,15 @@ using reader_actor =
 /// the samples it held are issued again, and `culprit` (the attempt it was working on, 0 if
 /// none) is charged a failure with `reason`; `done_through` is the last attempt it completed
 /// (a reader passed every attempt up to it on to a preprocessor: those are not lost).
-using batcher_actor = caf::typed_actor<
-    caf::reacts_to<atoms::connect, std::vector<feeder_actor>>,
-    caf::reacts_to<atoms::prepared, prepared_ptr>, caf::reacts_to<atoms::handed_off, handoff>,
-    caf::reacts_to<atoms::failed, sample_failure>,
-    caf::reacts_to<atoms::credit, std::int32_t, std::uint64_t, std::uint64_t>,
-    caf::reacts_to<atoms::worker_up, std::int32_t, std::int32_t, caf::actor>,
-    caf::reacts_to<atoms::worker_down, std::int32_t, std::int32_t, std::uint64_t, std::uint64_t,
-                   std::string>,
-    caf::reacts_to<atoms::tick>>;
+using batcher_actor =
+    caf::typed_actor<caf::reacts_to<atoms::connect, std::vector<feeder_actor>>,
+                     caf::reacts_to<atoms::prepared, prepared_ptr>,
+                     caf::reacts_to<atoms::handed_off, handoff>,
+                     caf::reacts_to<atoms::failed, sample_failure>,
+                     caf::reacts_to<atoms::credit, std::int32_t, std::uint64_t, std::uint64_t>,
+                     caf::reacts_to<atoms::worker_up, std::int32_t, std::int32_t, caf::actor>,
+                     caf::reacts_to<atoms::worker_down, std::int32_t, std::int32_t, std::uint64_t,
+                                    std::uint64_t, std::string>,
+                     caf::reacts_to<atoms::tick>>;
 
 }  // namespace conveyor

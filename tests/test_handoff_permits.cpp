@@ -41,10 +41,10 @@ prepared_ptr prepared(const sample_ticket& t) {
 }
 
 TEST(HandoffPermits, TheLimitIsWhatStragglersCanStartSoonCappedByTheWindowShare) {
-  EXPECT_EQ(make_core(4, 2, 64, 1.0, 1).handoff_limit(), 4u);   // 2 x (1 running + 1 waiting)
-  EXPECT_EQ(make_core(4, 2, 64, 1.0, 0).handoff_limit(), 2u);   // only what starts at once
+  EXPECT_EQ(make_core(4, 2, 64, 1.0, 1).handoff_limit(), 4u);    // 2 x (1 running + 1 waiting)
+  EXPECT_EQ(make_core(4, 2, 64, 1.0, 0).handoff_limit(), 2u);    // only what starts at once
   EXPECT_EQ(make_core(4, 8, 64, 0.25, 3).handoff_limit(), 16u);  // the window's share
-  EXPECT_EQ(make_core(4, 0, 64, 1.0, 1).handoff_limit(), 0u);   // no straggler is up
+  EXPECT_EQ(make_core(4, 0, 64, 1.0, 1).handoff_limit(), 0u);    // no straggler is up
   auto off = make_core(4, 2, 64, 1.0, 1);
   off.on_worker_down(worker_role::straggler, 0, 0, "test");
   EXPECT_EQ(off.handoff_limit(), 2u);  // only the straggler actors that are up count

@@ -63,8 +63,7 @@ int run(const arguments& args, stop_token& stop) {
   };
   std::vector<std::thread> trainers;
   for (int g = 0; g < info.gpus; ++g) {
-    trainers.emplace_back(
-        [&, g] { run_simulated_trainer(*p, g, step, record, on_batch, stop); });
+    trainers.emplace_back([&, g] { run_simulated_trainer(*p, g, step, record, on_batch, stop); });
   }
   for (auto& th : trainers) {
     th.join();

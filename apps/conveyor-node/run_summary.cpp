@@ -69,8 +69,7 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
   out << "{\"samples\":" << seen.samples << ",\"epochs\":" << i.epochs
       << ",\"epoch_s\":" << number(mean_epoch_s(seen.epoch_end_s))
       << ",\"samples_per_s\":" << number(f.wall_s > 0 ? seen.samples / f.wall_s : 0)
-      << ",\"stall_s\":" << number(seen.stall_s)
-      << ",\"stall_fraction\":"
+      << ",\"stall_s\":" << number(seen.stall_s) << ",\"stall_fraction\":"
       << (f.step_ms > 0 && busy > 0 ? number(seen.stall_s / busy) : std::string("null"))
       << ",\"lost\":" << lost_samples(f, seen, report)
       << ",\"duplicates\":" << seen.ledger.duplicates + report.duplicates
