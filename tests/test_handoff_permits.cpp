@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/batcher_core.hpp"
+#include "support/test_support.hpp"
 
 namespace conveyor {
 namespace {
@@ -35,9 +36,7 @@ batcher_core make_core(int workers, int stragglers, std::uint64_t window, double
 }
 
 prepared_ptr prepared(const sample_ticket& t) {
-  auto p = std::make_shared<prepared_sample>();
-  p->ticket = t;
-  return p;
+  return testing::prepared_for(t);
 }
 
 TEST(HandoffPermits, TheLimitIsWhatStragglersCanStartSoonCappedByTheWindowShare) {

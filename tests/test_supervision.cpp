@@ -143,9 +143,7 @@ batcher_core make_core(int workers, std::uint32_t retries, std::uint64_t samples
 }
 
 prepared_ptr prepared(const sample_ticket& t) {
-  auto p = std::make_shared<prepared_sample>();
-  p->ticket = t;
-  return p;
+  return testing::prepared_for(t);
 }
 
 TEST(BatcherCoreRetries, AFailingSampleIsRetriedThenQuarantinedOnce) {

@@ -48,6 +48,12 @@ std::vector<std::uint8_t> make_jpeg(int width, int height, std::uint64_t seed, i
   return out;
 }
 
+prepared_ptr prepared_for(const sample_ticket& ticket) {
+  auto p = std::make_shared<prepared_sample>();
+  p->ticket = ticket;
+  return p;
+}
+
 void write_file(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()),

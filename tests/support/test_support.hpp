@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/prepared_sample.hpp"
+
 namespace conveyor::testing {
 
 /// A fresh directory under the system temp dir, removed with everything in it on destruction.
@@ -25,6 +27,9 @@ class temp_dir {
 /// Real JPEG bytes (OpenCV's encoder) of a `width` x `height` colour image with gradients,
 /// shapes and noise drawn from `seed`.
 std::vector<std::uint8_t> make_jpeg(int width, int height, std::uint64_t seed, int quality = 90);
+
+/// A prepared sample that carries only `ticket` (the batcher's logic reads no pixels).
+prepared_ptr prepared_for(const sample_ticket& ticket);
 
 void write_file(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
