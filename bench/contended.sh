@@ -91,6 +91,14 @@ map_point() {
   done
 }
 
+# per_cpu_s LABEL POLICY: the median of samples / cpu_s over the label's rounds.
+per_cpu_s() {
+  local values
+  mapfile -t values < <(awk -F, -v l="$1" -v p="$2" -v n="$((IMAGES * EPOCHS))" \
+    '$1 == l && $2 == p { printf "%.1f\n", n / $9 }' "$CSV")
+  median "${values[@]}"
+}
+
 pct() { awk -v v="$1" 'BEGIN { printf "%.1f%%", 100 * v }'; }
 
 report() {
@@ -115,6 +123,11 @@ report() {
   sla=$(column map-85 latency_aware 5)
   echo
   echo "The earlier map's point (idle, batch 4, window 2, 85% demand): in_order stall $(pct "$sio"), latency_aware $(pct "$sla"), ratio $(awk -v a="$sla" -v b="$sio" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }') (target <= 0.6)."
+  echo
+  echo "Samples per CPU-second of the node at step 0 (efficiency; samples/s above also compares CPU shares):"
+  for n in 0 1 2; do
+    echo "- $n competitors: in_order $(per_cpu_s "busy$n-step0" in_order), latency_aware $(per_cpu_s "busy$n-step0" latency_aware)"
+  done
   echo
   echo "Lost and duplicated over all runs: $(awk -F, 'NR > 1 { s += $7 + $8 } END { print s + 0 }' "$CSV"). Every run: \`bench/results/contended.csv\`."
 }
