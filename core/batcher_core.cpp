@@ -173,10 +173,7 @@ bool batcher_core::on_handed_off(const sample_ticket& ticket) {
 
 void batcher_core::drop_permit(int worker) {
   auto w = static_cast<std::size_t>(worker);
-  if (permit_held_[w]) {
-    permit_held_[w] = false;
-    --permits_out_;
-  }
+  permit_held_[w] = false;
 }
 
 std::uint64_t batcher_core::handoff_limit() const {
@@ -193,12 +190,14 @@ std::uint64_t batcher_core::handoff_limit() const {
 std::vector<int> batcher_core::take_permits() {
   std::vector<int> out;
   auto limit = handoff_limit();
+  auto out_now = handed_out_ + static_cast<std::uint64_t>(
+                                   std::count(permit_held_.begin(), permit_held_.end(), true));
   const auto& ups = up(worker_role::preprocessor);
-  for (std::size_t i = 0; i < ups.size() && handed_out_ + permits_out_ < limit; ++i) {
+  for (std::size_t i = 0; i < ups.size() && out_now < limit; ++i) {
     auto w = (next_permit_ + i) % ups.size();
     if (ups[w] && !permit_held_[w]) {
       permit_held_[w] = true;
-      ++permits_out_;
+      ++out_now;
       out.push_back(static_cast<int>(w));
     }
   }

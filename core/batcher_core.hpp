@@ -172,7 +172,6 @@ class batcher_core {
   std::vector<std::uint64_t> straggler_load_;
   std::vector<bool> up_[worker_role_count];
   std::vector<bool> permit_held_;  ///< per preprocessor
-  std::uint64_t permits_out_ = 0;
   std::uint64_t handed_out_ = 0;
   std::size_t next_permit_ = 0;  ///< round robin start of the next grant
   std::size_t next_reader_ = 0;

@@ -41,8 +41,7 @@ int run(const arguments& args, stop_token& stop) {
     return 2;
   }
   std::thread stopper([&] {
-    // Wakes on a stop request, or on the stop the end of the run requests below.
-    stop.wait_for(std::chrono::hours(24 * 365));
+    stop.wait();  // a signal's stop request, or the one the end of the run makes below
     p->shutdown();
   });
   auto info = p->info();

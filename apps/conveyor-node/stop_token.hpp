@@ -22,6 +22,12 @@ class stop_token {
     std::lock_guard<std::mutex> lock(mutex_);
     return requested_;
   }
+  /// Waits until a stop is requested. conveyor-node always requests one when its run ends, so
+  /// this wait is bounded by the run.
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait(lock, [this] { return requested_; });
+  }
   /// Waits `d` or until a stop is requested, whichever comes first; true when stopped.
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> d) {
