@@ -43,7 +43,9 @@ training_record::totals training_record::summarize(clock_type::time_point start)
   t.step_s = std::chrono::duration<double>(step_).count();
   for (std::uint64_t e = 0; e < epochs_; ++e) {
     t.ledger += ledger_.summary(e);
-    t.epoch_end_s.push_back(std::chrono::duration<double>(epoch_end_[e] - start).count());
+    if (epoch_end_[e] != clock_type::time_point{}) {  // an interrupted run ends fewer
+      t.epoch_end_s.push_back(std::chrono::duration<double>(epoch_end_[e] - start).count());
+    }
     t.epoch_stall_s.push_back(std::chrono::duration<double>(epoch_stall_[e]).count());
   }
   return t;

@@ -31,7 +31,8 @@ class training_record {
     double stall_s = 0;
     double step_s = 0;
     epoch_summary ledger;
-    std::vector<double> epoch_end_s;    ///< since `start`, when the last GPU finished each epoch
+    /// Since `start`, when the last GPU finished each epoch; only the epochs that ended.
+    std::vector<double> epoch_end_s;
     std::vector<double> epoch_stall_s;  ///< the trainers' waits for each epoch's batches
   };
   totals summarize(std::chrono::steady_clock::time_point start) const;
