@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/latency_tracker.hpp"
-#include "core/rate_meter.hpp"
+#include "core/metrics/latency_tracker.hpp"
+#include "core/metrics/rate_meter.hpp"
 #include "messages/monitor.hpp"
 
 namespace conveyor {

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "actors/worker_handles.hpp"
-#include "core/log.hpp"
+#include "core/base/log.hpp"
 
 namespace conveyor {
 namespace {
@@ -121,9 +121,11 @@ void pump(batcher_pointer self, const batcher_options& opts) {
   bool finished_before = st.core->finished();
   auto plans = st.core->take_batches();
   if (st.core->finished() && !finished_before) {
-    // Published before the last batches go out, so a trainer that has seen the last batch
-    // also sees the final figures.
     log("batcher")->info("every epoch handed to the feeders");
+  }
+  if (!plans.empty()) {
+    // Published before the batches go out, so the figures a trainer reads (report()) count
+    // every batch it has been handed, the last one included.
     publish(self, opts);
   }
   for (auto& plan : plans) {

@@ -10,9 +10,9 @@
 #include <memory>
 
 #include "actors/reporting.hpp"
-#include "core/batcher_core.hpp"
-#include "core/pipeline_status.hpp"
-#include "core/quarantine_report.hpp"
+#include "core/batching/batcher_core.hpp"
+#include "core/batching/quarantine_report.hpp"
+#include "core/delivery/pipeline_status.hpp"
 #include "messages/pipeline_actors.hpp"
 
 namespace conveyor {

@@ -2,8 +2,8 @@
 
 #include <caf/all.hpp>
 
+#include "core/base/log.hpp"
 #include "core/cuda/device_feeder.hpp"
-#include "core/log.hpp"
 
 namespace conveyor {
 namespace {

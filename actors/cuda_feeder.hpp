@@ -13,8 +13,8 @@
 #include <optional>
 
 #include "actors/feeder.hpp"
-#include "core/tensor.hpp"
-#include "core/transform_spec.hpp"
+#include "core/base/tensor.hpp"
+#include "core/transforms/transform_spec.hpp"
 
 namespace conveyor {
 

@@ -2,7 +2,7 @@
 
 #include <caf/all.hpp>
 
-#include "core/log.hpp"
+#include "core/base/log.hpp"
 
 namespace conveyor {
 namespace {
@@ -11,6 +11,7 @@ struct feeder_state {
   static inline const char* name = "feeder";
   std::vector<std::shared_ptr<host_batch>> ring;
   std::vector<std::uint64_t> free_slots;
+  std::vector<bool> lent;                  ///< per slot: handed to the trainer, not yet released
   std::unique_ptr<actor_metrics> metrics;  ///< collate time per batch
 };
 
@@ -33,6 +34,7 @@ void on_plan(feeder_pointer self, const feeder_options& opts, const batch_plan& 
     return;
   }
   batch.slot = slot;
+  st.lent[slot] = true;
   opts.status->add_collate(elapsed_ns(start), plan.samples.size());
   opts.channel->push(st.ring[slot]);
   st.metrics->record(elapsed_ns(start));
@@ -40,10 +42,13 @@ void on_plan(feeder_pointer self, const feeder_options& opts, const batch_plan& 
 
 void on_release(feeder_pointer self, const feeder_options& opts, std::uint64_t slot) {
   auto& st = self->state;
-  if (slot >= st.ring.size()) {
-    log("feeder")->error("feeder {}: release of unknown buffer {}", opts.gpu, slot);
+  if (slot >= st.ring.size() || !st.lent[slot]) {
+    // Ignored, so that a buffer never enters the ring twice (two batches in one buffer).
+    log("feeder")->error("feeder {}: release of buffer {}, which is not lent out: ignored",
+                         opts.gpu, slot);
     return;
   }
+  st.lent[slot] = false;
   auto samples = static_cast<std::uint64_t>(st.ring[slot]->size());
   st.free_slots.push_back(slot);
   self->send(opts.batcher, atoms::credit::value, opts.gpu, std::uint64_t{1}, samples);
@@ -51,6 +56,7 @@ void on_release(feeder_pointer self, const feeder_options& opts, std::uint64_t s
 
 feeder_actor::behavior_type host_feeder(feeder_pointer self, feeder_options opts) {
   auto& st = self->state;
+  st.lent.assign(opts.slots, false);
   for (std::uint64_t i = 0; i < opts.slots; ++i) {
     st.ring.push_back(std::make_shared<host_batch>());
     st.free_slots.push_back(opts.slots - 1 - i);

@@ -10,8 +10,8 @@
 #include <memory>
 
 #include "actors/reporting.hpp"
-#include "core/batch_channel.hpp"
-#include "core/pipeline_status.hpp"
+#include "core/delivery/batch_channel.hpp"
+#include "core/delivery/pipeline_status.hpp"
 #include "messages/pipeline_actors.hpp"
 
 namespace conveyor {

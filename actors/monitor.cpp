@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "core/log.hpp"
+#include "core/base/log.hpp"
 
 namespace conveyor {
 namespace {

@@ -16,8 +16,8 @@
 #include "actors/reader.hpp"
 #include "actors/straggler.hpp"
 #include "actors/supervisor.hpp"
-#include "core/log.hpp"
-#include "core/opencv_threads.hpp"
+#include "core/base/log.hpp"
+#include "core/transforms/opencv_threads.hpp"
 
 namespace conveyor {
 namespace {
@@ -36,10 +36,11 @@ caf::actor_system_config make_config(int scheduler_threads) {
   return cfg;
 }
 
-std::vector<std::shared_ptr<batch_channel>> make_channels(int gpus) {
+// One channel per GPU, knowing the GPU's ring of `buffers` batch buffers.
+std::vector<std::shared_ptr<batch_channel>> make_channels(int gpus, std::uint64_t buffers) {
   std::vector<std::shared_ptr<batch_channel>> out;
   for (int g = 0; g < gpus; ++g) {
-    out.push_back(std::make_shared<batch_channel>());
+    out.push_back(std::make_shared<batch_channel>(buffers));
   }
   return out;
 }
@@ -63,7 +64,8 @@ struct pipeline_runtime::impl {
       : spec(std::move(s)),
         config(make_config(spec.scheduler_threads)),
         system(config),
-        status(std::make_shared<pipeline_status>(make_channels(spec.settings.gpus))) {}
+        status(std::make_shared<pipeline_status>(
+            make_channels(spec.settings.gpus, spec.prefetch_batches + 1))) {}
 
   void spawn_all();
   void spawn_supervisors(const reporting& report);
@@ -72,6 +74,9 @@ struct pipeline_runtime::impl {
   void escalate_on_death(const Handle& handle, std::string name);
   void stop();
 
+  // First member, so the trainer's OpenCV setting comes back only after the actors are gone:
+  // the preprocessor pool is the parallelism, one per core.
+  opencv_threads_off opencv_off;
   pipeline_spec spec;
   caf::actor_system_config config;
   caf::actor_system system;  // declared before the handles: they must go first
@@ -181,7 +186,6 @@ void pipeline_runtime::impl::stop() {
 }
 
 pipeline_runtime::pipeline_runtime(pipeline_spec spec) {
-  disable_opencv_threads();  // the preprocessor pool is the parallelism: one per core
   complete_settings(spec);
   impl_ = std::make_unique<impl>(std::move(spec));
   impl_->spawn_all();
@@ -200,11 +204,15 @@ const pipeline_spec& pipeline_runtime::spec() const noexcept {
   return impl_->spec;
 }
 
-void pipeline_runtime::release(int gpu, std::uint64_t slot) {
+bool pipeline_runtime::release(int gpu, std::uint64_t slot) {
+  if (!impl_->status->channel(gpu)->give_back(slot)) {
+    return false;  // a second release of the same buffer: the feeder has it already
+  }
   std::lock_guard<std::mutex> lock(impl_->stop_mutex);
   if (!impl_->stopped) {
     caf::anon_send(impl_->feeders[static_cast<std::size_t>(gpu)], atoms::release::value, slot);
   }
+  return true;
 }
 
 void pipeline_runtime::stop() {

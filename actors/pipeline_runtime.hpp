@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "actors/supervisor.hpp"
-#include "core/batch_policy.hpp"
-#include "core/batcher_core.hpp"
-#include "core/fault_injector.hpp"
-#include "core/pipeline_status.hpp"
-#include "core/quarantine_report.hpp"
-#include "core/sample_source.hpp"
-#include "core/transform_chain.hpp"
+#include "core/batching/batch_policy.hpp"
+#include "core/batching/batcher_core.hpp"
+#include "core/batching/quarantine_report.hpp"
+#include "core/delivery/pipeline_status.hpp"
+#include "core/storage/sample_source.hpp"
+#include "core/supervision/fault_injector.hpp"
+#include "core/transforms/transform_chain.hpp"
 
 namespace conveyor {
 
@@ -31,6 +31,8 @@ struct pipeline_spec {
   int readers = 1;
   int stragglers = 0;  ///< straggler actors; used when settings.hand_off is set
   std::uint64_t prefetch_batches = 2;
+  /// pipeline::next() waits at most this long for a batch.
+  std::chrono::milliseconds next_timeout{300000};
   std::chrono::milliseconds monitor_interval{1000};  ///< 0: no monitor reports
   int scheduler_threads = 2;  ///< CAF threads for the light actors (batcher, feeders, monitor)
   // Members below have {} so that aggregate initialisation naming only the first ones stays
@@ -55,8 +57,9 @@ class pipeline_runtime {
 
   const std::shared_ptr<pipeline_status>& status() const noexcept;
   const pipeline_spec& spec() const noexcept;
-  /// Gives buffer `slot` of GPU `gpu` back to its feeder.
-  void release(int gpu, std::uint64_t slot);
+  /// Gives buffer `slot` of GPU `gpu` back to its feeder: true when the trainer held it, false
+  /// (and nothing sent) for a second release of the same buffer. Idempotent per buffer.
+  bool release(int gpu, std::uint64_t slot);
   /// Stops every actor and closes the channels; idempotent. The destructor calls it.
   void stop();
 

@@ -18,8 +18,8 @@
 
 #include "actors/reporting.hpp"
 #include "actors/worker_context.hpp"
-#include "core/pipeline_status.hpp"
-#include "core/transform_chain.hpp"
+#include "core/delivery/pipeline_status.hpp"
+#include "core/transforms/transform_chain.hpp"
 #include "messages/pipeline_actors.hpp"
 
 namespace conveyor {

@@ -10,8 +10,8 @@
 
 #include "actors/reporting.hpp"
 #include "actors/worker_context.hpp"
-#include "core/pipeline_status.hpp"
-#include "core/sample_source.hpp"
+#include "core/delivery/pipeline_status.hpp"
+#include "core/storage/sample_source.hpp"
 #include "messages/pipeline_actors.hpp"
 
 namespace conveyor {

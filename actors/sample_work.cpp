@@ -2,7 +2,7 @@
 
 #include <exception>
 
-#include "core/jpeg_decoder.hpp"
+#include "core/codecs/jpeg_decoder.hpp"
 
 namespace conveyor {
 

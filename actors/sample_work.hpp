@@ -6,10 +6,10 @@
 #include <cstdint>
 
 #include "conveyor/error.hpp"
-#include "core/pipeline_status.hpp"
-#include "core/prepared_sample.hpp"
-#include "core/sample_state.hpp"
-#include "core/transform_chain.hpp"
+#include "core/batching/prepared_sample.hpp"
+#include "core/delivery/pipeline_status.hpp"
+#include "core/transforms/sample_state.hpp"
+#include "core/transforms/transform_chain.hpp"
 
 namespace conveyor {
 

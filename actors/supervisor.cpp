@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/log.hpp"
+#include "core/base/log.hpp"
 
 namespace conveyor {
 namespace {

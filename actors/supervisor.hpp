@@ -15,8 +15,8 @@
 #include <memory>
 
 #include "actors/worker_context.hpp"
-#include "core/pipeline_status.hpp"
-#include "core/restart_budget.hpp"
+#include "core/delivery/pipeline_status.hpp"
+#include "core/supervision/restart_budget.hpp"
 #include "messages/pipeline_actors.hpp"
 
 namespace conveyor {

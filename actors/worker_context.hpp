@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
-#include "core/activity_slot.hpp"
-#include "core/fault_injector.hpp"
-#include "core/log.hpp"
+#include "core/base/log.hpp"
+#include "core/supervision/activity_slot.hpp"
+#include "core/supervision/fault_injector.hpp"
 
 namespace conveyor {
 

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "core/worker_role.hpp"
+#include "core/base/worker_role.hpp"
 #include "messages/pipeline_actors.hpp"
 
 namespace conveyor {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/log.hpp"
+#include "core/base/log.hpp"
 
 #if CONVEYOR_HAVE_CUDA
 #include "core/cuda/device_query.hpp"

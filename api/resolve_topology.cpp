@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "api/resolve_devices.hpp"
-#include "core/log.hpp"
-#include "core/normalize_placement.hpp"
+#include "core/base/log.hpp"
+#include "core/transforms/normalize_placement.hpp"
 
 namespace conveyor {
 namespace {
@@ -83,11 +83,13 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   spec.gpu_normalize_type =
       t.normalize_dtype == output_dtype::bfloat16 ? dtype::bfloat16 : dtype::float32;
   spec.readers = t.pipeline.readers;
-  // "auto": one per core. Stragglers run at a lower priority, so they take only the CPU the
-  // preprocessors leave idle; with fewer, a window full of slow samples left cores idle
-  // (bench/results/peers.md: latency_aware used 1.4 of 2 cores with one straggler actor).
+  // "auto": one per core. With fewer, a window full of slow samples left cores idle
+  // (bench/results/peers.md: latency_aware used 1.4 of 2 cores with one straggler actor);
+  // hand-off permits bound what they take (batching.handoff_share, straggler_backlog).
   spec.stragglers = t.pipeline.stragglers == auto_count ? hardware_cores() : t.pipeline.stragglers;
   spec.prefetch_batches = static_cast<std::uint64_t>(t.pipeline.prefetch_batches);
+  spec.next_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(t.pipeline.next_timeout_s));
   spec.monitor_interval = std::chrono::milliseconds(t.monitor.interval_ms);
   spec.supervision = resolve_supervision(t.supervision, t.dataset.seed);
   spec.faults = resolve_faults(t.faults);

@@ -12,7 +12,7 @@
 #include <random>
 #include <utility>
 
-#include "core/latency_tracker.hpp"
+#include "core/metrics/latency_tracker.hpp"
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <numeric>
 #include <random>
 
-#include "core/dataset_writer.hpp"
-#include "core/shard_stream.hpp"
-#include "core/sharded_dataset.hpp"
+#include "core/storage/dataset_writer.hpp"
+#include "core/storage/shard_stream.hpp"
+#include "core/storage/sharded_dataset.hpp"
 
 namespace {
 

@@ -22,11 +22,11 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "core/crop_geometry.hpp"
-#include "core/image_list.hpp"
-#include "core/jpeg_decoder.hpp"
-#include "core/synthetic_images.hpp"
-#include "core/transform_chain.hpp"
+#include "core/codecs/jpeg_decoder.hpp"
+#include "core/codecs/synthetic_images.hpp"
+#include "core/storage/image_list.hpp"
+#include "core/transforms/crop_geometry.hpp"
+#include "core/transforms/transform_chain.hpp"
 
 namespace conveyor {
 namespace {

@@ -4,10 +4,11 @@ find_package(PkgConfig REQUIRED)
 # A lean build leaves out imgcodecs (and the ~180 MB of codec, GIS and GUI libraries behind
 # it): TurboJPEG decodes and encodes JPEG, and other formats are refused.
 if(CONVEYOR_LEAN)
-  find_package(OpenCV REQUIRED COMPONENTS core imgproc)
+  set(CONVEYOR_OPENCV_COMPONENTS core imgproc)
 else()
-  find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
+  set(CONVEYOR_OPENCV_COMPONENTS core imgproc imgcodecs)
 endif()
+find_package(OpenCV REQUIRED COMPONENTS ${CONVEYOR_OPENCV_COMPONENTS})
 find_package(spdlog REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(CLI11 REQUIRED)

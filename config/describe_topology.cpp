@@ -107,7 +107,8 @@ std::string describe(const topology& node) {
       << "pipeline: batch_size=" << p.batch_size
       << " preprocessors=" << count_or_auto(p.preprocessors) << " readers=" << p.readers
       << " prefetch_batches=" << p.prefetch_batches << " stragglers=" << count_or_auto(p.stragglers)
-      << " per_worker_limit=" << p.per_worker_limit << "\n"
+      << " per_worker_limit=" << p.per_worker_limit
+      << " next_timeout_s=" << number_text(p.next_timeout_s) << "\n"
       << "batching: policy=" << to_string(b.policy)
       << " straggler_percentile=" << number_text(b.straggler_percentile)
       << " min_budget_ms=" << number_text(b.min_budget_ms)

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/spec_checks.hpp"
+#include "core/transforms/spec_checks.hpp"
 
 namespace conveyor::config_detail {
 

@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "core/batch_policy.hpp"
-#include "core/restart_budget.hpp"
-#include "core/sample_source.hpp"
-#include "core/transform_spec.hpp"
+#include "core/batching/batch_policy.hpp"
+#include "core/storage/sample_source.hpp"
+#include "core/supervision/restart_budget.hpp"
+#include "core/transforms/transform_spec.hpp"
 
 namespace conveyor {
 
@@ -51,6 +51,7 @@ struct pipeline_config {
   int prefetch_batches = 2;        ///< >= 1: batches ready ahead of the trainer, per GPU
   int stragglers = auto_count;     ///< auto_count or >= 0 (0 reads as "auto" too)
   int per_worker_limit = 2;        ///< >= 1: samples queued at one preprocessor
+  double next_timeout_s = 300.0;   ///< > 0: pipeline::next() waits at most this long
 };
 
 /// [batching]

@@ -9,7 +9,7 @@
 #include "config/section_readers.hpp"
 #include "config/topology_overrides.hpp"
 #include "config/transform_schema.hpp"
-#include "core/byte_source.hpp"
+#include "core/storage/byte_source.hpp"
 
 namespace conveyor {
 namespace {

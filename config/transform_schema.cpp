@@ -4,8 +4,8 @@
 #include <string>
 #include <variant>
 
-#include "core/transform_chain.hpp"
-#include "core/transform_step.hpp"
+#include "core/transforms/transform_chain.hpp"
+#include "core/transforms/transform_step.hpp"
 
 namespace conveyor::config_detail {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "config/schema_reader.hpp"
 #include "config/topology.hpp"
-#include "core/transform_spec.hpp"
+#include "core/transforms/transform_spec.hpp"
 
 namespace conveyor::config_detail {
 

@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/shard_reader.hpp"
-#include "core/shard_stream.hpp"
+#include "core/storage/shard_reader.hpp"
+#include "core/storage/shard_stream.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace conveyor;

@@ -45,7 +45,7 @@ using reader_actor =
     caf::typed_actor<caf::reacts_to<atoms::read, sample_ticket, preprocessor_actor>,
                      caf::reacts_to<atoms::tick>>;
 
-/// The pipeline's coordinator; see core/batcher_core.hpp for what it promises. Supervisors
+/// The pipeline's coordinator; see core/batching/batcher_core.hpp for what it promises. Supervisors
 /// tell it when a worker (role, index) comes up with its handle, and when one goes down: then
 /// the samples it held are issued again, and `culprit` (the attempt it was working on, 0 if
 /// none) is charged a failure with `reason`; `done_through` is the last attempt it completed

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/batcher_core.hpp"
-#include "core/prepared_sample.hpp"
-#include "core/sample_state.hpp"
+#include "core/batching/budget_figures.hpp"
+#include "core/batching/prepared_sample.hpp"
+#include "core/transforms/sample_state.hpp"
 
 namespace conveyor {
 

@@ -6,8 +6,8 @@
 #include <random>
 #include <set>
 
-#include "core/batcher_core.hpp"
-#include "core/epoch_order.hpp"
+#include "core/batching/batcher_core.hpp"
+#include "core/batching/epoch_order.hpp"
 #include "support/batcher_world.hpp"
 
 namespace conveyor {

@@ -4,8 +4,8 @@
 
 #include <cstdlib>
 
-#include "core/dataset_packer.hpp"
-#include "core/sharded_dataset.hpp"
+#include "core/storage/dataset_packer.hpp"
+#include "core/storage/sharded_dataset.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

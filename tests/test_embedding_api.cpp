@@ -1,11 +1,15 @@
 // The public embedding API (include/conveyor/pipeline.hpp) as a trainer uses it.
 #include <gtest/gtest.h>
 
+#include <spdlog/spdlog.h>
+#include <conveyor/log.hpp>
 #include <conveyor/pipeline.hpp>
 #include <fstream>
 #include <mutex>
+#include <opencv2/core/utility.hpp>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include "support/test_support.hpp"
 
@@ -110,6 +114,221 @@ TEST(EmbeddingApiErrors, BadTopologyAndBadGpuAreErrors) {
   ASSERT_TRUE(p);
   EXPECT_FALSE(p->next(1));
   EXPECT_FALSE(p->next(-1));
+}
+
+// Every sample id a loop over `range` sees, into `seen`.
+std::size_t drain(pipeline::epoch_range range, std::multiset<std::uint64_t>& seen) {
+  std::size_t batches = 0;
+  for (auto& b : range) {
+    seen.insert(b.sample_ids().begin(), b.sample_ids().end());
+    ++batches;
+  }
+  return batches;
+}
+
+void expect_every_sample_once(const std::multiset<std::uint64_t>& seen) {
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(images));
+  for (std::uint64_t id = 0; id < images; ++id) {
+    EXPECT_EQ(seen.count(id), 1u) << "sample " << id;
+  }
+}
+
+TEST(EmbeddingApiMisuse, BreakingOutOfAnEpochKeepsItsRestForTheNextCall) {
+  temp_dir dir;
+  auto p = pipeline::open(setup(dir));
+  ASSERT_TRUE(p) << p.error().what();
+  std::vector<std::multiset<std::uint64_t>> seen(2);
+  for (auto& b : p->epoch(0, 0)) {
+    seen[0].insert(b.sample_ids().begin(), b.sample_ids().end());
+    break;  // e.g. a fixed number of steps per epoch
+  }
+  EXPECT_EQ(seen[0].size(), 3u);
+  auto out_of_turn = p->epoch(1, 0);
+  EXPECT_EQ(drain(out_of_turn, seen[1]), 0u);
+  ASSERT_TRUE(out_of_turn.error().has_value()) << "never an empty epoch without a word";
+  EXPECT_EQ(out_of_turn.error()->code(), errc::invalid_argument);
+  EXPECT_NE(out_of_turn.error()->message().find("still in epoch 0"), std::string::npos)
+      << out_of_turn.error()->message();
+  auto rest = p->epoch(0, 0);  // the rest of epoch 0: nothing was dropped
+  drain(rest, seen[0]);
+  EXPECT_TRUE(rest.complete());
+  EXPECT_FALSE(rest.error().has_value());
+  drain(p->epoch(1, 0), seen[1]);
+  expect_every_sample_once(seen[0]);
+  expect_every_sample_once(seen[1]);
+  auto report = p->report();
+  EXPECT_EQ(report.delivered, 2u * images);
+  EXPECT_EQ(report.lost + report.duplicates, 0u);
+}
+
+TEST(EmbeddingApiMisuse, AskingForALaterEpochFirstTakesNothing) {
+  temp_dir dir;
+  auto p = pipeline::open(setup(dir));
+  ASSERT_TRUE(p) << p.error().what();
+  std::vector<std::multiset<std::uint64_t>> seen(2);
+  auto early = p->epoch(1, 0);
+  EXPECT_EQ(drain(early, seen[1]), 0u);
+  ASSERT_TRUE(early.error().has_value());
+  auto past = p->epoch(5, 0);
+  EXPECT_EQ(drain(past, seen[1]), 0u);
+  ASSERT_TRUE(past.error().has_value());
+  EXPECT_EQ(past.error()->code(), errc::not_found);
+  drain(p->epoch(0, 0), seen[0]);
+  auto ended = p->epoch(0, 0);  // epoch 0 is over now
+  EXPECT_EQ(drain(ended, seen[0]), 0u);
+  ASSERT_TRUE(ended.error().has_value());
+  drain(p->epoch(1, 0), seen[1]);
+  expect_every_sample_once(seen[0]);
+  expect_every_sample_once(seen[1]);
+}
+
+TEST(EmbeddingApiMisuse, HoldingEveryBufferGetsAnErrorNotAHang) {
+  temp_dir dir;
+  auto p = pipeline::open(setup(dir));  // prefetch_batches = 1: two buffers
+  ASSERT_TRUE(p) << p.error().what();
+  std::vector<batch> accumulated;  // gradient accumulation over more batches than buffers
+  for (int i = 0; i < 2; ++i) {
+    auto b = p->next(0);
+    ASSERT_TRUE(b) << b.error().what();
+    accumulated.push_back(std::move(*b));
+  }
+  auto third = p->next(0);
+  ASSERT_FALSE(third);
+  EXPECT_EQ(third.error().code(), errc::resource_exhausted);
+  EXPECT_NE(third.error().message().find("holds all 2 batch buffers"), std::string::npos)
+      << third.error().message();
+  accumulated.front().release();
+  accumulated.front().release();  // idempotent
+  auto after = p->next(0);
+  ASSERT_TRUE(after) << "one buffer back: batches flow again";
+}
+
+TEST(EmbeddingApiMisuse, ANextWaitIsBoundedWhenAnotherGpuIsNotConsumed) {
+  temp_dir dir;
+  auto p = pipeline::open(setup(dir), {"gpus=2", "pipeline.next_timeout_s=0.2"});
+  ASSERT_TRUE(p) << p.error().what();
+  EXPECT_DOUBLE_EQ(p->info().next_timeout_s, 0.2);
+  // GPU 1's trainer never comes; GPU 0 releases every batch, yet soon waits on GPU 1.
+  for (;;) {
+    auto b = p->next(0);
+    if (!b) {
+      EXPECT_EQ(b.error().code(), errc::timed_out) << b.error().what();
+      EXPECT_NE(b.error().message().find("one thread per GPU"), std::string::npos);
+      break;
+    }
+    ASSERT_FALSE(b->last_in_epoch() && b->epoch() + 1 == p->epochs())
+        << "GPU 0 finished without GPU 1";
+  }
+}
+
+TEST(EmbeddingApiLive, TheReportCountsWhatTheTrainerHasBeenHanded) {
+  temp_dir dir;
+  auto p = pipeline::open(setup(dir));
+  ASSERT_TRUE(p) << p.error().what();
+  std::multiset<std::uint64_t> seen;
+  drain(p->epoch(0, 0), seen);
+  auto mid = p->report();  // epoch 1 cannot have finished: the window is 6 samples
+  EXPECT_FALSE(mid.finished);
+  EXPECT_GE(mid.delivered, static_cast<std::uint64_t>(images));
+  EXPECT_EQ(mid.duplicates, 0u);
+  auto first = p->next(0);
+  ASSERT_TRUE(first);
+  EXPECT_GE(p->report().delivered, images + first->size());
+}
+
+TEST(EmbeddingApiLifetime, AnIteratorOutlivesTheRangeExpressionItCameFrom) {
+  temp_dir dir;
+  auto p = pipeline::open(setup(dir));
+  ASSERT_TRUE(p) << p.error().what();
+  auto it = p->epoch(0, 0).begin();  // the range is a temporary, gone after this line
+  ASSERT_NE(it, pipeline::epoch_range::iterator{});
+  EXPECT_EQ(it->size(), 3u);
+  ++it;
+  EXPECT_EQ(it->epoch(), 0u);
+  auto moved = std::move(*p);  // a range of a moved pipeline goes on
+  std::multiset<std::uint64_t> seen;
+  drain(moved.epoch(0, 0), seen);
+  EXPECT_EQ(seen.size() + 6, static_cast<std::size_t>(images))
+      << "two batches were taken (the iterator still holds the second)";
+}
+
+TEST(EmbeddingApiTypes, TheTensorIsWritableAndItsDtypeMapsToDlpack) {
+  static_assert(std::is_same_v<decltype(tensor_view::data), void*>, "zero-copy needs no cast");
+  static_assert(to_dlpack(dtype::float32).code == 2 && to_dlpack(dtype::float32).bits == 32);
+  static_assert(to_dlpack(dtype::bfloat16).code == 4 && to_dlpack(dtype::uint8).code == 1);
+  temp_dir dir;
+  auto p = pipeline::open(setup(dir));
+  ASSERT_TRUE(p) << p.error().what();
+  auto info = p->info();
+  EXPECT_EQ(info.class_names, (std::vector<std::string>{"c0", "c1", "c2"}));
+  EXPECT_EQ(info.classes(), 3u);
+  auto b = p->next(0);
+  ASSERT_TRUE(b);
+  auto t = b->tensor();
+  ASSERT_EQ(t.elements(), b->size() * 3 * 16 * 12);
+  static_cast<std::uint8_t*>(t.data)[0] = 7;  // in-place work on the trainer's buffer
+  EXPECT_EQ(static_cast<const std::uint8_t*>(b->tensor().data)[0], 7);
+}
+
+// Captures Conveyor's log lines through the public sink; restores stderr after.
+class captured_log {
+ public:
+  captured_log() {
+    set_log_sink([this](log_level level, std::string_view component, std::string_view text) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lines_.push_back(std::string(component) + "|" + std::to_string(static_cast<int>(level)) +
+                       "|" + std::string(text));
+    });
+  }
+  ~captured_log() { set_log_sink(nullptr); }
+  bool contains(const std::string& text) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& l : lines_) {
+      if (l.find(text) != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+TEST(EmbeddingApiLogging, LinesGoToTheTrainersSinkAndSpdlogIsLeftAlone) {
+  spdlog::set_level(spdlog::level::warn);  // the trainer's own setting
+  temp_dir dir;
+  captured_log lines;
+  {
+    auto p = pipeline::open(setup(dir));
+    ASSERT_TRUE(p) << p.error().what();
+    drain(p->epoch(1, 0), *std::make_unique<std::multiset<std::uint64_t>>());
+  }
+  EXPECT_TRUE(lines.contains("pipeline|4|epoch(1, 0): invalid_argument: gpu 0 is still in"));
+  set_log_level(log_level::off);
+  EXPECT_EQ(get_log_level(), log_level::off);
+  {
+    auto p = pipeline::open(setup(dir));
+    ASSERT_TRUE(p);
+    drain(p->epoch(3, 0), *std::make_unique<std::multiset<std::uint64_t>>());
+  }
+  EXPECT_FALSE(lines.contains("epoch(3, 0)")) << "level off: nothing logged";
+  set_log_level(log_level::info);
+  EXPECT_EQ(spdlog::get_level(), spdlog::level::warn) << "the trainer's spdlog level is its own";
+  EXPECT_EQ(spdlog::get("pipeline"), nullptr) << "nothing in spdlog's registry";
+}
+
+TEST(EmbeddingApiSideEffects, OpenCvThreadsComeBackWhenThePipelineGoes) {
+  cv::setNumThreads(3);
+  temp_dir dir;
+  {
+    auto p = pipeline::open(setup(dir));
+    ASSERT_TRUE(p) << p.error().what();
+    // Off now (cv::setNumThreads(0): Debian's TBB backend still reports its arena's size).
+    cv::setNumThreads(5);  // a trainer changing it meanwhile is its own business
+  }
+  EXPECT_EQ(cv::getNumThreads(), 3) << "the setting from before the pipeline is back";
 }
 
 }  // namespace

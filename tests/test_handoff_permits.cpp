@@ -3,7 +3,7 @@
 // actors can start soon, and a share of the window). No actors, no clocks.
 #include <gtest/gtest.h>
 
-#include "core/batcher_core.hpp"
+#include "core/batching/batcher_core.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

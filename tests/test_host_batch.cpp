@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/host_batch.hpp"
+#include "core/delivery/host_batch.hpp"
 
 namespace conveyor {
 namespace {

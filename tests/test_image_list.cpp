@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "core/image_list.hpp"
+#include "core/storage/image_list.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

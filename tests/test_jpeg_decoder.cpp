@@ -10,7 +10,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "core/jpeg_decoder.hpp"
+#include "core/codecs/jpeg_decoder.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

@@ -4,8 +4,8 @@
 
 #include <opencv2/core.hpp>
 
-#include "core/jpeg_decoder.hpp"
-#include "core/jpeg_encoder.hpp"
+#include "core/codecs/jpeg_decoder.hpp"
+#include "core/codecs/jpeg_encoder.hpp"
 
 namespace conveyor {
 namespace {

@@ -9,10 +9,10 @@
 #include <random>
 #include <set>
 
-#include "core/batch_policy.hpp"
-#include "core/batcher_core.hpp"
-#include "core/epoch_ledger.hpp"
-#include "core/epoch_order.hpp"
+#include "core/batching/batch_policy.hpp"
+#include "core/batching/batcher_core.hpp"
+#include "core/batching/epoch_ledger.hpp"
+#include "core/batching/epoch_order.hpp"
 
 namespace conveyor {
 namespace {

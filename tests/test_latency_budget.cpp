@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <random>
 
-#include "core/latency_budget.hpp"
+#include "core/batching/latency_budget.hpp"
 
 namespace conveyor {
 namespace {

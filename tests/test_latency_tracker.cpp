@@ -10,7 +10,7 @@
 #include <numeric>
 #include <random>
 
-#include "core/latency_tracker.hpp"
+#include "core/metrics/latency_tracker.hpp"
 
 namespace conveyor {
 namespace {

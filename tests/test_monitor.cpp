@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "actors/monitor.hpp"
-#include "core/log.hpp"
+#include "core/base/log.hpp"
 
 namespace conveyor {
 namespace {

@@ -10,8 +10,8 @@
 #include <opencv2/core.hpp>
 #include <opencv2/core/utility.hpp>
 
-#include "core/normalize_batch.hpp"
-#include "core/transform_step.hpp"
+#include "core/transforms/normalize_batch.hpp"
+#include "core/transforms/transform_step.hpp"
 #include "support/normalize_fixtures.hpp"
 
 namespace conveyor {

@@ -1,7 +1,7 @@
 // Moving normalize to the GPU: the CPU chain ends with to_uint8 and the feeder gets the spec.
 #include <gtest/gtest.h>
 
-#include "core/normalize_placement.hpp"
+#include "core/transforms/normalize_placement.hpp"
 
 namespace conveyor {
 namespace {

@@ -2,7 +2,7 @@
 // expected rate is exact.
 #include <gtest/gtest.h>
 
-#include "core/rate_meter.hpp"
+#include "core/metrics/rate_meter.hpp"
 
 namespace conveyor {
 namespace {

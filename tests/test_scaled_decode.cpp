@@ -17,9 +17,9 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include "core/crop_geometry.hpp"
-#include "core/jpeg_decoder.hpp"
-#include "core/transform_chain.hpp"
+#include "core/codecs/jpeg_decoder.hpp"
+#include "core/transforms/crop_geometry.hpp"
+#include "core/transforms/transform_chain.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

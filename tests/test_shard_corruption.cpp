@@ -1,10 +1,10 @@
 // Every kind of damaged shard gives an error value that names the shard (and the record).
 #include <gtest/gtest.h>
 
-#include "core/little_endian.hpp"
-#include "core/shard_reader.hpp"
-#include "core/shard_stream.hpp"
-#include "core/shard_writer.hpp"
+#include "core/storage/little_endian.hpp"
+#include "core/storage/shard_reader.hpp"
+#include "core/storage/shard_stream.hpp"
+#include "core/storage/shard_writer.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

@@ -5,9 +5,9 @@
 #include <numeric>
 #include <random>
 
-#include "core/shard_reader.hpp"
-#include "core/shard_stream.hpp"
-#include "core/shard_writer.hpp"
+#include "core/storage/shard_reader.hpp"
+#include "core/storage/shard_stream.hpp"
+#include "core/storage/shard_writer.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

@@ -3,8 +3,8 @@
 
 #include <fstream>
 
-#include "core/dataset_writer.hpp"
-#include "core/sharded_dataset.hpp"
+#include "core/storage/dataset_writer.hpp"
+#include "core/storage/sharded_dataset.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/batcher_core.hpp"
-#include "core/fault_injector.hpp"
-#include "core/quarantine_report.hpp"
-#include "core/restart_budget.hpp"
+#include "core/batching/batcher_core.hpp"
+#include "core/batching/quarantine_report.hpp"
+#include "core/supervision/fault_injector.hpp"
+#include "core/supervision/restart_budget.hpp"
 #include "support/batcher_world.hpp"
 #include "support/test_support.hpp"
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/log.hpp"
+#include "core/base/log.hpp"
 #include "support/pipeline_harness.hpp"
 
 namespace conveyor {

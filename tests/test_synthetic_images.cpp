@@ -3,8 +3,8 @@
 
 #include <opencv2/imgcodecs.hpp>
 
-#include "core/image_list.hpp"
-#include "core/synthetic_images.hpp"
+#include "core/codecs/synthetic_images.hpp"
+#include "core/storage/image_list.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

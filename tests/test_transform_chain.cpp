@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/sample_seed.hpp"
-#include "core/transform_chain.hpp"
+#include "core/base/sample_seed.hpp"
+#include "core/transforms/transform_chain.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

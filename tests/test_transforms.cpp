@@ -10,8 +10,8 @@
 
 #include <opencv2/core.hpp>
 
-#include "core/crop_geometry.hpp"
-#include "core/transform_step.hpp"
+#include "core/transforms/crop_geometry.hpp"
+#include "core/transforms/transform_step.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {

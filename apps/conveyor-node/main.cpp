@@ -9,13 +9,14 @@
 #include <mutex>
 #include <thread>
 
+#include "api/create_pipeline.hpp"
 #include "apps/common/progress_bar.hpp"
 #include "apps/conveyor-node/run_summary.hpp"
 #include "apps/conveyor-node/simulated_trainer.hpp"
 #include "apps/conveyor-node/stop_signals.hpp"
 #include "config/load_topology.hpp"
 #include "conveyor/pipeline.hpp"
-#include "core/log.hpp"
+#include "core/base/log.hpp"
 
 namespace {
 
@@ -35,7 +36,7 @@ int run(const arguments& args, stop_token& stop) {
     return 2;
   }
   logger->info("topology {}:\n{}", t->source, describe(*t));
-  auto p = pipeline::create(*t);
+  auto p = create_pipeline(*t);
   if (!p) {
     logger->error("{}", p.error().what());
     return 2;

@@ -11,7 +11,7 @@
 
 #include "apps/conveyor-node/stop_token.hpp"
 #include "conveyor/pipeline.hpp"
-#include "core/epoch_ledger.hpp"
+#include "core/batching/epoch_ledger.hpp"
 
 namespace conveyor {
 

@@ -11,10 +11,10 @@
 
 #include "apps/common/byte_size.hpp"
 #include "apps/common/progress_bar.hpp"
-#include "core/dataset_packer.hpp"
-#include "core/log.hpp"
-#include "core/sharded_dataset.hpp"
-#include "core/synthetic_images.hpp"
+#include "core/base/log.hpp"
+#include "core/codecs/synthetic_images.hpp"
+#include "core/storage/dataset_packer.hpp"
+#include "core/storage/sharded_dataset.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 // seeds, so both do exactly the same crops. Prints one JSON line on stdout. --full-decode turns
 // the decode step's DCT scaling off (decode scaled = false), for a full-decode ceiling.
 //
-// `--generate N` instead writes N synthetic JPEGs (core/synthetic_images.hpp, heavy-tailed:
+// `--generate N` instead writes N synthetic JPEGs (core/codecs/synthetic_images.hpp, heavy-tailed:
 // --large-fraction of them 1800-3200 px) into --dataset and exits: the benchmark scripts make
 // their datasets with it.
 //
@@ -24,11 +24,11 @@
 #include <sys/resource.h>
 
 #include "apps/common/command_line.hpp"
-#include "core/epoch_order.hpp"
-#include "core/sample_source.hpp"
-#include "core/synthetic_images.hpp"
-#include "core/transform_chain.hpp"
-#include "core/transform_spec.hpp"
+#include "core/batching/epoch_order.hpp"
+#include "core/codecs/synthetic_images.hpp"
+#include "core/storage/sample_source.hpp"
+#include "core/transforms/transform_chain.hpp"
+#include "core/transforms/transform_spec.hpp"
 
 namespace {
 

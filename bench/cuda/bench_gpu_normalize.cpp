@@ -15,7 +15,7 @@
 
 #include "apps/common/command_line.hpp"
 #include "bench/cuda/feed_loop.hpp"
-#include "core/transform_step.hpp"
+#include "core/transforms/transform_step.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 The peer the benchmark compares against, set up as a careful PyTorch user would:
 - Data: the same record shards conveyor-node reads (manifest.txt + shard files, format v1 of
-  core/shard_format.hpp), so both read the same bytes through the same page cache. Each worker
+  core/storage/shard_format.hpp), so both read the same bytes through the same page cache. Each worker
   opens the shard files itself and reads one record with one pread. Record checksums are not
   verified (conveyor-node verifies them: a few GB/s of XXH3, small against JPEG decode).
 - Transforms: the ImageNet training recipe of config/default.toml in cv2 + numpy: cv2.imdecode,
@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-# core/shard_format.hpp, version 1.
+# core/storage/shard_format.hpp, version 1.
 TRAILER = struct.Struct("<QQQQ8s")  # index_offset, record_count, index xxh3, own xxh3, magic
 INDEX_ENTRY = struct.Struct("<QQ")  # offset, size (header + key + payload)
 RECORD_HEADER = struct.Struct("<4sIiIQQ")  # magic, key_len, label, reserved, payload_len, xxh3

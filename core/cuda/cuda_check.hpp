@@ -7,7 +7,7 @@
 #include <string>
 
 #include "conveyor/error.hpp"
-#include "core/log.hpp"
+#include "core/base/log.hpp"
 
 namespace conveyor::cuda {
 

@@ -6,7 +6,7 @@
 #include "core/cuda/cuda_check.hpp"
 #include "core/cuda/device_guard.hpp"
 #include "core/cuda/normalize_kernel.hpp"
-#include "core/normalize_batch.hpp"
+#include "core/transforms/normalize_batch.hpp"
 
 namespace conveyor::cuda {
 namespace {

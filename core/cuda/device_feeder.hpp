@@ -21,11 +21,11 @@
 #include <vector>
 
 #include "conveyor/error.hpp"
+#include "core/base/tensor.hpp"
 #include "core/cuda/cuda_buffer.hpp"
 #include "core/cuda/cuda_event.hpp"
 #include "core/cuda/cuda_stream.hpp"
-#include "core/normalize_math.hpp"
-#include "core/tensor.hpp"
+#include "core/transforms/normalize_math.hpp"
 
 namespace conveyor::cuda {
 

@@ -1,14 +1,14 @@
 #pragma once
 /// Normalisation of a uint8 batch on the GPU: CHW or HWC uint8 in, NCHW float32 or bfloat16
 /// out, element for element the arithmetic of the CPU normalize step
-/// (core/normalize_math.hpp; core/normalize_batch.hpp is the CPU reference).
+/// (core/transforms/normalize_math.hpp; core/transforms/normalize_batch.hpp is the CPU reference).
 
 #include <cstdint>
 
 #include "conveyor/error.hpp"
+#include "core/base/tensor.hpp"
 #include "core/cuda/cuda_stream.hpp"
-#include "core/normalize_math.hpp"
-#include "core/tensor.hpp"
+#include "core/transforms/normalize_math.hpp"
 
 namespace conveyor::cuda {
 

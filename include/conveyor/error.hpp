@@ -13,16 +13,18 @@ namespace conveyor {
 
 /// The documented error codes. Values are stable: they may travel as integers.
 enum class errc : std::uint8_t {
-  io_error = 1,           ///< a file could not be opened, read or written
-  not_found = 2,          ///< a path, class, key or record does not exist
-  corrupt_shard = 3,      ///< bad magic or version, truncated or torn shard, bad index
-  checksum_mismatch = 4,  ///< a record's bytes differ from its stored checksum
-  decode_error = 5,       ///< bytes that are not a decodable image
-  invalid_argument = 6,   ///< a parameter out of its documented range
-  invalid_config = 7,     ///< a topology or manifest that does not validate
-  empty_dataset = 8,      ///< a dataset or directory without samples
-  transform_error = 9,    ///< a transform step failed on a sample (e.g. an OpenCV exception)
-  worker_failed = 10,     ///< pipeline actors kept failing: a restart budget is spent
+  io_error = 1,             ///< a file could not be opened, read or written
+  not_found = 2,            ///< a path, class, key or record does not exist
+  corrupt_shard = 3,        ///< bad magic or version, truncated or torn shard, bad index
+  checksum_mismatch = 4,    ///< a record's bytes differ from its stored checksum
+  decode_error = 5,         ///< bytes that are not a decodable image
+  invalid_argument = 6,     ///< a parameter out of its documented range
+  invalid_config = 7,       ///< a topology or manifest that does not validate
+  empty_dataset = 8,        ///< a dataset or directory without samples
+  transform_error = 9,      ///< a transform step failed on a sample (e.g. an OpenCV exception)
+  worker_failed = 10,       ///< pipeline actors kept failing: a restart budget is spent
+  resource_exhausted = 11,  ///< every buffer is held by the caller: nothing can arrive
+  timed_out = 12,           ///< nothing came within the configured time
 };
 
 /// Short stable name of an error code, e.g. "checksum_mismatch".

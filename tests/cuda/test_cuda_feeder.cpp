@@ -9,7 +9,7 @@
 #include <mutex>
 
 #include "actors/cuda_feeder.hpp"
-#include "core/normalize_batch.hpp"
+#include "core/transforms/normalize_batch.hpp"
 #include "cuda_fixture.hpp"
 
 namespace conveyor {

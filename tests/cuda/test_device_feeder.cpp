@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "core/cuda/device_feeder.hpp"
-#include "core/normalize_batch.hpp"
+#include "core/transforms/normalize_batch.hpp"
 #include "cuda_fixture.hpp"
 
 namespace conveyor::cuda {

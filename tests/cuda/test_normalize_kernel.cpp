@@ -1,6 +1,6 @@
-// The normalize kernel against the CPU reference (core/normalize_batch.hpp, itself proven equal
-// to the CPU normalize step): float32 within 1e-6, bfloat16 bit for bit, from CHW and HWC
-// uint8 batches of awkward sizes, and over grids that need their loops.
+// The normalize kernel against the CPU reference (core/transforms/normalize_batch.hpp, itself
+// proven equal to the CPU normalize step): float32 within 1e-6, bfloat16 bit for bit, from CHW and
+// HWC uint8 batches of awkward sizes, and over grids that need their loops.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,7 +9,7 @@
 #include "../support/normalize_fixtures.hpp"
 #include "core/cuda/cuda_buffer.hpp"
 #include "core/cuda/normalize_kernel.hpp"
-#include "core/normalize_batch.hpp"
+#include "core/transforms/normalize_batch.hpp"
 #include "cuda_fixture.hpp"
 
 namespace conveyor::cuda {

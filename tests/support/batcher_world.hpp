@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "core/batcher_core.hpp"
+#include "core/batching/batcher_core.hpp"
 
 namespace conveyor::testing {
 

@@ -1,7 +1,7 @@
 #pragma once
 /// Normalisation parameters shared by the CPU and CUDA normalisation tests.
 
-#include "core/transform_spec.hpp"
+#include "core/transforms/transform_spec.hpp"
 
 namespace conveyor::testing {
 

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "actors/pipeline_runtime.hpp"
-#include "core/dataset_writer.hpp"
+#include "core/storage/dataset_writer.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor::testing {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/prepared_sample.hpp"
+#include "core/batching/prepared_sample.hpp"
 
 namespace conveyor::testing {
 

@@ -1,0 +1,15 @@
+#pragma once
+/// Starting a pipeline from a topology already loaded and validated: for Conveyor's own apps
+/// (conveyor-node), which read more of the topology than a trainer does. Trainers use
+/// pipeline::open or pipeline::from_toml (include/conveyor/pipeline.hpp).
+
+#include "config/topology.hpp"
+#include "conveyor/pipeline.hpp"
+
+namespace conveyor {
+
+/// errc::invalid_config (naming the key) when the topology cannot run here, e.g. a dataset
+/// path that does not open or a GPU that does not exist.
+expected<pipeline> create_pipeline(const topology& t);
+
+}  // namespace conveyor

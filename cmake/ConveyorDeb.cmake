@@ -1,0 +1,18 @@
+# CPack: `cpack -G DEB` (in the build directory) makes one .deb of what `cmake --install`
+# puts in place, under /usr: the library, headers, CMake package, pkg-config file, apps and
+# default topology. Runtime dependencies are found by dpkg-shlibdeps; building against the
+# static library also needs the -dev packages suggested here.
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME conveyor)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VENDOR "Conveyor")
+set(CPACK_PACKAGE_CONTACT "Conveyor developers <conveyor@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "actor-based data loader that keeps every GPU of a training node busy")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION libs)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS
+    "libcaf-dev (= 0.17.6), libopencv-dev, libspdlog-dev, libtomlplusplus-dev, libxxhash-dev, libturbojpeg0-dev, pkg-config")
+include(CPack)

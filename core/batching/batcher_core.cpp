@@ -1,0 +1,339 @@
+#include "core/batching/batcher_core.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include "core/batching/epoch_order.hpp"
+
+namespace conveyor {
+
+batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_policy> policy,
+                           sample_namer name)
+    : settings_(settings),
+      name_(name ? std::move(name)
+                 : [](std::uint64_t id) { return "sample " + std::to_string(id); }),
+      policy_(std::move(policy)),
+      ledger_(settings.dataset_size),
+      worker_load_(static_cast<std::size_t>(settings.workers), 0),
+      straggler_load_(static_cast<std::size_t>(settings.stragglers), 0),
+      permit_held_(static_cast<std::size_t>(settings.workers), false),
+      credits_(static_cast<std::size_t>(settings.gpus), 0),
+      budget_(settings.budget) {
+  // Every worker starts down: it is up once its supervisor says it runs.
+  up(worker_role::reader).assign(static_cast<std::size_t>(settings.readers), false);
+  up(worker_role::preprocessor).assign(static_cast<std::size_t>(settings.workers), false);
+  up(worker_role::straggler).assign(static_cast<std::size_t>(settings.stragglers), false);
+}
+
+bool batcher_core::is_up(worker_role role, int index) const {
+  const auto& v = up_[static_cast<std::size_t>(role)];
+  return index >= 0 && static_cast<std::size_t>(index) < v.size() &&
+         v[static_cast<std::size_t>(index)];
+}
+
+// Begins the next epoch as soon as the current one is fully dispatched, so the policy knows
+// of it and a GPU done with its part of the epoch can move on.
+void batcher_core::roll_epoch() {
+  while (position_ == order_.size() && begun_ < settings_.epochs) {
+    order_ = epoch_order(settings_.dataset_size, settings_.seed, begun_, settings_.shuffle);
+    policy_->begin_epoch(begun_, settings_.dataset_size);
+    ++begun_;
+    position_ = 0;
+  }
+}
+
+bool batcher_core::next_ticket(sample_ticket& out) {
+  roll_epoch();
+  if (position_ == order_.size()) {
+    return false;
+  }
+  auto epoch = begun_ - 1;
+  out = {epoch, position_, order_[position_], epoch_seed(settings_.seed, epoch)};
+  ++position_;
+  roll_epoch();
+  return true;
+}
+
+// The least loaded preprocessor that is up and below its limit; -1 when there is none.
+int batcher_core::least_loaded_worker() const {
+  int best = -1;
+  for (std::size_t w = 0; w < worker_load_.size(); ++w) {
+    if (up_[static_cast<std::size_t>(worker_role::preprocessor)][w] &&
+        worker_load_[w] < settings_.per_worker_limit &&
+        (best < 0 || worker_load_[w] < worker_load_[static_cast<std::size_t>(best)])) {
+      best = static_cast<int>(w);
+    }
+  }
+  return best;
+}
+
+// The next reader that is up, round robin; -1 when none is.
+int batcher_core::next_reader() {
+  const auto& readers = up(worker_role::reader);
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    auto r = next_reader_++ % readers.size();
+    if (readers[r]) {
+      return static_cast<int>(r);
+    }
+  }
+  return -1;
+}
+
+// Gives the ticket a fresh attempt and a reader and preprocessor; false when none is free.
+bool batcher_core::dispatch_one(sample_ticket ticket, std::uint32_t failures,
+                                std::vector<dispatch_order>& out) {
+  int worker = least_loaded_worker();
+  int reader = worker < 0 ? -1 : next_reader();
+  if (reader < 0) {
+    return false;
+  }
+  ticket.attempt = next_attempt_++;
+  ++worker_load_[static_cast<std::size_t>(worker)];
+  flights_.start({ticket, reader, worker, -1, false, failures});
+  out.push_back({ticket, worker, reader});
+  return true;
+}
+
+std::vector<dispatch_order> batcher_core::take_dispatches() {
+  std::vector<dispatch_order> out;
+  // Re-issued samples still hold their place in the window.
+  std::size_t done = 0;
+  while (done < reissued_.size() &&
+         dispatch_one(reissued_[done].ticket, reissued_[done].failures, out)) {
+    ++done;
+  }
+  reissued_.erase(reissued_.begin(), reissued_.begin() + static_cast<std::ptrdiff_t>(done));
+  sample_ticket ticket;
+  while (reissued_.empty() && in_flight_ < settings_.window_samples && least_loaded_worker() >= 0) {
+    if (!next_ticket(ticket)) {
+      break;
+    }
+    if (!dispatch_one(ticket, 0, out)) {
+      reissued_.push_back({ticket, 0, 0, -1, false, 0});  // no reader is up: it waits
+    }
+    ++in_flight_;
+  }
+  peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
+  return out;
+}
+
+void batcher_core::free_holder(const flight& f) {
+  if (f.handed_off) {
+    --handed_out_;
+  }
+  if (f.straggler >= 0) {
+    --straggler_load_[static_cast<std::size_t>(f.straggler)];
+  } else if (!f.handed_off) {
+    --worker_load_[static_cast<std::size_t>(f.worker)];
+  }
+}
+
+// The attempt's record, taken out; nullopt (and counted) when the attempt is stale.
+std::optional<flight> batcher_core::finish(const sample_ticket& ticket) {
+  auto f = flights_.finish(ticket.attempt);
+  if (!f) {
+    ++stale_;
+    return std::nullopt;
+  }
+  free_holder(*f);
+  return f;
+}
+
+bool batcher_core::on_prepared(prepared_ptr sample) {
+  if (!finish(sample->ticket)) {
+    return false;
+  }
+  // Work time only (the steps, wherever they ran): queueing would feed on itself, since
+  // hand-offs add queueing and a higher budget hands off less.
+  std::int64_t work = 0;
+  step_ns_.resize(std::max(step_ns_.size(), sample->step_ns.size()), 0);
+  for (std::size_t i = 0; i < sample->step_ns.size(); ++i) {
+    work += sample->step_ns[i];
+    step_ns_[i] += sample->step_ns[i];
+  }
+  ++prepared_;
+  budget_.record(work, sample->source_pixels);
+  policy_->add(std::move(sample));
+  return true;
+}
+
+bool batcher_core::on_handed_off(const sample_ticket& ticket) {
+  auto* f = flights_.find(ticket.attempt);
+  if (f == nullptr || f->handed_off) {
+    ++stale_;
+    return false;
+  }
+  --worker_load_[static_cast<std::size_t>(f->worker)];
+  f->handed_off = true;
+  ++handed_out_;
+  ++handoffs_;
+  drop_permit(f->worker);  // the hand-off used it
+  return true;
+}
+
+void batcher_core::drop_permit(int worker) {
+  auto w = static_cast<std::size_t>(worker);
+  permit_held_[w] = false;
+}
+
+std::uint64_t batcher_core::handoff_limit() const {
+  if (!settings_.hand_off) {
+    return 0;
+  }
+  const auto& ups = up_[static_cast<std::size_t>(worker_role::straggler)];
+  auto stragglers = static_cast<std::uint64_t>(std::count(ups.begin(), ups.end(), true));
+  auto share = static_cast<std::uint64_t>(settings_.handoff_share *
+                                          static_cast<double>(settings_.window_samples));
+  return std::min(share, stragglers * (1 + settings_.straggler_backlog));
+}
+
+std::vector<int> batcher_core::take_permits() {
+  std::vector<int> out;
+  auto limit = handoff_limit();
+  auto out_now = handed_out_ + static_cast<std::uint64_t>(
+                                   std::count(permit_held_.begin(), permit_held_.end(), true));
+  const auto& ups = up(worker_role::preprocessor);
+  for (std::size_t i = 0; i < ups.size() && out_now < limit; ++i) {
+    auto w = (next_permit_ + i) % ups.size();
+    if (ups[w] && !permit_held_[w]) {
+      permit_held_[w] = true;
+      ++out_now;
+      out.push_back(static_cast<int>(w));
+    }
+  }
+  if (!out.empty()) {
+    next_permit_ = static_cast<std::size_t>(out.back()) + 1;
+  }
+  return out;
+}
+
+int batcher_core::route_handoff(const sample_ticket& ticket) {
+  auto* f = flights_.find(ticket.attempt);
+  if (f == nullptr) {
+    return stale_handoff;
+  }
+  int best = no_straggler;
+  const auto& ups = up(worker_role::straggler);
+  for (std::size_t s = 0; s < ups.size(); ++s) {
+    if (ups[s] &&
+        (best < 0 || straggler_load_[s] < straggler_load_[static_cast<std::size_t>(best)])) {
+      best = static_cast<int>(s);
+    }
+  }
+  if (best >= 0) {
+    f->straggler = best;
+    ++straggler_load_[static_cast<std::size_t>(best)];
+  }
+  return best;
+}
+
+budget_figures batcher_core::current_budget() const {
+  if (!settings_.hand_off) {
+    return {};
+  }
+  if (settings_.fixed_budget_ns > 0) {
+    return {settings_.fixed_budget_ns, latency_budget::no_hand_off};
+  }
+  return {budget_.budget_ns(), budget_.straggler_pixels()};
+}
+
+std::optional<budget_figures> batcher_core::take_budget_update() {
+  auto now = current_budget();
+  if (now == sent_budget_) {
+    return std::nullopt;
+  }
+  sent_budget_ = now;
+  return now;
+}
+
+// Queues a new attempt at the sample; it keeps its place in the window.
+void batcher_core::reissue(flight f) {
+  f.ticket.attempt = 0;
+  ++f.ticket.retry;
+  f.straggler = -1;
+  f.handed_off = false;
+  ++retries_;
+  auto at =
+      std::upper_bound(reissued_.begin(), reissued_.end(), f, [](const flight& a, const flight& b) {
+        return std::tie(a.ticket.epoch, a.ticket.seq) < std::tie(b.ticket.epoch, b.ticket.seq);
+      });
+  reissued_.insert(at, f);
+}
+
+failure_outcome batcher_core::charge_failure(flight f, std::string reason) {
+  if (++f.failures <= settings_.max_sample_retries) {
+    reissue(f);
+    return failure_outcome::retried;
+  }
+  --in_flight_;
+  const auto& t = f.ticket;
+  policy_->drop(t.epoch, t.seq);
+  ledger_.quarantine({t.epoch, t.sample_id, name_(t.sample_id),
+                      std::move(reason) + " (failed " + std::to_string(f.failures) + " times)"});
+  return failure_outcome::quarantined;
+}
+
+failure_outcome batcher_core::on_failed(const sample_ticket& ticket, std::string reason) {
+  auto f = finish(ticket);
+  if (!f) {
+    return failure_outcome::stale;
+  }
+  return charge_failure(*f, std::move(reason));
+}
+
+std::size_t batcher_core::on_worker_down(worker_role role, int index, std::uint64_t culprit,
+                                         const std::string& reason, std::uint64_t done_through) {
+  up(role)[static_cast<std::size_t>(index)] = false;
+  if (role == worker_role::preprocessor) {
+    drop_permit(index);  // it died with it
+  }
+  auto held =
+      flights_.take_held_by(role, index, role == worker_role::reader ? done_through + 1 : 0);
+  for (auto& f : held) {
+    free_holder(f);
+    if (f.ticket.attempt == culprit) {
+      charge_failure(f, reason);
+    } else {
+      reissue(f);
+    }
+  }
+  return held.size();
+}
+
+void batcher_core::on_worker_up(worker_role role, int index) {
+  up(role)[static_cast<std::size_t>(index)] = true;
+}
+
+void batcher_core::on_credit(int gpu, std::uint64_t batches) {
+  credits_[static_cast<std::size_t>(gpu)] += batches;
+}
+
+void batcher_core::on_released(std::uint64_t samples) {
+  in_flight_ -= std::min(samples, in_flight_);
+}
+
+void batcher_core::record_delivery(const batch_plan& plan) {
+  for (const auto& s : plan.samples) {
+    ledger_.deliver(s->ticket.epoch, s->ticket.sample_id);
+  }
+  ended_epochs_ += plan.last_in_epoch ? 1 : 0;
+}
+
+std::vector<batch_plan> batcher_core::take_batches() {
+  std::vector<batch_plan> out;
+  for (int gpu = 0; gpu < settings_.gpus; ++gpu) {
+    auto& credit = credits_[static_cast<std::size_t>(gpu)];
+    while (credit > 0) {
+      auto plan = policy_->take(gpu);
+      if (!plan) {
+        break;
+      }
+      --credit;
+      record_delivery(*plan);
+      out.push_back(std::move(*plan));
+    }
+  }
+  return out;
+}
+
+}  // namespace conveyor

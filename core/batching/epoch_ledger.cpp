@@ -1,0 +1,72 @@
+#include "core/batching/epoch_ledger.hpp"
+
+namespace conveyor {
+
+epoch_summary& epoch_summary::operator+=(const epoch_summary& o) noexcept {
+  delivered += o.delivered;
+  quarantined += o.quarantined;
+  duplicates += o.duplicates;
+  lost += o.lost;
+  return *this;
+}
+
+epoch_ledger::epoch_marks& epoch_ledger::marks_of(std::uint64_t epoch) {
+  auto& e = epochs_[epoch];
+  if (e.marks.empty()) {
+    e.marks.assign(dataset_size_, mark::none);
+  }
+  return e;
+}
+
+void epoch_ledger::deliver(std::uint64_t epoch, std::uint64_t sample_id) {
+  auto& e = marks_of(epoch);
+  if (sample_id >= e.marks.size()) {
+    ++e.counts.duplicates;  // an id that is not in the dataset can only be a bookkeeping error
+    return;
+  }
+  auto& m = e.marks[sample_id];
+  if (m == mark::delivered) {
+    ++e.counts.duplicates;
+    return;
+  }
+  if (m == mark::quarantined) {
+    --e.counts.quarantined;  // it made it after all: delivered wins
+  }
+  m = mark::delivered;
+  ++e.counts.delivered;
+}
+
+void epoch_ledger::quarantine(quarantine_entry entry) {
+  auto& e = marks_of(entry.epoch);
+  if (entry.sample_id < e.marks.size() && e.marks[entry.sample_id] == mark::none) {
+    e.marks[entry.sample_id] = mark::quarantined;
+    ++e.counts.quarantined;
+  }
+  quarantined_.push_back(std::move(entry));
+}
+
+epoch_summary epoch_ledger::summary(std::uint64_t epoch) const {
+  auto it = epochs_.find(epoch);
+  if (it == epochs_.end()) {
+    epoch_summary s;
+    s.lost = dataset_size_;
+    return s;
+  }
+  auto s = it->second.counts;
+  s.lost = dataset_size_ - s.delivered - s.quarantined;
+  return s;
+}
+
+epoch_summary epoch_ledger::totals() const {
+  epoch_summary total;
+  for (const auto& [epoch, marks] : epochs_) {
+    total += summary(epoch);
+  }
+  return total;
+}
+
+bool epoch_ledger::complete(std::uint64_t epoch) const {
+  return summary(epoch).lost == 0;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,100 @@
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "core/batching/batch_policy.hpp"
+
+namespace conveyor {
+namespace {
+
+class latency_aware_policy final : public batch_policy {
+ public:
+  explicit latency_aware_policy(batch_shape shape)
+      : batch_size_(std::max<std::uint64_t>(shape.batch_size, 1)),
+        gpus_(shape.gpus),
+        cursors_(static_cast<std::size_t>(shape.gpus), 0) {}
+
+  std::string_view name() const noexcept override { return "latency_aware"; }
+
+  void begin_epoch(std::uint64_t epoch, std::uint64_t samples) override {
+    epochs_[epoch].outstanding = samples;
+  }
+
+  void add(prepared_ptr sample) override {
+    epochs_.at(sample->ticket.epoch).ready.push_back(std::move(sample));
+  }
+
+  // Which sample does not matter here: only how many are still to come.
+  void drop(std::uint64_t epoch, std::uint64_t /*seq*/) override {
+    --epochs_.at(epoch).outstanding;
+  }
+
+  std::optional<batch_plan> take(int gpu) override {
+    auto epoch = cursors_[static_cast<std::size_t>(gpu)];
+    auto it = epochs_.find(epoch);
+    if (it == epochs_.end()) {
+      return std::nullopt;  // the GPU's next epoch has not begun
+    }
+    auto& e = it->second;
+    if (e.final_taken) {  // another GPU took the final batch: this one only learns the end
+      return finish_epoch(gpu, batch_plan{epoch, e.formed, gpu, {}, true});
+    }
+    if (e.ready.size() < batch_size_ && e.ready.size() < e.outstanding) {
+      return std::nullopt;  // neither a full batch nor the whole rest of the epoch is ready
+    }
+    auto plan = form_batch(e, epoch, gpu);
+    if (e.outstanding == 0) {  // that was the epoch's final batch
+      e.final_taken = true;
+      plan.last_in_epoch = true;
+      return finish_epoch(gpu, std::move(plan));
+    }
+    return plan;
+  }
+
+ private:
+  struct epoch_state {
+    std::uint64_t outstanding = 0;   ///< samples neither taken nor dropped (ready ones included)
+    std::deque<prepared_ptr> ready;  ///< in completion order
+    std::uint64_t formed = 0;        ///< batches formed so far: the next batch's index
+    bool final_taken = false;
+    int finished_gpus = 0;  ///< GPUs that got their last_in_epoch plan
+  };
+
+  // The next batch of up to batch_size ready samples, oldest completion first. An empty
+  // batch (nothing left but dropped samples) only marks the end and takes no index.
+  batch_plan form_batch(epoch_state& e, std::uint64_t epoch, int gpu) {
+    auto count = std::min<std::uint64_t>(batch_size_, e.ready.size());
+    batch_plan plan{epoch, e.formed, gpu, {}, false};
+    auto end = e.ready.begin() + static_cast<std::ptrdiff_t>(count);
+    plan.samples.assign(std::make_move_iterator(e.ready.begin()), std::make_move_iterator(end));
+    e.ready.erase(e.ready.begin(), end);
+    e.outstanding -= count;
+    e.formed += count > 0 ? 1 : 0;
+    return plan;
+  }
+
+  // Moves `gpu` on to the next epoch and forgets an epoch every GPU is done with.
+  batch_plan finish_epoch(int gpu, batch_plan plan) {
+    auto& epoch = cursors_[static_cast<std::size_t>(gpu)];
+    auto it = epochs_.find(epoch);
+    if (++it->second.finished_gpus == gpus_) {
+      epochs_.erase(it);
+    }
+    ++epoch;
+    return plan;
+  }
+
+  std::uint64_t batch_size_;
+  int gpus_;
+  std::map<std::uint64_t, epoch_state> epochs_;
+  std::vector<std::uint64_t> cursors_;  ///< per GPU: the epoch it takes from
+};
+
+}  // namespace
+
+std::unique_ptr<batch_policy> make_latency_aware_policy(batch_shape shape) {
+  return std::make_unique<latency_aware_policy>(shape);
+}
+
+}  // namespace conveyor

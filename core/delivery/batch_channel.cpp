@@ -1,0 +1,73 @@
+#include "core/delivery/batch_channel.hpp"
+
+namespace conveyor {
+
+void batch_channel::push(item batch) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) {
+      return;
+    }
+    queue_.push_back(std::move(batch));
+  }
+  changed_.notify_all();
+}
+
+batch_channel::popped batch_channel::pop_until(clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!changed_.wait_until(lock, deadline, [this] { return settled_locked(); })) {
+    return {nullptr, outcome::timed_out};
+  }
+  return take_locked();
+}
+
+batch_channel::item batch_channel::pop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [this] { return settled_locked(); });
+  return take_locked().batch;
+}
+
+batch_channel::popped batch_channel::take_locked() {
+  if (queue_.empty()) {
+    return {nullptr, closed_ ? outcome::closed : outcome::all_held};
+  }
+  auto front = std::move(queue_.front());
+  queue_.pop_front();
+  held_.insert(front->slot);
+  return {std::move(front), outcome::ready};
+}
+
+bool batch_channel::give_back(std::uint64_t slot) {
+  bool was_held = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    was_held = held_.erase(slot) > 0;
+  }
+  changed_.notify_all();
+  return was_held;
+}
+
+std::size_t batch_channel::held() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return held_.size();
+}
+
+void batch_channel::close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+  }
+  changed_.notify_all();
+}
+
+bool batch_channel::closed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return closed_;
+}
+
+std::size_t batch_channel::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size();
+}
+
+}  // namespace conveyor

@@ -1,0 +1,56 @@
+#pragma once
+/// A batch as a feeder hands it to a trainer: one N x C x H x W tensor plus the labels, ids and
+/// keys of its samples, in the same order. The tensor is in host memory (`bytes`), or, from a
+/// CUDA feeder, in the memory of a CUDA device (`device_data`).
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conveyor/error.hpp"
+#include "core/base/tensor.hpp"
+#include "core/batching/prepared_sample.hpp"
+
+namespace conveyor {
+
+/// Written by one feeder, then read-only while a trainer holds it. A feeder reuses its
+/// buffers: the trainer must not touch a batch after releasing it.
+struct host_batch {
+  std::uint64_t epoch = 0;
+  std::uint64_t index = 0;  ///< batch number within the epoch
+  int gpu = 0;
+  std::uint64_t slot = 0;      ///< the feeder's buffer number, returned on release
+  bool last_in_epoch = false;  ///< nothing follows for this GPU in this epoch
+  dtype type = dtype::float32;
+  std::array<int, 4> shape{0, 0, 0, 0};  ///< N, C, H, W
+  std::vector<std::uint8_t> bytes;       ///< N*C*H*W elements of `type`; capacity is reused
+  /// -1: the tensor is `bytes`. Otherwise the CUDA device whose memory at `device_data` holds
+  /// it (complete when the batch is handed over; `bytes` is empty).
+  int device = -1;
+  const void* device_data = nullptr;
+  std::vector<std::int32_t> labels;
+  std::vector<std::uint64_t> sample_ids;
+  std::vector<std::string> keys;
+
+  std::size_t size() const noexcept { return labels.size(); }
+};
+
+/// Every sample of `plan` has the shape and dtype of the first; errc::invalid_config names the
+/// first sample that differs (the transform chain does not produce a fixed size).
+expected<void> check_uniform(const batch_plan& plan);
+
+/// Fills `into`'s metadata from `plan`: epoch, index, gpu, last_in_epoch, type, shape (N x C x H
+/// x W of the first sample; zeros for an empty plan), labels, sample ids and keys. Leaves the
+/// tensor's memory alone.
+void describe_batch(const batch_plan& plan, host_batch& into);
+
+/// Copies the plan's tensors, in order, to `dest`: sample i at i times the bytes of a sample.
+/// Precondition: check_uniform(plan), and room for all of them at `dest`.
+void write_samples(const batch_plan& plan, std::uint8_t* dest);
+
+/// Collates `plan` into host memory: check_uniform, describe_batch, then write_samples into
+/// `into.bytes` (reusing its capacity).
+expected<void> collate(const batch_plan& plan, host_batch& into);
+
+}  // namespace conveyor

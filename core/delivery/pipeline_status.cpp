@@ -1,0 +1,36 @@
+#include "core/delivery/pipeline_status.hpp"
+
+namespace conveyor {
+
+void pipeline_status::publish(pipeline_figures figures) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  figures_ = std::move(figures);
+}
+
+void pipeline_status::fail(error reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failure_) {
+      failure_ = std::move(reason);
+    }
+  }
+  close_channels();
+}
+
+void pipeline_status::close_channels() {
+  for (const auto& c : channels_) {
+    c->close();
+  }
+}
+
+pipeline_figures pipeline_status::figures() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return figures_;
+}
+
+std::optional<error> pipeline_status::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+}  // namespace conveyor

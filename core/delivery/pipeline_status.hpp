@@ -1,0 +1,88 @@
+#pragma once
+/// What the actors of a running pipeline tell the code that hosts it (the node app or an
+/// embedding trainer): the batcher's ledger figures, quarantined samples, and the first fatal
+/// error, if any. A fatal error closes every trainer channel so no trainer waits forever.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "conveyor/error.hpp"
+#include "core/batching/epoch_ledger.hpp"
+#include "core/delivery/batch_channel.hpp"
+
+namespace conveyor {
+
+struct pipeline_figures {
+  epoch_summary totals;  ///< the batcher's ledger over every epoch
+  std::vector<quarantine_entry> quarantined;
+  std::uint64_t peak_in_flight = 0;
+  std::uint64_t handoffs = 0;  ///< samples handed from a preprocessor to a straggler actor
+  std::int64_t budget_ns = 0;  ///< the latest per-sample latency budget (0: no hand-off)
+  bool finished = false;       ///< every epoch handed to the feeders
+  std::uint64_t retries = 0;   ///< samples issued again (after a failure or a worker's death)
+  std::vector<std::int64_t> step_ns;  ///< per transform step: total time over prepared samples
+  std::uint64_t prepared = 0;         ///< samples whose steps step_ns sums
+};
+
+/// Thread-safe.
+class pipeline_status {
+ public:
+  explicit pipeline_status(std::vector<std::shared_ptr<batch_channel>> channels)
+      : channels_(std::move(channels)) {}
+
+  void publish(pipeline_figures figures);
+  /// Records the first fatal error and closes every channel.
+  void fail(error reason);
+  /// Closes every channel (shutdown).
+  void close_channels();
+
+  pipeline_figures figures() const;
+  /// Transform steps executed, counted where they run: with no work done twice, this is
+  /// samples x steps.
+  void count_step() noexcept { steps_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t steps_executed() const noexcept { return steps_.load(std::memory_order_relaxed); }
+  /// Hand-offs decided from the image header alone, before any step ran (early recognition).
+  void count_early_handoff() noexcept { early_handoffs_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t early_handoffs() const noexcept {
+    return early_handoffs_.load(std::memory_order_relaxed);
+  }
+  /// Where a sample's time goes beyond its transform steps: reading it, and copying it into
+  /// its batch (collate), summed over samples.
+  void add_read(std::int64_t ns) noexcept { read_ns_.fetch_add(ns, std::memory_order_relaxed); }
+  void add_collate(std::int64_t ns, std::uint64_t samples) noexcept {
+    collate_ns_.fetch_add(ns, std::memory_order_relaxed);
+    collated_.fetch_add(samples, std::memory_order_relaxed);
+  }
+  std::int64_t read_ns() const noexcept { return read_ns_.load(std::memory_order_relaxed); }
+  std::int64_t collate_ns() const noexcept { return collate_ns_.load(std::memory_order_relaxed); }
+  std::uint64_t collated() const noexcept { return collated_.load(std::memory_order_relaxed); }
+  /// A supervisor restarted a worker (counted once per restarted worker).
+  void count_restart() noexcept { restarts_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t restarts() const noexcept { return restarts_.load(std::memory_order_relaxed); }
+  /// A supervisor declared a worker hung.
+  void count_hang() noexcept { hangs_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t hangs() const noexcept { return hangs_.load(std::memory_order_relaxed); }
+  std::optional<error> failure() const;
+  const std::shared_ptr<batch_channel>& channel(int gpu) const {
+    return channels_[static_cast<std::size_t>(gpu)];
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<batch_channel>> channels_;
+  pipeline_figures figures_;
+  std::optional<error> failure_;
+  std::atomic<std::uint64_t> steps_{0};
+  std::atomic<std::uint64_t> early_handoffs_{0};
+  std::atomic<std::uint64_t> restarts_{0};
+  std::atomic<std::uint64_t> hangs_{0};
+  std::atomic<std::int64_t> read_ns_{0};
+  std::atomic<std::int64_t> collate_ns_{0};
+  std::atomic<std::uint64_t> collated_{0};
+};
+
+}  // namespace conveyor

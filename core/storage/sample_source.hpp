@@ -1,0 +1,36 @@
+#pragma once
+/// Where the samples of a dataset come from: a directory of record shards, or an image
+/// folder (class sub-directories of image files). Both give records by dataset index.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "conveyor/error.hpp"
+#include "core/storage/record.hpp"
+
+namespace conveyor {
+
+enum class dataset_format : std::uint8_t { shards, folder };
+
+/// Immutable after open: every method may be called concurrently.
+class sample_source {
+ public:
+  virtual ~sample_source() = default;
+  virtual std::uint64_t size() const noexcept = 0;
+  virtual const std::vector<std::string>& class_names() const noexcept = 0;
+  /// Where sample `id` lives ("<file>" or "<shard> record <i>"), for messages. Precondition:
+  /// id < size().
+  virtual std::string locate(std::uint64_t id) const = 0;
+  /// Reads sample `id`; errors name its file, or its shard and record.
+  virtual expected<record> read(std::uint64_t id) const = 0;
+};
+
+/// Opens the dataset at `path`. Errors: not_found for a missing path, empty_dataset for a
+/// dataset without samples, and what the shard reader or folder scan reports.
+expected<std::shared_ptr<const sample_source>> open_sample_source(const std::filesystem::path& path,
+                                                                  dataset_format format);
+
+}  // namespace conveyor

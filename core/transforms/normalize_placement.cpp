@@ -1,0 +1,17 @@
+#include "core/transforms/normalize_placement.hpp"
+
+namespace conveyor {
+
+normalize_placement move_normalize_to_gpu(std::vector<transform_spec> chain) {
+  normalize_placement out;
+  if (!chain.empty()) {
+    if (const auto* last = std::get_if<normalize_spec>(&chain.back())) {
+      out.on_gpu = *last;
+      chain.back() = to_uint8_spec{};
+    }
+  }
+  out.cpu_chain = std::move(chain);
+  return out;
+}
+
+}  // namespace conveyor

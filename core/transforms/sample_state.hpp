@@ -1,0 +1,47 @@
+#pragma once
+/// The in-flight state of one sample while a transform chain works on it. A chain may stop
+/// between any two steps and resume later on another thread or actor: everything it needs to
+/// go on is in here.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <opencv2/core/mat.hpp>
+
+#include "core/base/tensor.hpp"
+#include "core/codecs/scale_ratio.hpp"
+#include "core/transforms/crop_geometry.hpp"
+
+namespace conveyor {
+
+/// A crop decided before decoding: the box, in the coordinates of the full-size source image,
+/// and the scale the image was then decoded at (its size is scaled_extent(source, scale)).
+struct planned_crop {
+  crop_box source_box;
+  image_extent source;
+  scale_ratio decode_scale;
+};
+
+/// Not synchronised: one owner at a time (move it between actors). Copies share the pixels of
+/// `image` (cv::Mat is ref-counted), but steps never write into an image in place, they
+/// replace it, so work on one copy never shows through in another.
+struct sample_state {
+  std::uint64_t sample_id = 0;   ///< index in the dataset; with epoch_seed, picks the randomness
+  std::string key;               ///< file name or shard/record, for error messages
+  std::int32_t label = 0;        ///< class label, carried through untouched
+  std::uint64_t epoch_seed = 0;  ///< seed of the current epoch
+  std::vector<std::uint8_t> encoded;  ///< the file's bytes; freed by the decode step
+  cv::Mat image;                      ///< HWC uint8 RGB once decoded
+  host_tensor output;                 ///< CHW, written by the final normalize / to_uint8 step
+  std::int64_t source_pixels = 0;     ///< width x height from the image header; 0 if unknown
+  /// Set by a scaled decode step for the random_resized_crop right after it: the box that step
+  /// would have drawn (same rng), which it uses instead of drawing, and then clears.
+  std::optional<planned_crop> crop_plan;
+  std::size_t next_step = 0;          ///< index of the next step of the chain to run
+  std::vector<std::int64_t> step_ns;  ///< wall time of each completed step, in nanoseconds
+};
+
+}  // namespace conveyor

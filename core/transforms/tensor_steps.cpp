@@ -1,0 +1,103 @@
+// The final steps that turn the image into the output tensor: normalize and to_uint8.
+
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include <opencv2/core.hpp>
+
+#include "core/transforms/normalize_math.hpp"
+#include "core/transforms/spec_checks.hpp"
+#include "core/transforms/transform_step.hpp"
+
+namespace conveyor {
+namespace {
+
+/// A zero-filled CHW tensor of `image`'s shape, and Mats that wrap its channel planes, so that
+/// OpenCV writes straight into the tensor (no copy after the fact).
+template <class T>
+host_tensor planar_tensor(const cv::Mat& image, std::vector<cv::Mat>& planes) {
+  host_tensor out = host_tensor::zeros(dtype_of<T>(), image.channels(), image.rows, image.cols);
+  const std::size_t plane_elements = static_cast<std::size_t>(image.rows) * image.cols;
+  planes.clear();
+  for (int c = 0; c < out.channels; ++c) {
+    planes.emplace_back(image.rows, image.cols, cv::DataType<T>::type,
+                        out.data<T>() + static_cast<std::size_t>(c) * plane_elements);
+  }
+  return out;
+}
+
+error wrong_image_type(const sample_state& sample, std::string_view step, std::string_view want) {
+  return sample_error(errc::transform_error, sample, step,
+                      std::string("expects ") + std::string(want) + ", got " +
+                          cv::typeToString(sample.image.type()));
+}
+
+class normalize_step final : public image_step {
+ public:
+  // One fused convertTo per plane; its float coefficients are the ones the CPU reference and
+  // the CUDA kernel use (core/transforms/normalize_math.hpp), so every path computes the same
+  // values.
+  explicit normalize_step(const normalize_spec& spec) : k_(coefficients_of(spec)) {}
+
+  std::string_view name() const noexcept override { return normalize_spec::op; }
+
+ protected:
+  expected<void> apply_to_image(sample_state& sample, std::mt19937_64& /*rng*/) const override {
+    if (sample.image.type() != CV_8UC3) {
+      return wrong_image_type(sample, name(), "an 8-bit 3-channel RGB image");
+    }
+    std::array<cv::Mat, 3> channels;
+    cv::split(sample.image, channels.data());
+    std::vector<cv::Mat> planes;
+    host_tensor out = planar_tensor<float>(sample.image, planes);
+    for (std::size_t c = 0; c < 3; ++c) {
+      channels[c].convertTo(planes[c], CV_32F, k_.alpha[c], k_.beta[c]);
+    }
+    sample.output = std::move(out);
+    return {};
+  }
+
+ private:
+  normalize_coefficients k_;
+};
+
+class to_uint8_step final : public image_step {
+ public:
+  std::string_view name() const noexcept override { return to_uint8_spec::op; }
+
+ protected:
+  expected<void> apply_to_image(sample_state& sample, std::mt19937_64& /*rng*/) const override {
+    if (sample.image.depth() != CV_8U) {
+      return wrong_image_type(sample, name(), "an 8-bit image");
+    }
+    std::vector<cv::Mat> planes;
+    host_tensor out = planar_tensor<std::uint8_t>(sample.image, planes);
+    cv::split(sample.image, planes.data());
+    sample.output = std::move(out);
+    return {};
+  }
+};
+
+}  // namespace
+
+expected<step_ptr> make_step(const normalize_spec& spec) {
+  for (std::size_t c = 0; c < 3; ++c) {
+    std::string index = "[" + std::to_string(c) + "]";
+    if (!std::isfinite(spec.mean[c])) {
+      return invalid_spec(normalize_spec::op, "mean" + index + " must be finite (got " +
+                                                  format_number(spec.mean[c]) + ")");
+    }
+    if (!std::isfinite(spec.stddev[c]) || spec.stddev[c] == 0.0) {
+      return invalid_spec(normalize_spec::op, "std" + index + " must be finite and non-zero (got " +
+                                                  format_number(spec.stddev[c]) + ")");
+    }
+  }
+  return step_ptr(std::make_unique<normalize_step>(spec));
+}
+
+expected<step_ptr> make_step(const to_uint8_spec& /*spec*/) {
+  return step_ptr(std::make_unique<to_uint8_step>());
+}
+
+}  // namespace conveyor
