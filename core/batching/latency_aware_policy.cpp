@@ -66,9 +66,13 @@ class latency_aware_policy final : public batch_policy {
   batch_plan form_batch(epoch_state& e, std::uint64_t epoch, int gpu) {
     auto count = std::min<std::uint64_t>(batch_size_, e.ready.size());
     batch_plan plan{epoch, e.formed, gpu, {}, false};
-    auto end = e.ready.begin() + static_cast<std::ptrdiff_t>(count);
-    plan.samples.assign(std::make_move_iterator(e.ready.begin()), std::make_move_iterator(end));
-    e.ready.erase(e.ready.begin(), end);
+    // One sample at a time: vector::assign from deque move iterators trips a false
+    // -Wnull-dereference in g++ 12 at -O3 (inside shared_ptr's swap).
+    plan.samples.reserve(count);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      plan.samples.push_back(std::move(e.ready.front()));
+      e.ready.pop_front();
+    }
     e.outstanding -= count;
     e.formed += count > 0 ? 1 : 0;
     return plan;
