@@ -31,12 +31,18 @@ std::uint64_t flight_key(const sample_ticket& t) {
   return (t.epoch << 40U) ^ t.seq;
 }
 
-void publish(batcher_pointer self, const batcher_options& opts) {
-  const auto& core = *self->state.core;
+// The ledger's figures; the quarantine list only when `with_quarantined` (it may be long).
+pipeline_figures figures_of(const batcher_core& core, bool with_quarantined) {
   auto budget = core.budget().budget_ns;
-  opts.status->publish({core.ledger().totals(), core.ledger().quarantined(), core.peak_in_flight(),
-                        core.handoffs(), budget == latency_budget::no_hand_off ? 0 : budget,
-                        core.finished(), core.retries(), core.step_ns(), core.prepared()});
+  return {core.ledger().totals(),
+          with_quarantined ? core.ledger().quarantined() : std::vector<quarantine_entry>{},
+          core.peak_in_flight(),
+          core.handoffs(),
+          budget == latency_budget::no_hand_off ? 0 : budget,
+          core.finished(),
+          core.retries(),
+          core.step_ns(),
+          core.prepared()};
 }
 
 // Logs the samples quarantined since the last call, appends them to the report file, and
@@ -51,7 +57,7 @@ void note_quarantines(batcher_pointer self, const batcher_options& opts) {
       opts.quarantine->append(q);
     }
   }
-  publish(self, opts);
+  opts.status->publish(figures_of(*st.core, true));
 }
 
 // Sends parked hand-offs to straggler actors that are up; drops stale ones.
@@ -126,7 +132,7 @@ void pump(batcher_pointer self, const batcher_options& opts) {
   if (!plans.empty()) {
     // Published before the batches go out, so the figures a trainer reads (report()) count
     // every batch it has been handed, the last one included.
-    publish(self, opts);
+    opts.status->publish_progress(figures_of(*st.core, false));
   }
   for (auto& plan : plans) {
     record_assembly(st.assembly, plan, now);

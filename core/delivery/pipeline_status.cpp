@@ -7,6 +7,12 @@ void pipeline_status::publish(pipeline_figures figures) {
   figures_ = std::move(figures);
 }
 
+void pipeline_status::publish_progress(pipeline_figures figures) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  figures.quarantined = std::move(figures_.quarantined);
+  figures_ = std::move(figures);
+}
+
 void pipeline_status::fail(error reason) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

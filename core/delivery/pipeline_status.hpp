@@ -35,6 +35,9 @@ class pipeline_status {
       : channels_(std::move(channels)) {}
 
   void publish(pipeline_figures figures);
+  /// publish(), keeping the quarantine list of the last publish(): cheap enough for every
+  /// batch (`figures.quarantined` is ignored).
+  void publish_progress(pipeline_figures figures);
   /// Records the first fatal error and closes every channel.
   void fail(error reason);
   /// Closes every channel (shutdown).
