@@ -88,6 +88,10 @@ inline void train(pipeline_runtime& rt, int gpu, std::uint64_t epochs, trainer_l
     }
     epoch += batch->last_in_epoch ? 1 : 0;
     rt.release(gpu, batch->slot);
+    if (rt.release(gpu, batch->slot)) {  // idempotent: the buffer must not enter its ring twice
+      std::lock_guard<std::mutex> lock(log.mutex);
+      log.problems.push_back("a second release of buffer " + std::to_string(batch->slot));
+    }
   }
 }
 
