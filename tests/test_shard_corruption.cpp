@@ -1,7 +1,7 @@
 // Every kind of damaged shard gives an error value that names the shard (and the record).
 #include <gtest/gtest.h>
 
-#include "core/storage/little_endian.hpp"
+#include "core/base/little_endian.hpp"
 #include "core/storage/shard_reader.hpp"
 #include "core/storage/shard_stream.hpp"
 #include "core/storage/shard_writer.hpp"

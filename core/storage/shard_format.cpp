@@ -7,7 +7,7 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
-#include "core/storage/little_endian.hpp"
+#include "core/base/little_endian.hpp"
 
 namespace conveyor::shard_format {
 namespace {

@@ -1,5 +1,5 @@
 #pragma once
-/// Fixed-width little-endian loads and stores for on-disk formats, independent of the host's
+/// Fixed-width little-endian loads and stores for on-disk and wire formats, independent of the host's
 /// byte order and alignment.
 
 #include <cstdint>

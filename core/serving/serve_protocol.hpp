@@ -1,0 +1,83 @@
+#pragma once
+/// The control messages between a node and an attached trainer process (a client), one
+/// SOCK_SEQPACKET connection per client (fd_passing.hpp). Batch data never travels here: it
+/// lies in the feed's shared region (shared_region.hpp), and a message names its slot. Every
+/// message is small and fixed in shape: an 8-byte header (magic "CVYR", version, type), then
+/// its fields, little-endian; a failure carries a bounded text.
+///
+///   client                                  node
+///   attach{job, rank}               ->
+///                                   <-      attached{geometry} + the region's descriptor
+///                                   <-      batch{slot, epoch, index, samples, last}  (repeated)
+///   release{slot}                   ->                                               (repeated)
+///                                   <-      end{}          every epoch delivered
+///   failure{code, text}            <->      either side, then the connection ends
+///
+/// decode() accepts any bytes: whatever does not parse is errc::invalid_argument naming what
+/// (short, magic, version, type, size), never undefined behaviour. Pure functions; thread-safe.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "conveyor/error.hpp"
+
+namespace conveyor::serve {
+
+inline constexpr std::uint32_t magic = 0x52595643;  // "CVYR" in memory order
+inline constexpr std::uint16_t version = 1;
+/// No message is longer: receive buffers of this size never truncate.
+inline constexpr std::size_t max_message_size = 1024;
+/// A failure's text is cut to fit.
+inline constexpr std::size_t max_failure_text = max_message_size - 8 - 1 - 2;
+
+/// Client -> node: attach as rank `rank` of job `job`.
+struct attach {
+  std::uint32_t job = 0;
+  std::uint32_t rank = 0;
+};
+
+/// Node -> client, with the region's descriptor: how the feed is laid out and what it serves.
+struct attached {
+  std::uint32_t slots = 0;       ///< slots in the region, each of slot_bytes
+  std::uint64_t slot_bytes = 0;  ///< bytes per slot
+  std::uint32_t ranks = 0;       ///< ranks (GPUs) per job
+  std::uint32_t jobs = 0;
+  std::uint64_t epochs = 0;
+  std::uint64_t dataset_size = 0;
+  std::uint64_t batch_size = 0;
+};
+
+/// Node -> client: slot `slot` holds the next batch (its layout is in the slot).
+struct batch_ready {
+  std::uint32_t slot = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t index = 0;  ///< batch number within the epoch
+  std::uint32_t samples = 0;
+  bool last_in_epoch = false;
+};
+
+/// Client -> node: the client is done with slot `slot`.
+struct release {
+  std::uint32_t slot = 0;
+};
+
+/// Node -> client: every epoch of this feed has been delivered.
+struct end {};
+
+/// Either way: why the connection ends (a bad attach, a failed pipeline, a protocol error).
+struct failure {
+  errc code = errc::invalid_argument;
+  std::string text;
+};
+
+using message = std::variant<attach, attached, batch_ready, release, end, failure>;
+
+/// The bytes of `m` (at most max_message_size; a failure's text is cut to fit).
+std::vector<std::uint8_t> encode(const message& m);
+/// The message in `bytes`, or errc::invalid_argument naming what is wrong with them.
+expected<message> decode(const std::uint8_t* bytes, std::size_t size);
+
+}  // namespace conveyor::serve
