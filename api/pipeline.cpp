@@ -216,8 +216,11 @@ expected<batch> pipeline::next_of(state& s, int gpu) {
     return error{errc::not_found, "no more batches for " + gpu_name(gpu) + ": its " +
                                       std::to_string(ended) + " epochs have ended"};
   }
-  auto got =
-      rt.status()->channel(gpu)->pop_until(batch_channel::clock::now() + rt.spec().next_timeout);
+  const auto& channel = rt.status()->channel(gpu);
+  if (channel->closed()) {  // shut down: batches still queued are not handed out
+    return no_batch(rt, gpu, batch_channel::outcome::closed);
+  }
+  auto got = channel->pop_until(batch_channel::clock::now() + rt.spec().next_timeout);
   if (!got.batch) {
     if (auto f = rt.status()->failure()) {
       return *f;
@@ -226,10 +229,6 @@ expected<batch> pipeline::next_of(state& s, int gpu) {
   }
   ended += got.batch->last_in_epoch ? 1 : 0;
   return batch(std::move(got.batch), s.runtime);
-}
-
-pipeline::epoch_range pipeline::epoch(std::uint64_t epoch, int gpu) {
-  return epoch_range(std::make_shared<epoch_range::cursor>(state_, epoch, gpu));
 }
 
 namespace {
@@ -363,6 +362,12 @@ void pipeline::epoch_range::cursor::advance() {
     }
   }
   done = true;
+}
+
+pipeline::epoch_range pipeline::epoch(std::uint64_t epoch, int gpu) {
+  auto at = std::make_shared<epoch_range::cursor>(state_, epoch, gpu);
+  at->in_turn();  // an out-of-turn range says so in error() before it is iterated
+  return epoch_range(std::move(at));
 }
 
 pipeline::epoch_range::iterator pipeline::epoch_range::begin() {

@@ -88,7 +88,7 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   // hand-off permits bound what they take (batching.handoff_share, straggler_backlog).
   spec.stragglers = t.pipeline.stragglers == auto_count ? hardware_cores() : t.pipeline.stragglers;
   spec.prefetch_batches = static_cast<std::uint64_t>(t.pipeline.prefetch_batches);
-  spec.next_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+  spec.next_timeout = std::chrono::ceil<std::chrono::milliseconds>(
       std::chrono::duration<double>(t.pipeline.next_timeout_s));
   spec.monitor_interval = std::chrono::milliseconds(t.monitor.interval_ms);
   spec.supervision = resolve_supervision(t.supervision, t.dataset.seed);

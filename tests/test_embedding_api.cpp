@@ -104,6 +104,26 @@ TEST(EmbeddingApiShutdown, DestroyingThePipelineMidEpochWhileHoldingABatchIsClea
   held->release();  // after the pipeline is gone: harmless
 }
 
+TEST(EmbeddingApiShutdown, NoBatchIsHandedOutAfterShutdown) {
+  temp_dir dir;
+  auto p = pipeline::open(setup(dir));
+  ASSERT_TRUE(p) << p.error().what();
+  auto first = p->next(0);  // the pipeline is running and has batches ready
+  ASSERT_TRUE(first);
+  p->shutdown();
+  auto after = p->next(0);
+  ASSERT_FALSE(after) << "queued batches of a stopped pipeline are not handed out";
+  EXPECT_EQ(after.error().code(), errc::not_found);
+  auto range = p->epoch(0, 0);
+  std::multiset<std::uint64_t> seen;
+  for (auto& b : range) {
+    seen.insert(b.sample_ids().begin(), b.sample_ids().end());
+  }
+  EXPECT_TRUE(seen.empty());
+  ASSERT_TRUE(range.error().has_value());
+  EXPECT_EQ(first->size(), 3u) << "a batch held across shutdown stays readable";
+}
+
 TEST(EmbeddingApiErrors, BadTopologyAndBadGpuAreErrors) {
   temp_dir dir;
   auto file = setup(dir);
@@ -167,6 +187,7 @@ TEST(EmbeddingApiMisuse, AskingForALaterEpochFirstTakesNothing) {
   ASSERT_TRUE(p) << p.error().what();
   std::vector<std::multiset<std::uint64_t>> seen(2);
   auto early = p->epoch(1, 0);
+  EXPECT_TRUE(early.error().has_value()) << "known before the range is iterated";
   EXPECT_EQ(drain(early, seen[1]), 0u);
   ASSERT_TRUE(early.error().has_value());
   auto past = p->epoch(5, 0);

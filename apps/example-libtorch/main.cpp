@@ -13,7 +13,11 @@
 namespace {
 
 // The batch's tensor as a torch tensor over the same memory. The tensor owns the batch: the
-// buffer goes back to the pipeline when the last tensor (or view) of it is freed.
+// buffer goes back to the pipeline when the last tensor (or view) of it is freed. On a CUDA
+// feeder (device memory) torch frees a tensor before the kernels queued on it have run:
+// synchronise torch's stream (or wait on an event recorded on it) before the last reference
+// goes, so the feeder's next copy does not overwrite memory still being read. Debian's torch
+// is CPU-only, where this cannot happen.
 torch::Tensor as_tensor(conveyor::batch b) {
   auto view = b.tensor();
   auto dl = conveyor::to_dlpack(view.type);

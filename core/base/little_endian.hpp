@@ -1,6 +1,6 @@
 #pragma once
-/// Fixed-width little-endian loads and stores for on-disk and wire formats, independent of the host's
-/// byte order and alignment.
+/// Fixed-width little-endian loads and stores for on-disk and wire formats, independent of the
+/// host's byte order and alignment.
 
 #include <cstdint>
 #include <cstring>

@@ -3,6 +3,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -41,9 +42,12 @@ class routing_sink final : public spdlog::sinks::base_sink<std::mutex> {
 };
 
 struct registry {
+  registry() { sink->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ [%n] %v"); }
+
+  // Never held while a sink's lock is taken: a trainer's sink may call get_log_level().
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<spdlog::logger>> loggers;
-  spdlog::level::level_enum level = spdlog::level::info;
+  std::atomic<spdlog::level::level_enum> level{spdlog::level::info};
   std::shared_ptr<routing_sink> sink = std::make_shared<routing_sink>();
 };
 
@@ -60,9 +64,9 @@ std::shared_ptr<spdlog::logger> log(const std::string& name) {
   std::lock_guard<std::mutex> lock(r.mutex);
   auto& logger = r.loggers[name];
   if (!logger) {
+    // The shared sink already has the format: no set_pattern, which would lock the sink.
     logger = std::make_shared<spdlog::logger>(name, r.sink);
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ [%n] %v");
-    logger->set_level(r.level);
+    logger->set_level(r.level.load());
   }
   return logger;
 }
@@ -70,7 +74,7 @@ std::shared_ptr<spdlog::logger> log(const std::string& name) {
 void set_log_level(spdlog::level::level_enum level) {
   auto& r = loggers();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.level = level;
+  r.level.store(level);
   for (auto& [name, logger] : r.loggers) {
     logger->set_level(level);
   }
@@ -82,9 +86,7 @@ void set_log_level(log_level level) {
 }
 
 log_level get_log_level() noexcept {
-  auto& r = loggers();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  return static_cast<log_level>(r.level);
+  return static_cast<log_level>(loggers().level.load());
 }
 
 void set_log_sink(log_sink sink) {

@@ -31,9 +31,9 @@ batch_channel::popped batch_channel::take_locked() {
   if (queue_.empty()) {
     return {nullptr, closed_ ? outcome::closed : outcome::all_held};
   }
+  held_.insert(queue_.front()->slot);  // first: if it throws, the batch is still queued
   auto front = std::move(queue_.front());
   queue_.pop_front();
-  held_.insert(front->slot);
   return {std::move(front), outcome::ready};
 }
 

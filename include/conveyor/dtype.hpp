@@ -40,8 +40,8 @@ constexpr std::string_view name_of(dtype type) noexcept {
 
 /// `type` as a DLPack data type (the exchange format of PyTorch, JAX, CuPy, TensorFlow):
 /// type code (kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4), bits and lanes. With libtorch,
-/// `at::toScalarType(DLDataType{t.code, t.bits, t.lanes})` (ATen/DLConvertor.h) or
-/// conveyor/torch.hpp's `torch_dtype()` maps it, no table of your own needed.
+/// `at::toScalarType(DLDataType{t.code, t.bits, t.lanes})` (ATen/DLConvertor.h) maps it, no
+/// table of your own needed (README: "Use it from libtorch").
 struct dlpack_dtype {
   std::uint8_t code = 0;
   std::uint8_t bits = 0;

@@ -18,7 +18,8 @@ log_level get_log_level() noexcept;
 
 /// Receives one log line: its level, the component that wrote it and the message (without
 /// time or level). Called on Conveyor's threads, one call at a time; it must not block for
-/// long, and must not call set_log_sink.
+/// long, and must not call set_log_sink or a pipeline call (those may log: a deadlock);
+/// get_log_level and set_log_level are fine.
 using log_sink =
     std::function<void(log_level level, std::string_view component, std::string_view message)>;
 

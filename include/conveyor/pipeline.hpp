@@ -12,7 +12,11 @@
 /// prepares at most `pipeline.prefetch_batches` batches ahead of each GPU, so a trainer that
 /// holds batches slows the loader down instead of growing its memory. A GPU has
 /// `prefetch_batches + 1` buffers: a trainer that holds all of them (gradient accumulation
-/// over more batches than that) gets errc::resource_exhausted from next(), never a hang. Each
+/// over more batches than that) gets errc::resource_exhausted from next(), never a hang. A
+/// batch counts as held until it is released, even while another thread is about to release
+/// it (after a CUDA event, say): such a trainer keeps at most `prefetch_batches` batches out
+/// when it calls next(), or raises prefetch_batches. An end-of-epoch marker that next() returns
+/// holds its buffer too until it is released (epoch ranges release markers themselves). Each
 /// GPU's batches must be consumed concurrently (one thread per GPU): the GPUs advance together,
 /// and next() gives up with errc::timed_out after `pipeline.next_timeout_s`.
 /// Destroying the pipeline stops it cleanly, also in the middle of an epoch.
@@ -168,8 +172,10 @@ class pipeline {
   /// The batches of epoch `epoch` for `gpu` as a range. Nothing is ever dropped: leaving the
   /// loop early (break) leaves the rest of the epoch for the next epoch(epoch, gpu) or next(gpu)
   /// call. `epoch` must be the epoch the GPU is in; otherwise the range is empty and its
-  /// error() says which epoch that is (nothing is consumed). The range and its iterators stay
-  /// valid when the pipeline is moved; once it is destroyed they end with an error.
+  /// error() says which epoch that is (nothing is consumed). The range holds the batch it is
+  /// at until it moves on or is destroyed: after a break, let a named range go before the next
+  /// call (it would hold one buffer). The range and its iterators stay valid when the pipeline
+  /// is moved; once it is shut down or destroyed they end with an error.
   class epoch_range;
   epoch_range epoch(std::uint64_t epoch, int gpu);
 
