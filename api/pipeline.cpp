@@ -172,6 +172,15 @@ std::string gpu_name(int gpu) {
   return "gpu " + std::to_string(gpu);
 }
 
+// `gpu` is one of the pipeline's `gpus`, or the error that says it is not.
+std::optional<error> check_gpu(int gpu, int gpus) {
+  if (gpu >= 0 && gpu < gpus) {
+    return std::nullopt;
+  }
+  return error{errc::invalid_argument,
+               gpu_name(gpu) + " is not one of the " + std::to_string(gpus) + " of this pipeline"};
+}
+
 // Why next() found no batch: the channel was closed, every buffer is held, or time ran out.
 error no_batch(const pipeline_runtime& rt, int gpu, batch_channel::outcome why) {
   const auto& spec = rt.spec();
@@ -199,9 +208,8 @@ error no_batch(const pipeline_runtime& rt, int gpu, batch_channel::outcome why) 
 }  // namespace
 
 expected<batch> pipeline::next(int gpu) {
-  if (gpu < 0 || gpu >= gpus()) {
-    return error{errc::invalid_argument, gpu_name(gpu) + " is not one of the " +
-                                             std::to_string(gpus()) + " of this pipeline"};
+  if (auto bad = check_gpu(gpu, gpus())) {
+    return *bad;
   }
   return next_of(*state_, gpu);
 }
@@ -321,10 +329,8 @@ void pipeline::epoch_range::cursor::stop(conveyor::error why) {
 
 bool pipeline::epoch_range::cursor::in_turn() {
   const auto& rt = *shared->runtime;
-  if (gpu < 0 || gpu >= rt.spec().settings.gpus) {
-    stop({errc::invalid_argument, gpu_name(gpu) + " is not one of the " +
-                                      std::to_string(rt.spec().settings.gpus) +
-                                      " of this pipeline"});
+  if (auto bad = check_gpu(gpu, rt.spec().settings.gpus)) {
+    stop(std::move(*bad));
     return false;
   }
   auto ended = shared->epochs_ended[static_cast<std::size_t>(gpu)];
