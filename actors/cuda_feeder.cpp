@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include "core/base/log.hpp"
+#include "core/base/monotonic_clock.hpp"
 #include "core/cuda/device_feeder.hpp"
 
 namespace conveyor {
@@ -66,7 +67,10 @@ expected<void> feed(cuda_feeder_state& st, const cuda_feeder_options& opts,
   batch->type = out.type;
   batch->bytes.clear();
   return st.device->submit(**slot,
-                           [channel = opts.feeder.channel, batch] { channel->push(batch); });
+                           [channel = opts.feeder.channel, batch] {
+                             batch->ready_ns = monotonic_ns();
+                             channel->push(batch);
+                           });
 }
 
 void on_plan(cuda_feeder_pointer self, const cuda_feeder_options& opts, const batch_plan& plan) {

@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 
 #include "core/base/log.hpp"
+#include "core/base/monotonic_clock.hpp"
 
 namespace conveyor {
 namespace {
@@ -28,12 +29,16 @@ void on_plan(feeder_pointer self, const feeder_options& opts, const batch_plan& 
   auto slot = st.free_slots.back();
   st.free_slots.pop_back();
   auto& batch = *st.ring[slot];
-  if (auto ok = collate(plan, batch); !ok) {
+  auto ok = opts.memory.tensors.empty()
+                 ? collate(plan, batch)
+                 : collate_into(plan, batch, opts.memory.tensors[slot], opts.memory.capacity);
+  if (!ok) {
     log("feeder")->error("{}", ok.error().what());
     opts.status->fail(ok.error());
     return;
   }
   batch.slot = slot;
+  batch.ready_ns = monotonic_ns();
   st.lent[slot] = true;
   opts.status->add_collate(elapsed_ns(start), plan.samples.size());
   opts.channel->push(st.ring[slot]);

@@ -23,6 +23,9 @@ struct feeder_options {
   std::shared_ptr<batch_channel> channel;
   std::shared_ptr<pipeline_status> status;
   reporting report;
+  /// When set (one tensor per slot), batches are collated into this memory (a shared-memory
+  /// feed) instead of the feeder's own buffers.
+  external_slots memory{};
 };
 
 /// Grants the batcher `slots` credits on start.

@@ -45,6 +45,10 @@ struct pipeline_spec {
   /// normalize run by the CUDA feeders on uint8 samples (on = "gpu"), into gpu_normalize_type.
   std::optional<normalize_spec> gpu_normalize{};
   dtype gpu_normalize_type = dtype::float32;
+  /// Per GPU slot, memory its host feeder collates into (prefetch_batches + 1 tensors each):
+  /// a shared-memory feed's slots. Empty: each feeder owns its buffers. Set only with host
+  /// feeders (cuda_devices empty).
+  std::vector<external_slots> feed_memory{};
 };
 
 /// Thread-safe: release() may be called from any trainer thread.

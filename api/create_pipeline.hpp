@@ -5,11 +5,14 @@
 
 #include "config/topology.hpp"
 #include "conveyor/pipeline.hpp"
+#include "core/delivery/host_batch.hpp"
 
 namespace conveyor {
 
 /// errc::invalid_config (naming the key) when the topology cannot run here, e.g. a dataset
-/// path that does not open or a GPU that does not exist.
-expected<pipeline> create_pipeline(const topology& t);
+/// path that does not open or a GPU that does not exist. `feed_memory`: per GPU slot, the
+/// shared memory its feeder collates into (a served node, core/serving/); empty: the
+/// feeders' own buffers.
+expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots> feed_memory = {});
 
 }  // namespace conveyor

@@ -1,6 +1,7 @@
 #include "conveyor/pipeline.hpp"
 
 #include "actors/pipeline_runtime.hpp"
+#include "api/batch_source.hpp"
 #include "api/create_pipeline.hpp"
 #include "api/resolve_topology.hpp"
 #include "config/load_topology.hpp"
@@ -9,97 +10,33 @@
 
 namespace conveyor {
 
-std::size_t tensor_view::elements() const noexcept {
-  std::size_t n = 1;
-  for (auto d : shape) {
-    n *= static_cast<std::size_t>(d);
-  }
-  return n;
-}
-
-std::size_t tensor_view::bytes() const noexcept {
-  return elements() * size_of(type);
-}
-
-// --- batch -------------------------------------------------------------------------------
-
-batch::batch(std::shared_ptr<const host_batch> data, std::shared_ptr<pipeline_runtime> runtime)
-    : data_(std::move(data)), runtime_(std::move(runtime)) {}
-
-batch& batch::operator=(batch&& other) noexcept {
-  if (this != &other) {
-    release();
-    data_ = std::move(other.data_);
-    runtime_ = std::move(other.runtime_);
-  }
-  return *this;
-}
-
-batch::~batch() {
-  release();
-}
-
-void batch::release() noexcept {
-  if (data_ && runtime_) {
-    runtime_->release(data_->gpu, data_->slot);
-  }
-  data_.reset();
-  runtime_.reset();
-}
-
-tensor_view batch::tensor() const noexcept {
-  if (!data_) {
-    return {};
-  }
-  const auto& s = data_->shape;
-  // The buffer is the trainer's while it holds the batch: the feeder made it writable and
-  // touches it again only after release. host_batch is const only to the channel's readers.
-  const void* data = data_->device >= 0 ? data_->device_data : data_->bytes.data();
-  return {data_->type, {s[0], s[1], s[2], s[3]}, const_cast<void*>(data), data_->device};
-}
+// --- pipeline ----------------------------------------------------------------------------
 
 namespace {
-template <class T>
-const std::vector<T>& or_empty(const std::shared_ptr<const host_batch>& b,
-                               const std::vector<T> host_batch::*member) {
-  static const std::vector<T> empty;
-  return b ? (*b).*member : empty;
-}
+
+// Released batches go back to their feeder.
+class runtime_home final : public batch_home {
+ public:
+  explicit runtime_home(std::shared_ptr<pipeline_runtime> runtime) : runtime_(std::move(runtime)) {}
+  void give_back(const host_batch& b) noexcept override { runtime_->release(b.gpu, b.slot); }
+
+ private:
+  std::shared_ptr<pipeline_runtime> runtime_;
+};
+
 }  // namespace
-
-const std::vector<std::int32_t>& batch::labels() const noexcept {
-  return or_empty(data_, &host_batch::labels);
-}
-const std::vector<std::uint64_t>& batch::sample_ids() const noexcept {
-  return or_empty(data_, &host_batch::sample_ids);
-}
-const std::vector<std::string>& batch::keys() const noexcept {
-  return or_empty(data_, &host_batch::keys);
-}
-std::uint64_t batch::epoch() const noexcept {
-  return data_ ? data_->epoch : 0;
-}
-int batch::gpu() const noexcept {
-  return data_ ? data_->gpu : 0;
-}
-std::size_t batch::size() const noexcept {
-  return data_ ? data_->size() : 0;
-}
-bool batch::last_in_epoch() const noexcept {
-  return data_ && data_->last_in_epoch;
-}
-
-// --- pipeline ----------------------------------------------------------------------------
 
 /// What a pipeline and its epoch ranges share: the ranges stay valid when the pipeline moves.
 struct pipeline::state {
   std::shared_ptr<pipeline_runtime> runtime;
+  std::shared_ptr<batch_home> home;  ///< where its batches are released to
   /// Epochs each GPU has finished; element g is touched only by GPU g's thread.
   std::vector<std::uint64_t> epochs_ended;
 };
 
 pipeline::pipeline(std::shared_ptr<pipeline_runtime> runtime) : state_(std::make_shared<state>()) {
   state_->epochs_ended.assign(static_cast<std::size_t>(runtime->spec().settings.gpus), 0);
+  state_->home = std::make_shared<runtime_home>(runtime);
   state_->runtime = std::move(runtime);
 }
 pipeline::pipeline(pipeline&&) noexcept = default;
@@ -132,11 +69,12 @@ expected<pipeline> pipeline::from_toml(std::string_view toml,
   return create_pipeline(*t);
 }
 
-expected<pipeline> create_pipeline(const topology& t) {
+expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots> feed_memory) {
   auto spec = resolve_topology(t);
   if (!spec) {
     return std::move(spec).error();
   }
+  spec->feed_memory = std::move(feed_memory);
   return pipeline(std::make_shared<pipeline_runtime>(std::move(*spec)));
 }
 
@@ -236,7 +174,7 @@ expected<batch> pipeline::next_of(state& s, int gpu) {
     return no_batch(rt, gpu, got.status);
   }
   ended += got.batch->last_in_epoch ? 1 : 0;
-  return batch(std::move(got.batch), s.runtime);
+  return batch_access::make(std::move(got.batch), s.home);
 }
 
 namespace {
@@ -296,113 +234,26 @@ void pipeline::shutdown() {
   }
 }
 
-// --- epoch_range -------------------------------------------------------------------------
+// --- epoch ranges ------------------------------------------------------------------------
 
-/// One epoch of one GPU being walked. The range and its iterators share it, so an iterator
-/// outlives the range expression it came from.
-struct pipeline::epoch_range::cursor {
-  cursor(std::shared_ptr<pipeline::state> s, std::uint64_t e, int g)
-      : shared(std::move(s)), epoch(e), gpu(g) {}
+/// One GPU's batches, for an epoch range.
+struct pipeline::gpu_stream : batch_stream {
+  gpu_stream(std::shared_ptr<pipeline::state> s, int g) : shared(std::move(s)), gpu(g) {}
 
-  /// Releases the current batch and takes the next non-empty one of the epoch.
-  void advance();
-  /// Ends the range with `why`, logged: a loop over the range would otherwise end silently.
-  void stop(conveyor::error why);
-  /// The range may start (or go on): the GPU is in this epoch.
-  bool in_turn();
+  expected<batch> next() override { return pipeline::next_of(*shared, gpu); }
+  std::uint64_t epochs_ended() const override {
+    return shared->epochs_ended[static_cast<std::size_t>(gpu)];
+  }
+  std::uint64_t epochs() const override { return shared->runtime->spec().settings.epochs; }
+  std::string name() const override { return gpu_name(gpu); }
 
   std::shared_ptr<pipeline::state> shared;
-  std::uint64_t epoch;
   int gpu;
-  batch current;
-  bool started = false;
-  bool done = false;
-  bool complete = false;
-  std::optional<conveyor::error> failure;
 };
 
-void pipeline::epoch_range::cursor::stop(conveyor::error why) {
-  log("pipeline")->error("epoch({}, {}): {}", epoch, gpu, why.what());
-  failure = std::move(why);
-  done = true;
-}
-
-bool pipeline::epoch_range::cursor::in_turn() {
-  const auto& rt = *shared->runtime;
-  if (auto bad = check_gpu(gpu, rt.spec().settings.gpus)) {
-    stop(std::move(*bad));
-    return false;
-  }
-  auto ended = shared->epochs_ended[static_cast<std::size_t>(gpu)];
-  if (ended == epoch) {
-    return true;
-  }
-  if (epoch >= rt.spec().settings.epochs) {
-    stop({errc::not_found,
-          "the pipeline runs " + std::to_string(rt.spec().settings.epochs) + " epochs"});
-  } else if (ended < epoch) {
-    stop({errc::invalid_argument,
-          gpu_name(gpu) + " is still in epoch " + std::to_string(ended) +
-              ": finish it first (its remaining batches are kept, none was taken)"});
-  } else {
-    stop({errc::invalid_argument, "epoch " + std::to_string(epoch) + " of " + gpu_name(gpu) +
-                                      " has ended (the GPU is in epoch " + std::to_string(ended) +
-                                      ")"});
-  }
-  return false;
-}
-
-void pipeline::epoch_range::cursor::advance() {
-  current.release();
-  while (!done && in_turn()) {
-    auto next = pipeline::next_of(*shared, gpu);
-    if (!next) {
-      stop(std::move(next).error());
-      return;
-    }
-    complete = next->last_in_epoch();
-    done = complete;
-    if (next->size() > 0) {
-      current = std::move(*next);
-      return;
-    }
-  }
-  done = true;
-}
-
 pipeline::epoch_range pipeline::epoch(std::uint64_t epoch, int gpu) {
-  auto at = std::make_shared<epoch_range::cursor>(state_, epoch, gpu);
-  at->in_turn();  // an out-of-turn range says so in error() before it is iterated
-  return epoch_range(std::move(at));
-}
-
-pipeline::epoch_range::iterator pipeline::epoch_range::begin() {
-  if (!at_->started) {
-    at_->started = true;
-    at_->advance();
-  }
-  return iterator(at_);
-}
-
-std::optional<error> pipeline::epoch_range::error() const {
-  return at_->failure;
-}
-
-bool pipeline::epoch_range::complete() const noexcept {
-  return at_->complete;
-}
-
-batch& pipeline::epoch_range::iterator::operator*() const noexcept {
-  return at_->current;
-}
-
-bool pipeline::epoch_range::iterator::at_end() const noexcept {
-  return at_ == nullptr || (at_->done && at_->current.size() == 0);
-}
-
-pipeline::epoch_range::iterator& pipeline::epoch_range::iterator::operator++() {
-  at_->advance();
-  return *this;
+  return batch_access::range(std::make_shared<gpu_stream>(state_, gpu), epoch,
+                             check_gpu(gpu, gpus()));
 }
 
 }  // namespace conveyor

@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <variant>
@@ -79,6 +80,15 @@ std::string describe_transforms(const topology& node) {
   return out;
 }
 
+std::string describe_serve(const serve_config& serve) {
+  if (!serve.enabled()) {
+    return "off (simulated trainer)";
+  }
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", serve.mode);
+  return "socket=" + serve.socket + " jobs=" + std::to_string(serve.jobs) + " mode=" + mode;
+}
+
 std::string describe_faults(const fault_config& faults) {
   if (!faults.enabled()) {
     return "off";
@@ -117,6 +127,7 @@ std::string describe(const topology& node) {
       << "trainer: step_ms=" << number_text(node.trainer.step_ms)
       << " epochs=" << node.trainer.epochs << "\n"
       << "monitor: interval_ms=" << node.monitor.interval_ms << "\n"
+      << "serve: " << describe_serve(node.serve) << "\n"
       << "supervision: strategy=" << to_string(s.strategy) << " max_restarts=" << s.max_restarts
       << " in " << number_text(s.restart_period_s)
       << "s backoff_ms=" << number_text(s.backoff_min_ms) << ".." << number_text(s.backoff_max_ms)

@@ -1,6 +1,7 @@
 #include "config/section_readers.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 namespace conveyor::config_detail {
@@ -108,6 +109,50 @@ trainer_config read_trainer(table_reader& section) {
 monitor_config read_monitor(table_reader& section) {
   monitor_config out;
   out.interval_ms = section.integer("interval_ms", out.interval_ms, at_least(10));
+  return out;
+}
+
+namespace {
+
+// "0600", "660", "0o660": octal permission bits; nullopt when the text is not one.
+std::optional<unsigned> octal_mode(const std::string& text) {
+  std::string digits = text.rfind("0o", 0) == 0 ? text.substr(2) : text;
+  if (digits.empty() || digits.size() > 4) {
+    return std::nullopt;
+  }
+  unsigned mode = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '7') {
+      return std::nullopt;
+    }
+    mode = mode * 8 + static_cast<unsigned>(c - '0');
+  }
+  return mode;
+}
+
+}  // namespace
+
+serve_config read_serve(table_reader& section) {
+  serve_config out;
+  out.socket = section.string("socket", out.socket);
+  // sun_path holds 108 bytes with the terminating NUL (unix(7)).
+  if (const auto* value = section.find("socket"); value && out.socket.size() > 107) {
+    section.fail(*value, "socket",
+                 "is " + std::to_string(out.socket.size()) +
+                     " bytes long; a Unix socket path holds at most 107 (use a shorter path)");
+  }
+  out.jobs = section.integer("jobs", out.jobs, at_least(1));
+  if (const auto* value = section.find("mode")) {
+    auto text = section.string("mode", "0600");
+    auto mode = octal_mode(text);
+    if (!mode || *mode > 0777 || (*mode & 0600U) != 0600U) {
+      section.fail(*value, "mode",
+                   "must be octal permission bits that give the owner read and write, e.g. "
+                   "\"0600\" or \"0660\" (got \"" + text + "\")");
+    } else {
+      out.mode = *mode;
+    }
+  }
   return out;
 }
 

@@ -16,6 +16,7 @@ pipeline_config read_pipeline(table_reader& section);
 batching_config read_batching(table_reader& section);
 trainer_config read_trainer(table_reader& section);
 monitor_config read_monitor(table_reader& section);
+serve_config read_serve(table_reader& section);
 supervision_config read_supervision(table_reader& section);
 fault_config read_faults(table_reader& section);
 

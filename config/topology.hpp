@@ -74,6 +74,19 @@ struct monitor_config {
   int interval_ms = 1000;  ///< >= 10: time between reports
 };
 
+/// [serve]: the node as the data service of trainer processes (see core/serving/).
+struct serve_config {
+  /// A Unix socket path (at most 107 bytes); "" = no serving: the node runs its simulated
+  /// trainer instead.
+  std::string socket;
+  int jobs = 1;  ///< >= 1: jobs that each receive every batch (coordinated prep)
+  /// The socket file's permission bits; the owner's read and write are required. 0600: only
+  /// the node's own user can attach.
+  unsigned mode = 0600;
+  /// True when trainer processes attach instead of the simulated trainer.
+  bool enabled() const noexcept { return !socket.empty(); }
+};
+
 /// [supervision]
 struct supervision_config {
   restart_strategy strategy = restart_strategy::one_for_one;
@@ -112,6 +125,7 @@ struct topology {
   batching_config batching;
   trainer_config trainer;
   monitor_config monitor;
+  serve_config serve;
   supervision_config supervision;
   fault_config faults;
   /// The [[transform]] tables in order; not empty, accepted by transform_chain::build.

@@ -326,7 +326,7 @@ TEST(EmbeddingApiLogging, LinesGoToTheTrainersSinkAndSpdlogIsLeftAlone) {
     ASSERT_TRUE(p) << p.error().what();
     drain(p->epoch(1, 0), *std::make_unique<std::multiset<std::uint64_t>>());
   }
-  EXPECT_TRUE(lines.contains("pipeline|4|epoch(1, 0): invalid_argument: gpu 0 is still in"));
+  EXPECT_TRUE(lines.contains("pipeline|4|epoch 1 of gpu 0: invalid_argument: gpu 0 is still in"));
   set_log_level(log_level::off);
   EXPECT_EQ(get_log_level(), log_level::off);
   {

@@ -28,6 +28,10 @@ std::string_view to_string(errc code) noexcept {
       return "resource_exhausted";
     case errc::timed_out:
       return "timed_out";
+    case errc::permission_denied:
+      return "permission_denied";
+    case errc::disconnected:
+      return "disconnected";
   }
   return "unknown_error";
 }

@@ -25,10 +25,17 @@ struct host_batch {
   dtype type = dtype::float32;
   std::array<int, 4> shape{0, 0, 0, 0};  ///< N, C, H, W
   std::vector<std::uint8_t> bytes;       ///< N*C*H*W elements of `type`; capacity is reused
+  /// When set, the tensor lies here instead of in `bytes` (a slot of shared memory that the
+  /// feeder collated into, or that a client mapped); `bytes` is empty.
+  std::uint8_t* external = nullptr;
+  bool read_only = false;  ///< the trainer must not write the tensor (memory shared by jobs)
   /// -1: the tensor is `bytes`. Otherwise the CUDA device whose memory at `device_data` holds
   /// it (complete when the batch is handed over; `bytes` is empty).
   int device = -1;
   const void* device_data = nullptr;
+  /// When the batch was ready for the trainer (monotonic_clock.hpp): the feeder's hand-over,
+  /// or a node's publication of a served batch.
+  std::uint64_t ready_ns = 0;
   std::vector<std::int32_t> labels;
   std::vector<std::uint64_t> sample_ids;
   std::vector<std::string> keys;
@@ -52,5 +59,18 @@ void write_samples(const batch_plan& plan, std::uint8_t* dest);
 /// Collates `plan` into host memory: check_uniform, describe_batch, then write_samples into
 /// `into.bytes` (reusing its capacity).
 expected<void> collate(const batch_plan& plan, host_batch& into);
+
+/// Memory a feeder collates into instead of buffers of its own: slot i's tensor starts at
+/// tensors[i], with room for `capacity` bytes. Owned by whoever set it up (a shared-memory
+/// feed), which keeps it mapped while the pipeline runs.
+struct external_slots {
+  std::vector<std::uint8_t*> tensors;
+  std::size_t capacity = 0;
+};
+
+/// collate() into `dest` (room for `capacity` bytes) instead: `into.external` = dest.
+/// errc::invalid_config naming the sizes when the batch does not fit.
+expected<void> collate_into(const batch_plan& plan, host_batch& into, std::uint8_t* dest,
+                            std::size_t capacity);
 
 }  // namespace conveyor

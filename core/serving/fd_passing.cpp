@@ -15,7 +15,7 @@ bool peer_gone(int err) {
 }
 
 error socket_error(const char* call, int err) {
-  return {peer_gone(err) ? errc::not_found : errc::io_error,
+  return {peer_gone(err) ? errc::disconnected : errc::io_error,
           std::string(call) + " on a serving socket: " +
               (peer_gone(err) ? "the peer has gone" : std::strerror(err))};
 }
@@ -91,7 +91,7 @@ expected<received_message> receive_message(int socket, std::size_t max_size,
     return socket_error("recvmsg", errno);
   }
   if (got == 0) {
-    return error{errc::not_found, "recvmsg on a serving socket: the peer has gone"};
+    return error{errc::disconnected, "recvmsg on a serving socket: the peer has gone"};
   }
   for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {

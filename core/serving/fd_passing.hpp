@@ -16,7 +16,7 @@
 namespace conveyor {
 
 /// Sends `size` bytes (at least 1) and, when `fd` >= 0, a duplicate of `fd` (the caller keeps
-/// its own). Never raises SIGPIPE. errc::not_found when the peer has gone, errc::io_error
+/// its own). Never raises SIGPIPE. errc::disconnected when the peer has gone, errc::io_error
 /// otherwise, naming the reason.
 expected<void> send_message(int socket, const void* bytes, std::size_t size, int fd = -1);
 
@@ -26,7 +26,7 @@ struct received_message {
 };
 
 /// Waits at most `timeout` for the next message of at most `max_size` bytes. Errors:
-/// errc::not_found when the peer has gone (end of stream, or reset with data unread),
+/// errc::disconnected when the peer has gone (end of stream, or reset with data unread),
 /// errc::timed_out, errc::io_error when the message or its descriptor was cut short (a
 /// descriptor that does not fit is lost, so it is an error, not a silent drop).
 expected<received_message> receive_message(int socket, std::size_t max_size,

@@ -87,6 +87,13 @@ void fields(F& f, attached& m) {
   f.field(m.epochs);
   f.field(m.dataset_size);
   f.field(m.batch_size);
+  f.field(m.channels);
+  f.field(m.height);
+  f.field(m.width);
+  f.field(m.type);
+  f.field(m.key_bytes);
+  f.field(m.writable);
+  f.field(m.start_epoch);
 }
 template <class F>
 void fields(F& f, batch_ready& m) {
@@ -106,6 +113,20 @@ template <class F>
 void fields(F& f, failure& m) {
   f.field(m.code);
   f.field(m.text);
+}
+template <class F>
+void fields(F& /*f*/, ask_report& /*m*/) {}
+template <class F>
+void fields(F& f, node_report& m) {
+  f.field(m.delivered);
+  f.field(m.quarantined);
+  f.field(m.duplicates);
+  f.field(m.lost);
+  f.field(m.steps_executed);
+  f.field(m.retries);
+  f.field(m.restarts);
+  f.field(m.handoffs);
+  f.field(m.finished);
 }
 
 // The message of wire type `type` (the variant's index + 1), default-constructed.
@@ -179,6 +200,9 @@ expected<message> decode(const std::uint8_t* bytes, std::size_t size) {
   }
   if (const auto* f = std::get_if<failure>(&out); f && to_string(f->code) == "unknown_error") {
     return bad("failure with unknown error code " + std::to_string(static_cast<int>(f->code)));
+  }
+  if (const auto* a = std::get_if<attached>(&out); a && name_of(a->type) == "unknown") {
+    return bad("attached with unknown dtype " + std::to_string(static_cast<int>(a->type)));
   }
   return out;
 }

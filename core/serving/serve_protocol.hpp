@@ -10,6 +10,8 @@
 ///                                   <-      attached{geometry} + the region's descriptor
 ///                                   <-      batch{slot, epoch, index, samples, last}  (repeated)
 ///   release{slot}                   ->                                               (repeated)
+///   ask_report{}                    ->
+///                                   <-      node_report{figures}  (in order with batches)
 ///                                   <-      end{}          every epoch delivered
 ///   failure{code, text}            <->      either side, then the connection ends
 ///
@@ -22,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "conveyor/dtype.hpp"
 #include "conveyor/error.hpp"
 
 namespace conveyor::serve {
@@ -48,6 +51,13 @@ struct attached {
   std::uint64_t epochs = 0;
   std::uint64_t dataset_size = 0;
   std::uint64_t batch_size = 0;
+  std::uint32_t channels = 0;  ///< every sample is channels x height x width elements of `type`
+  std::uint32_t height = 0;
+  std::uint32_t width = 0;
+  dtype type = dtype::uint8;
+  std::uint32_t key_bytes = 0;  ///< each slot's room for its samples' keys (slot_layout.hpp)
+  bool writable = false;        ///< the client may map the region read-write (one job only)
+  std::uint64_t start_epoch = 0;  ///< the epoch of the first batch this client will get
 };
 
 /// Node -> client: slot `slot` holds the next batch (its layout is in the slot).
@@ -73,7 +83,24 @@ struct failure {
   std::string text;
 };
 
-using message = std::variant<attach, attached, batch_ready, release, end, failure>;
+/// Client -> node: send the node's figures (the answer comes in order with the batches).
+struct ask_report {};
+
+/// Node -> client: the node's ledger and work so far (pipeline_report's integers).
+struct node_report {
+  std::uint64_t delivered = 0;
+  std::uint64_t quarantined = 0;
+  std::uint64_t duplicates = 0;
+  std::uint64_t lost = 0;
+  std::uint64_t steps_executed = 0;
+  std::uint64_t retries = 0;
+  std::uint64_t restarts = 0;
+  std::uint64_t handoffs = 0;
+  bool finished = false;
+};
+
+using message = std::variant<attach, attached, batch_ready, release, end, failure, ask_report,
+                             node_report>;
 
 /// The bytes of `m` (at most max_message_size; a failure's text is cut to fit).
 std::vector<std::uint8_t> encode(const message& m);

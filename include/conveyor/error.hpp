@@ -25,6 +25,8 @@ enum class errc : std::uint8_t {
   worker_failed = 10,       ///< pipeline actors kept failing: a restart budget is spent
   resource_exhausted = 11,  ///< every buffer is held by the caller: nothing can arrive
   timed_out = 12,           ///< nothing came within the configured time
+  permission_denied = 13,   ///< the operating system refused access (a node's socket)
+  disconnected = 14,        ///< the other side of a connection has gone (a node or a client)
 };
 
 /// Short stable name of an error code, e.g. "checksum_mismatch".

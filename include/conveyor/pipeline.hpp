@@ -38,64 +38,15 @@
 #include <utility>
 #include <vector>
 
+#include "conveyor/batch.hpp"
 #include "conveyor/dtype.hpp"
 #include "conveyor/error.hpp"
 
 namespace conveyor {
 
 struct topology;
-struct host_batch;
 class pipeline_runtime;
-
-/// A view of a batch tensor: N x C x H x W elements of `type` (float32; bfloat16 or uint8 as
-/// the topology says), contiguous, row-major. The memory belongs to the batch: it may be read
-/// and written (in-place work, zero-copy wrapping such as `torch::from_blob(v.data, ...)`)
-/// until the batch is released. From a CUDA feeder, `data` is device memory and is complete
-/// when the batch is handed out; release the batch only after the trainer's own GPU work that
-/// reads it has finished (the next copy into that memory is queued on the feeder's stream).
-struct tensor_view {
-  dtype type = dtype::float32;
-  std::array<std::int64_t, 4> shape{0, 0, 0, 0};
-  void* data = nullptr;
-  int device = -1;  ///< -1: host memory; otherwise the CUDA device holding `data`
-
-  std::size_t elements() const noexcept;
-  std::size_t bytes() const noexcept;
-};
-
-/// One batch of one GPU. Move-only; not thread-safe (one thread at a time holds it; it may be
-/// handed to another thread, e.g. to release it once the GPU is done with it).
-class batch {
- public:
-  batch() = default;
-  batch(batch&& other) noexcept = default;
-  batch& operator=(batch&& other) noexcept;
-  batch(const batch&) = delete;
-  batch& operator=(const batch&) = delete;
-  ~batch();
-
-  tensor_view tensor() const noexcept;
-  const std::vector<std::int32_t>& labels() const noexcept;
-  const std::vector<std::uint64_t>& sample_ids() const noexcept;
-  /// Each sample's file, or shard and record.
-  const std::vector<std::string>& keys() const noexcept;
-  std::uint64_t epoch() const noexcept;
-  int gpu() const noexcept;
-  std::size_t size() const noexcept;
-  /// This is the last batch of its epoch for its GPU (it may be empty: then it only marks the
-  /// end).
-  bool last_in_epoch() const noexcept;
-  /// Gives the buffer back now; the batch is empty afterwards. Idempotent: a second call, or a
-  /// call after the pipeline is gone, does nothing.
-  void release() noexcept;
-
- private:
-  friend class pipeline;
-  batch(std::shared_ptr<const host_batch> data, std::shared_ptr<pipeline_runtime> runtime);
-
-  std::shared_ptr<const host_batch> data_;
-  std::shared_ptr<pipeline_runtime> runtime_;
-};
+struct external_slots;
 
 /// How a pipeline was set up, with every "auto" resolved.
 struct pipeline_info {
@@ -114,28 +65,6 @@ struct pipeline_info {
   double next_timeout_s = 0;  ///< next() gives up after this long
 
   std::size_t classes() const noexcept { return class_names.size(); }
-};
-
-/// What the pipeline's own ledger says so far. Live: it counts every batch handed to a
-/// trainer by the time the trainer holds it.
-struct pipeline_report {
-  std::uint64_t delivered = 0;    ///< sample deliveries over all epochs
-  std::uint64_t quarantined = 0;  ///< samples set aside
-  std::uint64_t duplicates = 0;   ///< must be 0
-  std::uint64_t lost = 0;         ///< samples of begun epochs not yet accounted for
-  std::uint64_t peak_in_flight = 0;
-  std::uint64_t handoffs = 0;        ///< samples finished by straggler actors
-  std::uint64_t early_handoffs = 0;  ///< of those, handed off from the header, before decode
-  std::uint64_t steps_executed = 0;  ///< transform steps run: samples x steps when none is redone
-  std::uint64_t retries = 0;         ///< samples issued again: after a failure or a worker's death
-  std::uint64_t restarts = 0;        ///< workers restarted by their supervisors
-  std::uint64_t hangs = 0;           ///< workers declared hung (supervision.hang_timeout_ms)
-  /// Where a sample's time goes, in mean milliseconds per sample: "read", each transform step
-  /// by its op name, and "collate" (the copy into the batch). Wall time of the work itself;
-  /// the rest of a sample's latency is queueing and messaging.
-  std::vector<std::pair<std::string, double>> time_per_sample_ms;
-  bool finished = false;                         ///< every epoch handed to the GPUs
-  std::vector<std::string> quarantined_samples;  ///< "epoch <e> <key>: <reason>"
 };
 
 /// Movable, not copyable. next() and epoch() are thread-safe across GPUs (one thread per GPU);
@@ -169,14 +98,9 @@ class pipeline {
   /// - the fatal error that stopped the pipeline (see failure()).
   expected<batch> next(int gpu);
 
-  /// The batches of epoch `epoch` for `gpu` as a range. Nothing is ever dropped: leaving the
-  /// loop early (break) leaves the rest of the epoch for the next epoch(epoch, gpu) or next(gpu)
-  /// call. `epoch` must be the epoch the GPU is in; otherwise the range is empty and its
-  /// error() says which epoch that is (nothing is consumed). The range holds the batch it is
-  /// at until it moves on or is destroyed: after a break, let a named range go before the next
-  /// call (it would hold one buffer). The range and its iterators stay valid when the pipeline
-  /// is moved; once it is shut down or destroyed they end with an error.
-  class epoch_range;
+  /// The batches of epoch `epoch` for `gpu` as a range (conveyor/batch.hpp says how it
+  /// behaves). `epoch` must be the epoch the GPU is in.
+  using epoch_range = conveyor::epoch_range;
   epoch_range epoch(std::uint64_t epoch, int gpu);
 
   pipeline_report report() const;
@@ -187,52 +111,12 @@ class pipeline {
 
  private:
   struct state;
-  friend expected<pipeline> create_pipeline(const topology& t);  // api/create_pipeline.hpp
+  struct gpu_stream;
+  friend expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots>);
   explicit pipeline(std::shared_ptr<pipeline_runtime> runtime);
   static expected<batch> next_of(state& s, int gpu);
 
   std::shared_ptr<state> state_;
-};
-
-class pipeline::epoch_range {
-  struct cursor;  // the range's state, shared by the range and its iterators
-
- public:
-  class iterator {
-   public:
-    using iterator_category = std::input_iterator_tag;
-    using value_type = batch;
-    using difference_type = std::ptrdiff_t;
-    using pointer = batch*;
-    using reference = batch&;
-
-    iterator() = default;  ///< the end iterator
-    batch& operator*() const noexcept;
-    batch* operator->() const noexcept { return &**this; }
-    iterator& operator++();
-    bool operator==(const iterator& o) const noexcept { return at_end() == o.at_end(); }
-    bool operator!=(const iterator& o) const noexcept { return !(*this == o); }
-
-   private:
-    friend class epoch_range;
-    explicit iterator(std::shared_ptr<cursor> at) : at_(std::move(at)) {}
-    bool at_end() const noexcept;
-    std::shared_ptr<cursor> at_;  ///< null: the end iterator
-  };
-
-  iterator begin();
-  iterator end() noexcept { return iterator(nullptr); }
-  /// Why the range ended before the epoch's last batch (the epoch was out of turn, or the
-  /// pipeline stopped or failed); empty while it runs, after a complete epoch, and after a
-  /// break.
-  std::optional<conveyor::error> error() const;
-  /// The epoch's last batch was reached.
-  bool complete() const noexcept;
-
- private:
-  friend class pipeline;
-  explicit epoch_range(std::shared_ptr<cursor> at) : at_(std::move(at)) {}
-  std::shared_ptr<cursor> at_;
 };
 
 }  // namespace conveyor

@@ -1,0 +1,46 @@
+#pragma once
+/// What stands behind the public batch API (include/conveyor/batch.hpp), for its two
+/// transports: a pipeline in this process and a client of a node. A batch_home takes released
+/// batches back; a batch_stream hands out the batches of one GPU (rank) in order, and epoch
+/// ranges walk it. Internal to the library.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "conveyor/batch.hpp"
+#include "core/delivery/host_batch.hpp"
+
+namespace conveyor {
+
+/// Where a batch goes when it is released. give_back may be called from any thread, and after
+/// the transport stopped (then it does nothing).
+class batch_home {
+ public:
+  virtual ~batch_home() = default;
+  virtual void give_back(const host_batch& b) noexcept = 0;
+};
+
+/// The batches of one GPU (or rank), one at a time; used by one thread at a time.
+class batch_stream {
+ public:
+  virtual ~batch_stream() = default;
+  /// The next batch, counting the epochs that end (last_in_epoch).
+  virtual expected<batch> next() = 0;
+  /// Epochs this GPU has finished: the one it is in.
+  virtual std::uint64_t epochs_ended() const = 0;
+  virtual std::uint64_t epochs() const = 0;
+  /// "gpu 1", "rank 1 of job 0": for messages.
+  virtual std::string name() const = 0;
+};
+
+/// The private constructors of batch and epoch_range, for the transports.
+struct batch_access {
+  static batch make(std::shared_ptr<const host_batch> data, std::shared_ptr<batch_home> home);
+  /// A range over epoch `epoch` of `stream`; with `failure`, one that ends at once with it.
+  static epoch_range range(std::shared_ptr<batch_stream> stream, std::uint64_t epoch,
+                           std::optional<error> failure = std::nullopt);
+};
+
+}  // namespace conveyor

@@ -1,0 +1,381 @@
+#include "conveyor/client.hpp"
+
+#include <sys/socket.h>
+
+#include <deque>
+#include <mutex>
+#include <set>
+
+#include "api/batch_source.hpp"
+#include "api/client_connection.hpp"
+#include "core/serving/shared_region.hpp"
+#include "core/serving/slot_layout.hpp"
+#include "core/serving/unix_socket.hpp"
+
+namespace conveyor {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+std::chrono::milliseconds seconds_to_ms(double s) {
+  return std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(s));
+}
+
+std::chrono::milliseconds left_until(steady::time_point deadline) {
+  return std::max(std::chrono::milliseconds(0),
+                  std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now()));
+}
+
+sample_geometry geometry_of(const serve::attached& a) {
+  return {static_cast<int>(a.channels), static_cast<int>(a.height), static_cast<int>(a.width),
+          a.type};
+}
+
+pipeline_report report_of(const serve::node_report& r) {
+  pipeline_report out;
+  out.delivered = r.delivered;
+  out.quarantined = r.quarantined;
+  out.duplicates = r.duplicates;
+  out.lost = r.lost;
+  out.steps_executed = r.steps_executed;
+  out.retries = r.retries;
+  out.restarts = r.restarts;
+  out.handoffs = r.handoffs;
+  out.finished = r.finished;
+  return out;
+}
+
+}  // namespace
+
+/// One attached rank: the connection, the mapped region, the batches received and not yet
+/// handed out, and the slots this process holds. The client, its batches (as their home) and
+/// its epoch ranges (as their stream) share it, so the region stays mapped while any batch
+/// lives.
+struct client::state final : batch_home, batch_stream, std::enable_shared_from_this<state> {
+  state(std::string path, unique_fd s, shared_region r, const serve::attached& a, int rank_,
+        int job_, const client_options& o)
+      : socket_path(std::move(path)),
+        socket(std::move(s)),
+        region(std::move(r)),
+        geometry(a),
+        layout(slot_layout::make(a.batch_size, geometry_of(a), a.key_bytes)),
+        rank(rank_),
+        job(job_),
+        options(o),
+        current_epoch(a.start_epoch) {}
+
+  // batch_home: any thread.
+  void give_back(const host_batch& b) noexcept override;
+  // batch_stream: the client's thread.
+  expected<batch> next() override { return next_for(seconds_to_ms(options.next_timeout_s)); }
+  std::uint64_t epochs_ended() const override { return current_epoch; }
+  std::uint64_t epochs() const override { return geometry.epochs; }
+  std::string name() const override {
+    return "rank " + std::to_string(rank) + " of job " + std::to_string(job);
+  }
+
+  expected<batch> next_for(std::chrono::milliseconds wait);
+  /// One message from the node, into the queue or the state; errors are the node's.
+  expected<void> pump(steady::time_point deadline);
+  /// A batch from the queue (or the end marker of the current epoch), if one is due.
+  std::optional<expected<batch>> take_queued();
+  batch end_marker();
+  expected<batch> open_slot(const serve::batch_ready& ready);
+  std::size_t held_count() const;
+  void close() noexcept;
+
+  const std::string socket_path;
+  unique_fd socket;
+  shared_region region;
+  const serve::attached geometry;
+  const slot_layout layout;
+  const int rank;
+  const int job;
+  const client_options options;
+  // The client's thread only:
+  std::deque<serve::batch_ready> queue;
+  std::optional<serve::node_report> last_report;
+  std::uint64_t current_epoch;
+  bool ended = false;
+  std::optional<error> failure;
+  // Any thread, under `mutex`:
+  mutable std::mutex mutex;
+  std::set<std::uint32_t> held;
+  bool closed = false;
+};
+
+void client::state::give_back(const host_batch& b) noexcept {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto slot = static_cast<std::uint32_t>(b.slot);
+  if (closed || held.erase(slot) == 0) {
+    return;
+  }
+  // A node that has gone needs no release; next() reports its absence.
+  (void)send_to_node(socket.get(), socket_path, serve::release{slot});
+}
+
+std::size_t client::state::held_count() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return held.size();
+}
+
+void client::state::close() noexcept {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!closed) {
+    closed = true;
+    ::shutdown(socket.get(), SHUT_RDWR);  // the node sees the end at once
+  }
+}
+
+batch client::state::end_marker() {
+  auto marker = std::make_shared<host_batch>();
+  marker->epoch = current_epoch++;
+  marker->gpu = rank;
+  marker->last_in_epoch = true;
+  marker->type = geometry.type;
+  return batch_access::make(std::move(marker), nullptr);
+}
+
+expected<batch> client::state::open_slot(const serve::batch_ready& ready) {
+  if (ready.slot >= geometry.slots) {
+    return error{errc::invalid_argument, "the Conveyor node at " + socket_path + " named slot " +
+                                             std::to_string(ready.slot) + " of " +
+                                             std::to_string(geometry.slots)};
+  }
+  auto* slot = region.data() + static_cast<std::size_t>(ready.slot) * layout.slot_bytes;
+  auto contents = read_slot(layout, slot, ready.samples);
+  if (!contents) {
+    return std::move(contents).error();
+  }
+  auto b = std::make_shared<host_batch>();
+  b->epoch = ready.epoch;
+  b->index = ready.index;
+  b->gpu = rank;
+  b->slot = ready.slot;
+  b->last_in_epoch = ready.last_in_epoch;
+  b->type = geometry.type;
+  b->shape = {static_cast<int>(ready.samples), layout.sample.channels, layout.sample.height,
+              layout.sample.width};
+  b->external = slot + layout.tensor_offset;
+  b->read_only = !geometry.writable;
+  b->ready_ns = contents->published_ns;
+  b->labels = std::move(contents->labels);
+  b->sample_ids = std::move(contents->sample_ids);
+  b->keys = std::move(contents->keys);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    held.insert(ready.slot);
+  }
+  current_epoch += ready.last_in_epoch ? 1 : 0;
+  return batch_access::make(std::move(b), shared_from_this());
+}
+
+std::optional<expected<batch>> client::state::take_queued() {
+  if (queue.empty()) {
+    if (ended && current_epoch < geometry.epochs) {
+      return end_marker();  // the rest of the epoch went to an earlier client of this rank
+    }
+    return std::nullopt;
+  }
+  if (queue.front().epoch > current_epoch) {
+    return end_marker();  // as above: this epoch's last batch was released before we came
+  }
+  auto ready = queue.front();
+  queue.pop_front();
+  return open_slot(ready);
+}
+
+expected<void> client::state::pump(steady::time_point deadline) {
+  auto got = receive_from_node(socket.get(), socket_path, left_until(deadline));
+  if (!got) {
+    return std::move(got).error();
+  }
+  auto& m = got->message;
+  if (auto* b = std::get_if<serve::batch_ready>(&m)) {
+    queue.push_back(*b);
+  } else if (std::holds_alternative<serve::end>(m)) {
+    ended = true;
+  } else if (auto* r = std::get_if<serve::node_report>(&m)) {
+    last_report = *r;
+  } else {
+    return error{errc::invalid_argument, "the Conveyor node at " + socket_path +
+                                             " sent message type " +
+                                             std::to_string(m.index() + 1) + " out of turn"};
+  }
+  return {};
+}
+
+expected<batch> client::state::next_for(std::chrono::milliseconds wait) {
+  const auto deadline = steady::now() + wait;
+  for (;;) {
+    if (failure) {
+      return *failure;
+    }
+    if (auto b = take_queued()) {
+      if (!*b) {
+        failure = b->error();
+      }
+      return std::move(*b);
+    }
+    if (ended) {
+      return error{errc::not_found, "no more batches for " + name() + ": its " +
+                                        std::to_string(geometry.epochs) + " epochs have ended"};
+    }
+    if (held_count() >= geometry.slots) {
+      return error{errc::resource_exhausted,
+                   name() + ": this process holds all " + std::to_string(geometry.slots) +
+                       " batch slots of its rank (the node's pipeline.prefetch_batches + 1), so "
+                       "no batch can come: release one before asking for the next"};
+    }
+    if (auto ok = pump(deadline); !ok) {
+      if (ok.error().code() != errc::timed_out) {
+        failure = ok.error();
+        return *failure;
+      }
+      return error{errc::timed_out, name() + ": no batch from the Conveyor node at " +
+                                        socket_path + " within " +
+                                        std::to_string(wait.count()) + " ms"};
+    }
+  }
+}
+
+// --- client ------------------------------------------------------------------------------
+
+
+client::client(std::shared_ptr<state> s) : state_(std::move(s)) {}
+client::client(client&&) noexcept = default;
+client& client::operator=(client&& other) noexcept {
+  if (this != &other) {
+    close();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+client::~client() {
+  close();
+}
+
+namespace {
+
+// attach{} out, attached{} and the region's descriptor back.
+expected<client_message> handshake(int socket, const std::string& path, int rank, int job,
+                                   std::chrono::milliseconds timeout) {
+  serve::attach hello{static_cast<std::uint32_t>(job), static_cast<std::uint32_t>(rank)};
+  if (auto ok = send_to_node(socket, path, hello); !ok) {
+    return std::move(ok).error();
+  }
+  auto got = receive_from_node(socket, path, timeout);
+  if (!got) {
+    return got;
+  }
+  if (!std::holds_alternative<serve::attached>(got->message) || !got->fd) {
+    return error{errc::invalid_argument,
+                 "the Conveyor node at " + path + " did not answer attach with its feed"};
+  }
+  return got;
+}
+
+}  // namespace
+
+expected<client> client::attach(const std::filesystem::path& socket, int rank, int job,
+                                 const client_options& options) {
+  const std::string path = socket.string();
+  if (rank < 0 || job < 0) {
+    return error{errc::invalid_argument, "client::attach(" + path + ", rank " +
+                                             std::to_string(rank) + ", job " +
+                                             std::to_string(job) + "): must be >= 0"};
+  }
+  auto connection = connect_unix(path, seconds_to_ms(options.attach_timeout_s));
+  if (!connection) {
+    return std::move(connection).error();
+  }
+  auto got = handshake(connection->get(), path, rank, job, seconds_to_ms(options.next_timeout_s));
+  if (!got) {
+    return std::move(got).error();
+  }
+  const auto a = std::get<serve::attached>(got->message);
+  auto region = shared_region::attach(std::move(got->fd), a.writable);
+  if (!region) {
+    return std::move(region).error();
+  }
+  auto layout = slot_layout::make(a.batch_size, geometry_of(a), a.key_bytes);
+  if (layout.slot_bytes != a.slot_bytes || region->size() < a.slots * layout.slot_bytes) {
+    return error{errc::invalid_argument,
+                 "the Conveyor node at " + path + " lays out its slots differently from this "
+                 "client (node and client must come from the same release)"};
+  }
+  return client(std::make_shared<state>(path, std::move(*connection), std::move(*region), a, rank,
+                                        job, options));
+}
+
+client_info client::info() const {
+  const auto& a = state_->geometry;
+  client_info i;
+  i.rank = state_->rank;
+  i.job = state_->job;
+  i.ranks = static_cast<int>(a.ranks);
+  i.jobs = static_cast<int>(a.jobs);
+  i.epochs = a.epochs;
+  i.dataset_size = a.dataset_size;
+  i.batch_size = a.batch_size;
+  i.slots = a.slots;
+  i.channels = static_cast<int>(a.channels);
+  i.height = static_cast<int>(a.height);
+  i.width = static_cast<int>(a.width);
+  i.type = a.type;
+  i.writable = a.writable;
+  i.start_epoch = a.start_epoch;
+  return i;
+}
+
+int client::rank() const noexcept {
+  return state_->rank;
+}
+int client::job() const noexcept {
+  return state_->job;
+}
+std::uint64_t client::epochs() const noexcept {
+  return state_->geometry.epochs;
+}
+
+expected<batch> client::next() {
+  return state_->next();
+}
+
+expected<batch> client::next_for(std::chrono::milliseconds wait) {
+  return state_->next_for(wait);
+}
+
+epoch_range client::epoch(std::uint64_t epoch) {
+  return batch_access::range(state_, epoch);
+}
+
+expected<pipeline_report> client::report() {
+  auto& s = *state_;
+  if (s.failure) {
+    return *s.failure;
+  }
+  if (auto ok = send_to_node(s.socket.get(), s.socket_path, serve::ask_report{}); !ok) {
+    return std::move(ok).error();
+  }
+  s.last_report.reset();
+  const auto deadline = steady::now() + seconds_to_ms(s.options.next_timeout_s);
+  while (!s.last_report) {
+    if (auto ok = s.pump(deadline); !ok) {
+      return std::move(ok).error();
+    }
+  }
+  return report_of(*s.last_report);
+}
+
+mapped_memory client::memory() const noexcept {
+  return {state_->region.data(), state_->region.size(), state_->region.writable()};
+}
+
+void client::close() noexcept {
+  if (state_) {
+    state_->close();
+  }
+}
+
+}  // namespace conveyor
