@@ -273,6 +273,38 @@ TEST_P(LatencyAwarePolicy, EachGpuGetsOneEndOfEpochEvenWhenTheDatasetIsSmall) {
 
 INSTANTIATE_TEST_SUITE_P(Gpus, LatencyAwarePolicy, ::testing::Values(1, 2, 4));
 
+// Balanced: a GPU that asks all the time still gets only its share of each epoch (ranks of a
+// data-parallel job must step together), and the batch that completes the share ends its
+// epoch. 37 samples in batches of 4 are 10 batches: shares 3, 3, 2, 2 over 4 GPUs.
+TEST(BalancedLatencyAwarePolicy, EachGpuGetsItsShareWhoeverAsksFirst) {
+  auto policy = make_latency_aware_policy({4, 4, true});
+  policy->begin_epoch(0, 37);
+  std::map<int, std::vector<batch_plan>> got;
+  std::set<std::uint64_t> seen;
+  for (std::uint64_t seq = 0; seq < 37; ++seq) {
+    policy->add(make_sample(0, seq));
+    while (auto plan = policy->take(0)) {  // GPU 0 is greedy
+      got[0].push_back(std::move(*plan));
+    }
+  }
+  for (int g = 1; g < 4; ++g) {
+    while (auto plan = policy->take(g)) {
+      got[g].push_back(std::move(*plan));
+    }
+  }
+  const std::vector<std::size_t> shares{3, 3, 2, 2};
+  for (int g = 0; g < 4; ++g) {
+    ASSERT_EQ(got[g].size(), shares[static_cast<std::size_t>(g)]) << "gpu " << g;
+    EXPECT_TRUE(got[g].back().last_in_epoch) << "gpu " << g;
+    for (const auto& plan : got[g]) {
+      for (const auto& s : plan.samples) {
+        EXPECT_TRUE(seen.insert(s->ticket.seq).second) << "seq " << s->ticket.seq << " twice";
+      }
+    }
+  }
+  EXPECT_EQ(seen.size(), 37u);
+}
+
 // (e) The batcher core with either policy, in tests/support/batcher_world.hpp.
 void expect_nothing_lost(const world_params& p, const world_result& r) {
   std::uint64_t failing = p.fail_every == 0 ? 0 : (p.samples + p.fail_every - 1) / p.fail_every;

@@ -1,5 +1,6 @@
 // conveyor-node: runs one Conveyor node from a TOML topology, with a simulated trainer per
-// GPU, and prints one JSON line with the run's figures on stdout (logs go to stderr).
+// GPU (or, with serve.socket set, serving trainer processes that attach to it), and prints one
+// JSON line with the run's figures on stdout (logs go to stderr).
 // Exit codes: 0 a clean run; 1 a run that failed or lost/duplicated samples; 2 a bad command
 // line or topology; 130 (SIGINT, Ctrl-C) or 143 (SIGTERM): stopped by the operator, in-flight
 // work abandoned, the JSON line still printed with "interrupted": true.
@@ -12,6 +13,7 @@
 #include "api/create_pipeline.hpp"
 #include "apps/common/progress_bar.hpp"
 #include "apps/conveyor-node/run_summary.hpp"
+#include "apps/conveyor-node/serve_mode.hpp"
 #include "apps/conveyor-node/simulated_trainer.hpp"
 #include "apps/conveyor-node/stop_signals.hpp"
 #include "config/load_topology.hpp"
@@ -36,6 +38,9 @@ int run(const arguments& args, stop_token& stop) {
     return 2;
   }
   logger->info("topology {}:\n{}", t->source, describe(*t));
+  if (t->serve.enabled()) {
+    return run_serving(*t, stop);
+  }
   auto p = create_pipeline(*t);
   if (!p) {
     logger->error("{}", p.error().what());

@@ -1,11 +1,20 @@
-// example-trainer: how a C++ trainer embeds Conveyor, using only the public API
-// (include/conveyor/pipeline.hpp). One thread per GPU iterates each epoch's batches and
-// "trains" on them (here: the mean of the tensor, as a stand-in for a forward pass).
+// example-trainer: how a C++ trainer uses Conveyor through the public API only, either way:
+// - embedded (include/conveyor/pipeline.hpp): one thread per GPU iterates each epoch's batches
+//   and "trains" on them (here: the mean of the tensor, as a stand-in for a forward pass);
+// - attached to a serving node (include/conveyor/client.hpp), as one process per rank does:
+//   the same loop over the same batch type, and the hand-over latency of its batches.
 //
 //   example-trainer config/default.toml [key=value ...]
+//   example-trainer --attach SOCKET [RANK [JOB]]
+#include <conveyor/client.hpp>
 #include <conveyor/pipeline.hpp>
 
+#include <time.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -40,11 +49,65 @@ void train_gpu(conveyor::pipeline& p, int gpu, std::mutex& print) {
   }
 }
 
+std::uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // the clock of batch::ready_ns()
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ULL +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+double percentile_us(std::vector<std::uint64_t> ns, double p) {
+  if (ns.empty()) {
+    return 0;
+  }
+  auto k = static_cast<std::size_t>(p / 100.0 * static_cast<double>(ns.size() - 1));
+  std::nth_element(ns.begin(), ns.begin() + static_cast<std::ptrdiff_t>(k), ns.end());
+  return static_cast<double>(ns[k]) / 1000.0;
+}
+
+int train_attached(const char* socket, int rank, int job) {
+  conveyor::client_options options;
+  options.attach_timeout_s = 30;  // the node may still be starting
+  auto feed = conveyor::client::attach(socket, rank, job, options);
+  if (!feed) {
+    std::fprintf(stderr, "%s\n", feed.error().what().c_str());
+    return 2;
+  }
+  std::vector<std::uint64_t> handover_ns;
+  std::size_t total = 0;
+  for (auto e = feed->info().start_epoch; e < feed->epochs(); ++e) {
+    std::size_t samples = 0;
+    double mean = 0;
+    auto range = feed->epoch(e);
+    for (auto& batch : range) {
+      handover_ns.push_back(now_ns() - batch.ready_ns());
+      samples += batch.size();
+      mean = tensor_mean(batch.tensor());
+    }
+    if (range.error()) {
+      std::fprintf(stderr, "%s\n", range.error()->what().c_str());
+      return 1;
+    }
+    total += samples;
+    std::printf("rank %d job %d epoch %llu: %zu samples, last batch mean %.4f\n", rank, job,
+                static_cast<unsigned long long>(e), samples, mean);
+  }
+  std::printf("rank %d job %d: %zu samples, hand-over p50 %.1f us p99 %.1f us\n", rank, job,
+              total, percentile_us(handover_ns, 50), percentile_us(handover_ns, 99));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 3 && std::strcmp(argv[1], "--attach") == 0) {
+    return train_attached(argv[2], argc > 3 ? std::atoi(argv[3]) : 0,
+                          argc > 4 ? std::atoi(argv[4]) : 0);
+  }
   if (argc < 2) {
-    std::fprintf(stderr, "usage: example-trainer TOPOLOGY.toml [key=value ...]\n");
+    std::fprintf(stderr,
+                 "usage: example-trainer TOPOLOGY.toml [key=value ...]\n"
+                 "       example-trainer --attach SOCKET [RANK [JOB]]\n");
     return 2;
   }
   auto p = conveyor::pipeline::open(argv[1], std::vector<std::string>(argv + 2, argv + argc));

@@ -14,6 +14,11 @@ namespace conveyor {
 struct batch_shape {
   std::uint64_t batch_size = 0;
   int gpus = 1;
+  /// latency_aware: every GPU gets the same number of batches per epoch (the first
+  /// batches % gpus one more), whichever asks first. Data-parallel ranks step together: a rank
+  /// left with fewer batches would wait for the others' gradients forever. The pipeline sets
+  /// it; off, whichever GPU asks gets the next batch.
+  bool balanced = false;
 };
 
 /// Single-threaded (owned by the batcher).
@@ -61,7 +66,8 @@ std::unique_ptr<batch_policy> make_in_order_policy(batch_shape shape);
 /// slip into e + 1, which breaks the exactly-once promise and the meaning of last_in_epoch
 /// (after it, the GPU sees nothing more of that epoch). So the tail of an epoch waits, but only
 /// for that epoch's own stragglers, while the batcher keeps preparing e + 1 within its window.
-/// batch_size 0 reads as 1.
+/// With shape.balanced, a GPU takes at most its share of the epoch's batches; the batch that
+/// completes its share is flagged last_in_epoch for it. batch_size 0 reads as 1.
 std::unique_ptr<batch_policy> make_latency_aware_policy(batch_shape shape);
 
 }  // namespace conveyor

@@ -13,12 +13,22 @@ class latency_aware_policy final : public batch_policy {
   explicit latency_aware_policy(batch_shape shape)
       : batch_size_(std::max<std::uint64_t>(shape.batch_size, 1)),
         gpus_(shape.gpus),
+        balanced_(shape.balanced),
         cursors_(static_cast<std::size_t>(shape.gpus), 0) {}
 
   std::string_view name() const noexcept override { return "latency_aware"; }
 
   void begin_epoch(std::uint64_t epoch, std::uint64_t samples) override {
-    epochs_[epoch].outstanding = samples;
+    auto& e = epochs_[epoch];
+    e.outstanding = samples;
+    e.taken.assign(static_cast<std::size_t>(gpus_), 0);
+    auto batches = (samples + batch_size_ - 1) / batch_size_;
+    for (int g = 0; g < gpus_; ++g) {
+      auto gpu = static_cast<std::uint64_t>(g);
+      auto gpu_count = static_cast<std::uint64_t>(gpus_);
+      e.quota.push_back(balanced_ ? batches / gpu_count + (gpu < batches % gpu_count ? 1 : 0)
+                                  : batches);
+    }
   }
 
   void add(prepared_ptr sample) override {
@@ -43,9 +53,19 @@ class latency_aware_policy final : public batch_policy {
     if (e.ready.size() < batch_size_ && e.ready.size() < e.outstanding) {
       return std::nullopt;  // neither a full batch nor the whole rest of the epoch is ready
     }
+    auto& taken = e.taken[static_cast<std::size_t>(gpu)];
+    const auto quota = e.quota[static_cast<std::size_t>(gpu)];
+    if (taken >= quota && e.outstanding > 0) {
+      return std::nullopt;  // this GPU has its share; the end comes with the final batch
+    }
     auto plan = form_batch(e, epoch, gpu);
+    ++taken;
     if (e.outstanding == 0) {  // that was the epoch's final batch
       e.final_taken = true;
+      plan.last_in_epoch = true;
+      return finish_epoch(gpu, std::move(plan));
+    }
+    if (balanced_ && taken == quota) {  // this GPU's share of the epoch is complete
       plan.last_in_epoch = true;
       return finish_epoch(gpu, std::move(plan));
     }
@@ -59,6 +79,11 @@ class latency_aware_policy final : public batch_policy {
     std::uint64_t formed = 0;        ///< batches formed so far: the next batch's index
     bool final_taken = false;
     int finished_gpus = 0;  ///< GPUs that got their last_in_epoch plan
+    /// Per GPU: batches taken, and its share of the epoch's batches. Each GPU gets the same
+    /// number of batches (one more for the first epoch_batches % gpus), whoever asks first:
+    /// data-parallel ranks step together, so a rank with more batches would wait forever.
+    std::vector<std::uint64_t> taken;
+    std::vector<std::uint64_t> quota;
   };
 
   // The next batch of up to batch_size ready samples, oldest completion first. An empty
@@ -91,6 +116,7 @@ class latency_aware_policy final : public batch_policy {
 
   std::uint64_t batch_size_;
   int gpus_;
+  bool balanced_;
   std::map<std::uint64_t, epoch_state> epochs_;
   std::vector<std::uint64_t> cursors_;  ///< per GPU: the epoch it takes from
 };

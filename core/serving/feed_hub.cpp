@@ -28,12 +28,7 @@ std::optional<error> feed_hub::check(int job, int rank) const {
   return std::nullopt;
 }
 
-std::uint64_t feed_hub::attached_epoch(int job, int rank) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (check(job, rank)) {
-    return 0;
-  }
-  const auto& feed = feeds_[static_cast<std::size_t>(rank)];
+std::uint64_t feed_hub::start_epoch_locked(int job, const rank_feed& feed) const {
   for (const auto& e : feed.entries) {
     if (e.jobs[static_cast<std::size_t>(job)] != held::released) {
       return e.batch.epoch;
@@ -42,7 +37,7 @@ std::uint64_t feed_hub::attached_epoch(int job, int rank) const {
   return std::min(feed.epochs_published, epochs_);
 }
 
-expected<void> feed_hub::attach(int job, int rank, sender send) {
+expected<void> feed_hub::attach(int job, int rank, sender send, const welcomer& welcome) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto bad = check(job, rank)) {
     return *bad;
@@ -54,6 +49,7 @@ expected<void> feed_hub::attach(int job, int rank, sender send) {
                                              " of job " + std::to_string(job) +
                                              " already (one process per rank and job)"};
   }
+  welcome(start_epoch_locked(job, feed));
   if (failure_) {
     send(serve::failure{failure_->code(), failure_->message()});
     return {};
@@ -64,19 +60,22 @@ expected<void> feed_hub::attach(int job, int rank, sender send) {
   return {};
 }
 
-void feed_hub::detach(int job, int rank) {
+std::size_t feed_hub::detach(int job, int rank) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (check(job, rank)) {
-    return;
+    return 0;
   }
+  std::size_t kept = 0;
   auto& feed = feeds_[static_cast<std::size_t>(rank)];
   auto j = static_cast<std::size_t>(job);
   feed.clients[j] = nullptr;
   for (auto& e : feed.entries) {
     if (e.jobs[j] == held::sent) {
       e.jobs[j] = held::pending;  // for the next client of (job, rank)
+      ++kept;
     }
   }
+  return kept;
 }
 
 void feed_hub::flush_locked(int job, rank_feed& feed) {

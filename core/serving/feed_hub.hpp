@@ -35,16 +35,18 @@ class feed_hub {
   /// `epochs`: of each rank, for the epoch a fresh client starts in.
   feed_hub(int jobs, int ranks, std::uint64_t epochs);
 
+  /// Told the epoch a client starts in (the epoch of the first batch it will get), before
+  /// any batch is sent to it: the server sends `attached` here.
+  using welcomer = std::function<void(std::uint64_t start_epoch)>;
+
   /// A client attaches as (job, rank). errc::invalid_argument when either is out of range or
-  /// a client is attached as that (job, rank) already. Then the epoch it starts in: the epoch
-  /// of the first batch it will get (the hub sends, in order, what it holds for this (job,
-  /// rank): batches a previous client left unreleased, then those since; then end{} once the
-  /// rank has finished). Call attached_epoch() and send `attached` before this.
-  expected<void> attach(int job, int rank, sender send);
-  /// The epoch a client attaching as (job, rank) now starts in.
-  std::uint64_t attached_epoch(int job, int rank) const;
+  /// a client is attached as that (job, rank) already. Otherwise `welcome`, then, in order,
+  /// what the hub holds for this (job, rank): batches a previous client left unreleased, then
+  /// those since; then end{} once the rank has finished (or failure{} once the node failed).
+  expected<void> attach(int job, int rank, sender send, const welcomer& welcome);
   /// The client of (job, rank) is gone: what it held unreleased waits for the next one.
-  void detach(int job, int rank);
+  /// Returns how many batches that is.
+  std::size_t detach(int job, int rank);
   /// A batch of rank `rank` is ready in slot `b.slot`: sent to every attached job.
   void publish(int rank, const serve::batch_ready& b);
   /// Job `job`'s client of rank `rank` released `slot`: true when no job holds the slot any
@@ -75,6 +77,7 @@ class feed_hub {
   };
 
   std::optional<error> check(int job, int rank) const;
+  std::uint64_t start_epoch_locked(int job, const rank_feed& feed) const;
   /// Sends the client of (job, rank) what is pending for it, then end{} when due.
   void flush_locked(int job, rank_feed& feed);
 

@@ -1,0 +1,36 @@
+#pragma once
+/// The node as the data service of trainer processes: listens on serve.socket, attaches
+/// clients as (job, rank), and moves each rank's batches from the pipeline to its clients
+/// through the shared slots (served_feeds.hpp), with the bookkeeping of core/serving/feed_hub.
+///
+/// Threads: one puller per rank takes the rank's batches from the pipeline and publishes
+/// them; the thread that calls run() accepts clients and reads their messages (attach,
+/// release, ask_report), and notices a client that has gone (its socket closes): its
+/// unreleased batches wait for the next client of its (job, rank). run() returns once every
+/// job has released every batch of every epoch, the pipeline failed, or `stop` was requested.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "apps/conveyor-node/served_feeds.hpp"
+#include "apps/conveyor-node/stop_token.hpp"
+#include "config/topology.hpp"
+#include "conveyor/pipeline.hpp"
+#include "core/serving/unique_fd.hpp"
+
+namespace conveyor {
+
+/// What a serving run did, for the node's JSON line.
+struct serve_outcome {
+  std::vector<std::uint64_t> released_per_job;  ///< samples each job released
+  std::uint64_t attaches = 0;                    ///< clients that attached
+  std::uint64_t lost_clients = 0;                ///< clients gone with batches unreleased
+  bool complete = false;                         ///< every job released every epoch
+};
+
+/// Serves `p` (created with feeds.feed_memory()) on `listener` until done; see above.
+serve_outcome serve_clients(const serve_config& config, pipeline& p, const served_feeds& feeds,
+                            unique_fd listener, stop_token& stop);
+
+}  // namespace conveyor

@@ -1,0 +1,108 @@
+#include "apps/conveyor-node/serve_mode.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include "api/create_pipeline.hpp"
+#include "api/resolve_devices.hpp"
+#include "apps/conveyor-node/feed_server.hpp"
+#include "apps/conveyor-node/run_summary.hpp"
+#include "core/base/log.hpp"
+#include "core/serving/unix_socket.hpp"
+
+namespace conveyor {
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// The ranks a topology serves: one per GPU slot.
+expected<int> ranks_of(const topology& t) {
+  auto devices = resolve_devices(t.gpus, t.source);
+  if (!devices) {
+    return std::move(devices).error();
+  }
+  return gpu_slots(t.gpus, *devices);
+}
+
+}  // namespace
+
+std::string serve_json(const pipeline_info& info, const serve_outcome& outcome,
+                       const pipeline_report& report, double wall_s, bool interrupted) {
+  auto total = std::accumulate(outcome.released_per_job.begin(), outcome.released_per_job.end(),
+                               std::uint64_t{0});
+  std::ostringstream out;
+  out << "{\"mode\":\"serve\",\"jobs\":" << outcome.released_per_job.size()
+      << ",\"ranks\":" << info.gpus << ",\"epochs\":" << info.epochs
+      << ",\"dataset_size\":" << info.dataset_size << ",\"samples_per_job\":[";
+  for (std::size_t j = 0; j < outcome.released_per_job.size(); ++j) {
+    out << (j == 0 ? "" : ",") << outcome.released_per_job[j];
+  }
+  out << "],\"samples_per_s\":" << number(wall_s > 0 ? static_cast<double>(total) / wall_s : 0)
+      << ",\"attaches\":" << outcome.attaches << ",\"lost_clients\":" << outcome.lost_clients
+      << ",\"delivered\":" << report.delivered << ",\"lost\":" << report.lost
+      << ",\"duplicates\":" << report.duplicates << ",\"quarantined\":" << report.quarantined
+      << ",\"steps_executed\":" << report.steps_executed << ",\"batch_size\":" << info.batch_size
+      << ",\"prefetch_batches\":" << info.prefetch_batches
+      << ",\"peak_rss_mb\":" << number(peak_rss_mb()) << ",\"wall_s\":" << number(wall_s)
+      << ",\"complete\":" << (outcome.complete ? "true" : "false")
+      << ",\"interrupted\":" << (interrupted ? "true" : "false") << "}";
+  return out.str();
+}
+
+int run_serving(const topology& t, stop_token& stop) {
+  auto logger = log("node");
+  auto ranks = ranks_of(t);
+  if (!ranks) {
+    logger->error("{}", ranks.error().what());
+    return 2;
+  }
+  auto feeds = served_feeds::create(t, *ranks);
+  if (!feeds) {
+    logger->error("{}", feeds.error().what());
+    return 2;
+  }
+  auto listener = listen_unix(t.serve.socket, t.serve.mode);
+  if (!listener) {
+    logger->error("{}: serve.socket: {}", t.source, listener.error().what());
+    return 2;
+  }
+  auto p = create_pipeline(t, feeds->feed_memory());
+  if (!p) {
+    ::unlink(t.serve.socket.c_str());
+    logger->error("{}", p.error().what());
+    return 2;
+  }
+  auto info = p->info();
+  logger->info("serving {} ranks x {} jobs on {} ({} slots of {} bytes per rank, in memfd "
+               "regions); {} preprocessors",
+               info.gpus, t.serve.jobs, t.serve.socket, feeds->slots(),
+               feeds->layout().slot_bytes, info.preprocessors);
+  auto start = std::chrono::steady_clock::now();
+  auto outcome = serve_clients(t.serve, *p, *feeds, std::move(*listener), stop);
+  ::unlink(t.serve.socket.c_str());
+  auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto report = p->report();
+  auto failure = p->failure();
+  bool interrupted = stop.requested();
+  std::printf("%s\n", serve_json(info, outcome, report, wall, interrupted).c_str());
+  std::fflush(stdout);
+  if (failure) {
+    logger->error("the pipeline stopped: {}", failure->what());
+    return 1;
+  }
+  if (interrupted) {
+    logger->warn("interrupted: clients detached, in-flight work abandoned");
+    return 1;
+  }
+  return outcome.complete && report.duplicates == 0 && report.lost == 0 ? 0 : 1;
+}
+
+}  // namespace conveyor
