@@ -120,10 +120,19 @@ std::size_t client::state::held_count() const {
 }
 
 void client::state::close() noexcept {
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!closed) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (closed) {
+      return;
+    }
     closed = true;
-    ::shutdown(socket.get(), SHUT_RDWR);  // the node sees the end at once
+  }
+  // A half-close, then read until the node closes its end: a socket closed with messages
+  // still unread makes the node's next receive fail at once (ECONNRESET), before the releases
+  // sent just now, and the node would count those batches as unreleased.
+  ::shutdown(socket.get(), SHUT_WR);
+  const auto deadline = steady::now() + std::chrono::seconds(2);
+  while (receive_message(socket.get(), serve::max_message_size, left_until(deadline))) {
   }
 }
 

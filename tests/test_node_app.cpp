@@ -48,17 +48,7 @@ std::filesystem::path write_topology(const temp_dir& dir, const std::string& tex
   return path;
 }
 
-std::filesystem::path make_image_folder(const temp_dir& dir, int images) {
-  auto root = dir / "images";
-  for (int i = 0; i < images; ++i) {
-    auto cls = root / ("class_" + std::to_string(i % 2));
-    std::filesystem::create_directories(cls);
-    testing::write_file(
-        cls / ("img_" + std::to_string(i) + ".jpg"),
-        testing::make_jpeg(64 + (i % 5) * 9, 48 + (i % 3) * 11, static_cast<std::uint64_t>(i)));
-  }
-  return root;
-}
+using testing::make_image_folder;
 
 std::string topology_text(const std::filesystem::path& images, const std::string& extra = "") {
   return "gpus = 4\n" + extra + "[dataset]\npath = \"" + images.string() +

@@ -71,4 +71,15 @@ std::vector<std::uint8_t> read_file(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+std::filesystem::path make_image_folder(const temp_dir& dir, int images) {
+  auto root = dir / "images";
+  for (int i = 0; i < images; ++i) {
+    auto cls = root / ("class_" + std::to_string(i % 2));
+    std::filesystem::create_directories(cls);
+    write_file(cls / ("img_" + std::to_string(i) + ".jpg"),
+               make_jpeg(64 + (i % 5) * 9, 48 + (i % 3) * 11, static_cast<std::uint64_t>(i)));
+  }
+  return root;
+}
+
 }  // namespace conveyor::testing

@@ -32,6 +32,9 @@ std::vector<std::uint8_t> make_jpeg(int width, int height, std::uint64_t seed, i
 prepared_ptr prepared_for(const sample_ticket& ticket);
 
 void write_file(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes);
+
+/// An image folder dataset under `dir`/images: `images` JPEGs of assorted sizes in two classes.
+std::filesystem::path make_image_folder(const temp_dir& dir, int images);
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
 
 }  // namespace conveyor::testing
