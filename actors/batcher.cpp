@@ -199,7 +199,8 @@ std::string extra_figures(const batcher_core& core, latency_tracker& assembly) {
 batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts) {
   auto& st = self->state;
   st.core = std::make_unique<batcher_core>(
-      opts.settings, make_batch_policy(opts.policy, {opts.settings.batch_size, opts.settings.gpus, true}),
+      opts.settings,
+      make_batch_policy(opts.policy, {opts.settings.batch_size, opts.settings.gpus, true}),
       opts.name_sample);
   st.workers = std::make_unique<worker_handles>(opts.settings.readers, opts.settings.workers,
                                                 opts.settings.stragglers);

@@ -66,11 +66,10 @@ expected<void> feed(cuda_feeder_state& st, const cuda_feeder_options& opts,
   batch->device_data = out.data;
   batch->type = out.type;
   batch->bytes.clear();
-  return st.device->submit(**slot,
-                           [channel = opts.feeder.channel, batch] {
-                             batch->ready_ns = monotonic_ns();
-                             channel->push(batch);
-                           });
+  return st.device->submit(**slot, [channel = opts.feeder.channel, batch] {
+    batch->ready_ns = monotonic_ns();
+    channel->push(batch);
+  });
 }
 
 void on_plan(cuda_feeder_pointer self, const cuda_feeder_options& opts, const batch_plan& plan) {

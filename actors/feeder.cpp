@@ -30,8 +30,8 @@ void on_plan(feeder_pointer self, const feeder_options& opts, const batch_plan& 
   st.free_slots.pop_back();
   auto& batch = *st.ring[slot];
   auto ok = opts.memory.tensors.empty()
-                 ? collate(plan, batch)
-                 : collate_into(plan, batch, opts.memory.tensors[slot], opts.memory.capacity);
+                ? collate(plan, batch)
+                : collate_into(plan, batch, opts.memory.tensors[slot], opts.memory.capacity);
   if (!ok) {
     log("feeder")->error("{}", ok.error().what());
     opts.status->fail(ok.error());

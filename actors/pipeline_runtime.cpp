@@ -149,8 +149,8 @@ void pipeline_runtime::impl::spawn_all() {
                [source](std::uint64_t id) { return source->locate(id); }, spec.quarantine});
   escalate_on_death(batcher, "the batcher");
   for (int g = 0; g < spec.settings.gpus; ++g) {
-    auto memory = spec.feed_memory.empty() ? external_slots{}
-                                           : spec.feed_memory[static_cast<std::size_t>(g)];
+    auto memory =
+        spec.feed_memory.empty() ? external_slots{} : spec.feed_memory[static_cast<std::size_t>(g)];
     feeders.push_back(spawn_feeder({g, spec.prefetch_batches + 1, batcher, status->channel(g),
                                     status, report, std::move(memory)}));
     escalate_on_death(feeders.back(), "the feeder of GPU " + std::to_string(g));

@@ -14,8 +14,7 @@ std::size_t tensor_view::bytes() const noexcept {
   return elements() * size_of(type);
 }
 
-batch batch_access::make(std::shared_ptr<const host_batch> data,
-                         std::shared_ptr<batch_home> home) {
+batch batch_access::make(std::shared_ptr<const host_batch> data, std::shared_ptr<batch_home> home) {
   return batch(std::move(data), std::move(home));
 }
 

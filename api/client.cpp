@@ -208,8 +208,8 @@ expected<void> client::state::pump(steady::time_point deadline) {
     last_report = *r;
   } else {
     return error{errc::invalid_argument, "the Conveyor node at " + socket_path +
-                                             " sent message type " +
-                                             std::to_string(m.index() + 1) + " out of turn"};
+                                             " sent message type " + std::to_string(m.index() + 1) +
+                                             " out of turn"};
   }
   return {};
 }
@@ -241,15 +241,13 @@ expected<batch> client::state::next_for(std::chrono::milliseconds wait) {
         failure = ok.error();
         return *failure;
       }
-      return error{errc::timed_out, name() + ": no batch from the Conveyor node at " +
-                                        socket_path + " within " +
-                                        std::to_string(wait.count()) + " ms"};
+      return error{errc::timed_out, name() + ": no batch from the Conveyor node at " + socket_path +
+                                        " within " + std::to_string(wait.count()) + " ms"};
     }
   }
 }
 
 // --- client ------------------------------------------------------------------------------
-
 
 client::client(std::shared_ptr<state> s) : state_(std::move(s)) {}
 client::client(client&&) noexcept = default;
@@ -287,12 +285,12 @@ expected<client_message> handshake(int socket, const std::string& path, int rank
 }  // namespace
 
 expected<client> client::attach(const std::filesystem::path& socket, int rank, int job,
-                                 const client_options& options) {
+                                const client_options& options) {
   const std::string path = socket.string();
   if (rank < 0 || job < 0) {
     return error{errc::invalid_argument, "client::attach(" + path + ", rank " +
-                                             std::to_string(rank) + ", job " +
-                                             std::to_string(job) + "): must be >= 0"};
+                                             std::to_string(rank) + ", job " + std::to_string(job) +
+                                             "): must be >= 0"};
   }
   auto connection = connect_unix(path, seconds_to_ms(options.attach_timeout_s));
   if (!connection) {
@@ -310,8 +308,9 @@ expected<client> client::attach(const std::filesystem::path& socket, int rank, i
   auto layout = slot_layout::make(a.batch_size, geometry_of(a), a.key_bytes);
   if (layout.slot_bytes != a.slot_bytes || region->size() < a.slots * layout.slot_bytes) {
     return error{errc::invalid_argument,
-                 "the Conveyor node at " + path + " lays out its slots differently from this "
-                 "client (node and client must come from the same release)"};
+                 "the Conveyor node at " + path +
+                     " lays out its slots differently from this "
+                     "client (node and client must come from the same release)"};
   }
   return client(std::make_shared<state>(path, std::move(*connection), std::move(*region), a, rank,
                                         job, options));

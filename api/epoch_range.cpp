@@ -44,8 +44,7 @@ bool epoch_range::cursor::in_turn() {
               ": finish it first (its remaining batches are kept, none was taken)"});
   } else {
     stop({errc::invalid_argument, "epoch " + std::to_string(epoch) + " of " + name +
-                                      " has ended (it is in epoch " + std::to_string(ended) +
-                                      ")"});
+                                      " has ended (it is in epoch " + std::to_string(ended) + ")"});
   }
   return false;
 }

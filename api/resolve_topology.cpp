@@ -68,9 +68,10 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   const int slots = gpu_slots(t.gpus, *devices);
   if (t.serve.enabled() && !devices->empty()) {
     // Served ranks read host batches from shared memory and copy to their GPU themselves.
-    log("node")->info("serve: {} ranks get host batches in shared memory (the clients copy them "
-                      "to their GPUs); normalize runs on the CPU",
-                      slots);
+    log("node")->info(
+        "serve: {} ranks get host batches in shared memory (the clients copy them "
+        "to their GPUs); normalize runs on the CPU",
+        slots);
     devices->clear();
   }
   // normalize with on = "gpu" runs in the CUDA feeders; with host feeders it stays on the CPU.
@@ -84,8 +85,8 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   if (!chain) {
     return error{errc::invalid_config, t.source + ": transform: " + chain.error().what()};
   }
-  pipeline_spec spec{std::move(*source), std::move(*chain),
-                     resolve_settings(t, slots), t.batching.policy};
+  pipeline_spec spec{std::move(*source), std::move(*chain), resolve_settings(t, slots),
+                     t.batching.policy};
   spec.cuda_devices = std::move(*devices);
   spec.gpu_normalize = placed.on_gpu;
   spec.gpu_normalize_type =

@@ -148,7 +148,8 @@ serve_config read_serve(table_reader& section) {
     if (!mode || *mode > 0777 || (*mode & 0600U) != 0600U) {
       section.fail(*value, "mode",
                    "must be octal permission bits that give the owner read and write, e.g. "
-                   "\"0600\" or \"0660\" (got \"" + text + "\")");
+                   "\"0600\" or \"0660\" (got \"" +
+                       text + "\")");
     } else {
       out.mode = *mode;
     }

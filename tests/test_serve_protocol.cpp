@@ -10,14 +10,15 @@ namespace conveyor::serve {
 namespace {
 
 std::vector<message> samples() {
-  return {attach{3, 7},
-          attached{4, 1u << 30, 8, 2, 90, 1281167, 256, 3, 224, 224, dtype::float32, 16384, true, 2},
-          batch_ready{3, 89, 5004, 256, true},
-          release{2},
-          end{},
-          failure{errc::not_found, "rank 9 is not one of the 8 ranks of job 0"},
-          ask_report{},
-          node_report{1000, 2, 0, 0, 4000, 3, 1, 17, true}};
+  return {
+      attach{3, 7},
+      attached{4, 1u << 30, 8, 2, 90, 1281167, 256, 3, 224, 224, dtype::float32, 16384, true, 2},
+      batch_ready{3, 89, 5004, 256, true},
+      release{2},
+      end{},
+      failure{errc::not_found, "rank 9 is not one of the 8 ranks of job 0"},
+      ask_report{},
+      node_report{1000, 2, 0, 0, 4000, 3, 1, 17, true}};
 }
 
 message round_trip(const message& m) {

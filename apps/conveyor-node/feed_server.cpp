@@ -33,8 +33,8 @@ bool send(int fd, const serve::message& m, int region_fd = -1) {
 }
 
 serve::node_report node_report_of(const pipeline_report& r) {
-  return {r.delivered, r.quarantined,    r.duplicates, r.lost,    r.steps_executed,
-          r.retries,   r.restarts,       r.handoffs,   r.finished};
+  return {r.delivered, r.quarantined, r.duplicates, r.lost,    r.steps_executed,
+          r.retries,   r.restarts,    r.handoffs,   r.finished};
 }
 
 class server {
@@ -229,9 +229,10 @@ void server::drop(session& s) {
   if (s.attached()) {
     auto kept = hub_.detach(s.job, s.rank);
     outcome_.lost_clients += kept > 0 ? 1 : 0;
-    log("serve")->warn("rank {} of job {} detached (pid {}): {} unreleased batches kept for the "
-                       "next client of that rank and job",
-                       s.rank, s.job, s.peer.pid, kept);
+    log("serve")->warn(
+        "rank {} of job {} detached (pid {}): {} unreleased batches kept for the "
+        "next client of that rank and job",
+        s.rank, s.job, s.peer.pid, kept);
   }
   s.fd.reset();
 }

@@ -24,9 +24,9 @@ namespace conveyor {
 /// What a serving run did, for the node's JSON line.
 struct serve_outcome {
   std::vector<std::uint64_t> released_per_job;  ///< samples each job released
-  std::uint64_t attaches = 0;                    ///< clients that attached
-  std::uint64_t lost_clients = 0;                ///< clients gone with batches unreleased
-  bool complete = false;                         ///< every job released every epoch
+  std::uint64_t attaches = 0;                   ///< clients that attached
+  std::uint64_t lost_clients = 0;               ///< clients gone with batches unreleased
+  bool complete = false;                        ///< every job released every epoch
 };
 
 /// Serves `p` (created with feeds.feed_memory()) on `listener` until done; see above.

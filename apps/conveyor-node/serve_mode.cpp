@@ -81,10 +81,11 @@ int run_serving(const topology& t, stop_token& stop) {
     return 2;
   }
   auto info = p->info();
-  logger->info("serving {} ranks x {} jobs on {} ({} slots of {} bytes per rank, in memfd "
-               "regions); {} preprocessors",
-               info.gpus, t.serve.jobs, t.serve.socket, feeds->slots(),
-               feeds->layout().slot_bytes, info.preprocessors);
+  logger->info(
+      "serving {} ranks x {} jobs on {} ({} slots of {} bytes per rank, in memfd "
+      "regions); {} preprocessors",
+      info.gpus, t.serve.jobs, t.serve.socket, feeds->slots(), feeds->layout().slot_bytes,
+      info.preprocessors);
   auto start = std::chrono::steady_clock::now();
   auto outcome = serve_clients(t.serve, *p, *feeds, std::move(*listener), stop);
   ::unlink(t.serve.socket.c_str());

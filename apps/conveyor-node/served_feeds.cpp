@@ -13,12 +13,12 @@ expected<served_feeds> served_feeds::create(const topology& t, int ranks) {
   auto batch_size = static_cast<std::uint64_t>(t.pipeline.batch_size);
   auto layout = slot_layout::make(batch_size, *geometry, default_key_bytes(batch_size));
   auto slots = static_cast<std::uint32_t>(t.pipeline.prefetch_batches + 1);
-  auto who = t.serve.jobs > 1 ? shared_region::writers::creator_only
-                              : shared_region::writers::anyone;
+  auto who =
+      t.serve.jobs > 1 ? shared_region::writers::creator_only : shared_region::writers::anyone;
   std::vector<shared_region> regions;
   for (int r = 0; r < ranks; ++r) {
-    auto region = shared_region::create("conveyor-feed-" + std::to_string(r),
-                                        slots * layout.slot_bytes, who);
+    auto region =
+        shared_region::create("conveyor-feed-" + std::to_string(r), slots * layout.slot_bytes, who);
     if (!region) {
       return std::move(region).error();
     }

@@ -92,8 +92,8 @@ int train_attached(const char* socket, int rank, int job) {
     std::printf("rank %d job %d epoch %llu: %zu samples, last batch mean %.4f\n", rank, job,
                 static_cast<unsigned long long>(e), samples, mean);
   }
-  std::printf("rank %d job %d: %zu samples, hand-over p50 %.1f us p99 %.1f us\n", rank, job,
-              total, percentile_us(handover_ns, 50), percentile_us(handover_ns, 99));
+  std::printf("rank %d job %d: %zu samples, hand-over p50 %.1f us p99 %.1f us\n", rank, job, total,
+              percentile_us(handover_ns, 50), percentile_us(handover_ns, 99));
   return 0;
 }
 

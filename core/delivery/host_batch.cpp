@@ -85,7 +85,8 @@ expected<void> collate_into(const batch_plan& plan, host_batch& into, std::uint8
                  "batch " + std::to_string(plan.index) + " of epoch " + std::to_string(plan.epoch) +
                      ": " + std::to_string(plan.samples.size()) + " samples of " +
                      std::to_string(sample_bytes) + " bytes do not fit the slot's " +
-                     std::to_string(capacity) + " bytes (the transforms' output size is not "
+                     std::to_string(capacity) +
+                     " bytes (the transforms' output size is not "
                      "the one the feed was laid out for)"};
   }
   describe_batch(plan, into);

@@ -123,8 +123,8 @@ expected<bool> feed_hub::release(int job, int rank, std::uint32_t slot) {
   }
   it->jobs[j] = held::released;
   released_[j] += it->batch.samples;
-  bool free = std::all_of(it->jobs.begin(), it->jobs.end(),
-                          [](held h) { return h == held::released; });
+  bool free =
+      std::all_of(it->jobs.begin(), it->jobs.end(), [](held h) { return h == held::released; });
   if (free) {
     feed.entries.erase(it);
   }

@@ -69,9 +69,9 @@ class feed_hub {
     std::vector<held> jobs;  ///< per job
   };
   struct rank_feed {
-    std::deque<entry> entries;          ///< in publish order; removed once every job released
-    std::vector<sender> clients;        ///< per job; empty when none is attached
-    std::vector<bool> ended;            ///< per job: end{} sent to the attached client
+    std::deque<entry> entries;           ///< in publish order; removed once every job released
+    std::vector<sender> clients;         ///< per job; empty when none is attached
+    std::vector<bool> ended;             ///< per job: end{} sent to the attached client
     std::uint64_t epochs_published = 0;  ///< last_in_epoch batches published
     bool finished = false;
   };

@@ -55,8 +55,8 @@ struct attached {
   std::uint32_t height = 0;
   std::uint32_t width = 0;
   dtype type = dtype::uint8;
-  std::uint32_t key_bytes = 0;  ///< each slot's room for its samples' keys (slot_layout.hpp)
-  bool writable = false;        ///< the client may map the region read-write (one job only)
+  std::uint32_t key_bytes = 0;    ///< each slot's room for its samples' keys (slot_layout.hpp)
+  bool writable = false;          ///< the client may map the region read-write (one job only)
   std::uint64_t start_epoch = 0;  ///< the epoch of the first batch this client will get
 };
 
@@ -99,8 +99,8 @@ struct node_report {
   bool finished = false;
 };
 
-using message = std::variant<attach, attached, batch_ready, release, end, failure, ask_report,
-                             node_report>;
+using message =
+    std::variant<attach, attached, batch_ready, release, end, failure, ask_report, node_report>;
 
 /// The bytes of `m` (at most max_message_size; a failure's text is cut to fit).
 std::vector<std::uint8_t> encode(const message& m);

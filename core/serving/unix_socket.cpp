@@ -101,8 +101,8 @@ expected<unique_fd> connect_unix(const std::string& path, std::chrono::milliseco
     bool absent = err == ENOENT || err == ECONNREFUSED;
     if (!absent || std::chrono::steady_clock::now() >= deadline) {
       if (absent) {
-        return error{errc::not_found, "no Conveyor node listens on " + path + " (connect: " +
-                                          std::strerror(err) + ")"};
+        return error{errc::not_found, "no Conveyor node listens on " + path +
+                                          " (connect: " + std::strerror(err) + ")"};
       }
       if (err == EACCES || err == EPERM) {
         return error{errc::permission_denied,

@@ -10,7 +10,6 @@
 
 namespace conveyor {
 
-
 /// The geometry of what `specs` (a list transform_chain::build accepts) produce: 3 channels
 /// (decode gives RGB), the size of the last step that fixes one (random_resized_crop,
 /// center_crop, resize to height x width), float32 after normalize, uint8 after to_uint8.
