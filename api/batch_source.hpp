@@ -35,6 +35,12 @@ class batch_stream {
   virtual std::string name() const = 0;
 };
 
+/// Why epoch `epoch` cannot be walked now by `name`, which has finished `ended` of `epochs`
+/// epochs: errc::not_found (no such epoch), errc::invalid_argument (an earlier epoch is not
+/// finished, or this one has ended); nullopt when it is the epoch `name` is in. Pure.
+std::optional<error> out_of_turn(const std::string& name, std::uint64_t epoch, std::uint64_t ended,
+                                 std::uint64_t epochs);
+
 /// The private constructors of batch and epoch_range, for the transports.
 struct batch_access {
   static batch make(std::shared_ptr<const host_batch> data, std::shared_ptr<batch_home> home);

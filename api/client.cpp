@@ -52,13 +52,13 @@ pipeline_report report_of(const serve::node_report& r) {
 /// its epoch ranges (as their stream) share it, so the region stays mapped while any batch
 /// lives.
 struct client::state final : batch_home, batch_stream, std::enable_shared_from_this<state> {
-  state(std::string path, unique_fd s, shared_region r, const serve::attached& a, int rank_,
-        int job_, const client_options& o)
+  state(std::string path, unique_fd s, shared_region r, const serve::attached& a,
+        const slot_layout& l, int rank_, int job_, const client_options& o)
       : socket_path(std::move(path)),
         socket(std::move(s)),
         region(std::move(r)),
         geometry(a),
-        layout(slot_layout::make(a.batch_size, geometry_of(a), a.key_bytes)),
+        layout(l),
         rank(rank_),
         job(job_),
         options(o),
@@ -132,7 +132,7 @@ void client::state::close() noexcept {
   // sent just now, and the node would count those batches as unreleased.
   ::shutdown(socket.get(), SHUT_WR);
   const auto deadline = steady::now() + std::chrono::seconds(2);
-  while (receive_message(socket.get(), serve::max_message_size, left_until(deadline))) {
+  while (receive_serve(socket.get(), left_until(deadline))) {
   }
 }
 
@@ -265,7 +265,7 @@ client::~client() {
 namespace {
 
 // attach{} out, attached{} and the region's descriptor back.
-expected<client_message> handshake(int socket, const std::string& path, int rank, int job,
+expected<serve_received> handshake(int socket, const std::string& path, int rank, int job,
                                    std::chrono::milliseconds timeout) {
   serve::attach hello{static_cast<std::uint32_t>(job), static_cast<std::uint32_t>(rank)};
   if (auto ok = send_to_node(socket, path, hello); !ok) {
@@ -312,8 +312,8 @@ expected<client> client::attach(const std::filesystem::path& socket, int rank, i
                      " lays out its slots differently from this "
                      "client (node and client must come from the same release)"};
   }
-  return client(std::make_shared<state>(path, std::move(*connection), std::move(*region), a, rank,
-                                        job, options));
+  return client(std::make_shared<state>(path, std::move(*connection), std::move(*region), a, layout,
+                                        rank, job, options));
 }
 
 client_info client::info() const {

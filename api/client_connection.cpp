@@ -14,27 +14,22 @@ error about_node(const std::string& socket_path, const error& e) {
 }  // namespace
 
 expected<void> send_to_node(int socket, const std::string& socket_path, const serve::message& m) {
-  auto bytes = serve::encode(m);
-  if (auto ok = send_message(socket, bytes.data(), bytes.size()); !ok) {
+  if (auto ok = send_serve(socket, m); !ok) {
     return about_node(socket_path, ok.error());
   }
   return {};
 }
 
-expected<client_message> receive_from_node(int socket, const std::string& socket_path,
+expected<serve_received> receive_from_node(int socket, const std::string& socket_path,
                                            std::chrono::milliseconds timeout) {
-  auto got = receive_message(socket, serve::max_message_size, timeout);
+  auto got = receive_serve(socket, timeout);
   if (!got) {
     return about_node(socket_path, got.error());
   }
-  auto m = serve::decode(got->bytes.data(), got->bytes.size());
-  if (!m) {
-    return about_node(socket_path, m.error());
-  }
-  if (const auto* f = std::get_if<serve::failure>(&*m)) {
+  if (const auto* f = std::get_if<serve::failure>(&got->message)) {
     return error{f->code, "the Conveyor node at " + socket_path + ": " + f->text};
   }
-  return client_message{std::move(*m), std::move(got->fd)};
+  return got;
 }
 
 }  // namespace conveyor

@@ -30,23 +30,32 @@ void epoch_range::cursor::stop(conveyor::error why) {
   done = true;
 }
 
+std::optional<error> out_of_turn(const std::string& name, std::uint64_t epoch, std::uint64_t ended,
+                                 std::uint64_t epochs) {
+  if (epoch >= epochs) {
+    return error{errc::not_found, name + ": epoch " + std::to_string(epoch) +
+                                      " does not exist: there are " + std::to_string(epochs) +
+                                      " epochs"};
+  }
+  if (ended < epoch) {
+    return error{errc::invalid_argument,
+                 name + " is still in epoch " + std::to_string(ended) +
+                     ": finish it first (its remaining batches are kept, none was taken)"};
+  }
+  if (ended > epoch) {
+    return error{errc::invalid_argument, "epoch " + std::to_string(epoch) + " of " + name +
+                                             " has ended (it is in epoch " + std::to_string(ended) +
+                                             ")"};
+  }
+  return std::nullopt;
+}
+
 bool epoch_range::cursor::in_turn() {
-  auto ended = stream->epochs_ended();
-  if (ended == epoch) {
-    return true;
+  auto why = out_of_turn(stream->name(), epoch, stream->epochs_ended(), stream->epochs());
+  if (why) {
+    stop(std::move(*why));
   }
-  const auto name = stream->name();
-  if (epoch >= stream->epochs()) {
-    stop({errc::not_found, "there are " + std::to_string(stream->epochs()) + " epochs"});
-  } else if (ended < epoch) {
-    stop({errc::invalid_argument,
-          name + " is still in epoch " + std::to_string(ended) +
-              ": finish it first (its remaining batches are kept, none was taken)"});
-  } else {
-    stop({errc::invalid_argument, "epoch " + std::to_string(epoch) + " of " + name +
-                                      " has ended (it is in epoch " + std::to_string(ended) + ")"});
-  }
-  return false;
+  return !why;
 }
 
 void epoch_range::cursor::advance() {

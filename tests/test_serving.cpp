@@ -138,7 +138,8 @@ struct child {
   process proc;
   int read_end = -1;
 
-  std::string collect() {
+  // Reads what the child wrote until it closed the pipe; then it must exit with `exit_code`.
+  std::string collect(int exit_code = 0) {
     std::string text;
     char buf[4096];
     ssize_t n = 0;
@@ -146,7 +147,7 @@ struct child {
       text.append(buf, static_cast<std::size_t>(n));
     }
     ::close(read_end);
-    EXPECT_EQ(proc.wait(60000), 0);
+    EXPECT_EQ(proc.wait(60000), exit_code);
     return text;
   }
 };
@@ -271,15 +272,7 @@ TEST(Serving, AClientKilledMidEpochLosesNothing) {
   ASSERT_EQ(::read(ready[0], &x, 1), 1);
   ::close(ready[0]);
   ::kill(doomed.proc.pid, SIGKILL);
-  std::string released;
-  char buf[4096];
-  ssize_t n = 0;
-  while ((n = ::read(doomed.read_end, buf, sizeof buf)) > 0) {
-    released.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(doomed.read_end);
-  EXPECT_EQ(doomed.proc.wait(60000), 128 + SIGKILL);
-  auto first = parse_ids(released);
+  auto first = parse_ids(doomed.collect(128 + SIGKILL));
   EXPECT_EQ(first[0].size(), 8u);
   auto heir = spawn_client([&](int) { return consume_all(socket, 0, 0); });
   auto all = parse_ids(heir.collect());

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "core/base/log.hpp"
-#include "core/serving/fd_passing.hpp"
 #include "core/serving/feed_hub.hpp"
+#include "core/serving/serve_socket.hpp"
 #include "core/serving/unix_socket.hpp"
 
 namespace conveyor {
@@ -28,8 +28,7 @@ struct session {
 };
 
 bool send(int fd, const serve::message& m, int region_fd = -1) {
-  auto bytes = serve::encode(m);
-  return static_cast<bool>(send_message(fd, bytes.data(), bytes.size(), region_fd));
+  return static_cast<bool>(send_serve(fd, m, region_fd));
 }
 
 serve::node_report node_report_of(const pipeline_report& r) {
@@ -204,25 +203,29 @@ bool server::on_release(session& s, std::uint32_t slot) {
 }
 
 bool server::on_readable(session& s) {
-  auto got = receive_message(s.fd.get(), serve::max_message_size, std::chrono::milliseconds(0));
+  auto got = receive_serve(s.fd.get(), std::chrono::milliseconds(0));
   if (!got) {
-    return got.error().code() == errc::timed_out;  // gone, or a broken socket
+    switch (got.error().code()) {
+      case errc::timed_out:
+        return true;  // nothing after all
+      case errc::invalid_argument:
+        return refuse(s, got.error());  // bytes that are not a message
+      default:
+        return false;  // gone, or a broken socket
+    }
   }
-  auto m = serve::decode(got->bytes.data(), got->bytes.size());
-  if (!m) {
-    return refuse(s, m.error());
-  }
-  if (auto* a = std::get_if<serve::attach>(&*m)) {
+  const auto& m = got->message;
+  if (const auto* a = std::get_if<serve::attach>(&m)) {
     return on_attach(s, *a);
   }
-  if (auto* r = std::get_if<serve::release>(&*m)) {
+  if (const auto* r = std::get_if<serve::release>(&m)) {
     return on_release(s, r->slot);
   }
-  if (std::holds_alternative<serve::ask_report>(*m)) {
+  if (std::holds_alternative<serve::ask_report>(m)) {
     return send(s.fd.get(), node_report_of(pipeline_.report()));
   }
   return refuse(s, error{errc::invalid_argument,
-                         "message type " + std::to_string(m->index() + 1) + " from a client"});
+                         "message type " + std::to_string(m.index() + 1) + " from a client"});
 }
 
 void server::drop(session& s) {

@@ -23,17 +23,11 @@ double mean_epoch_s(const std::vector<double>& ends) {
   return ends.back() / static_cast<double>(ends.size());
 }
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 // [a,b,...] of `values`, as JSON.
 std::string number_list(const std::vector<double>& values) {
   std::string out = "[";
   for (std::size_t i = 0; i < values.size(); ++i) {
-    out += (i == 0 ? "" : ",") + number(values[i]);
+    out += (i == 0 ? "" : ",") + json_number(values[i]);
   }
   return out + "]";
 }
@@ -42,12 +36,18 @@ std::string number_list(const std::vector<double>& values) {
 std::string time_object(const std::vector<std::pair<std::string, double>>& parts) {
   std::string out = "{";
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    out += (i == 0 ? "\"" : ",\"") + parts[i].first + "\":" + number(parts[i].second);
+    out += (i == 0 ? "\"" : ",\"") + parts[i].first + "\":" + json_number(parts[i].second);
   }
   return out + "}";
 }
 
 }  // namespace
+
+std::string json_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
 
 double peak_rss_mb() {
   rusage usage{};
@@ -67,22 +67,23 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
   auto busy = seen.stall_s + seen.step_s;
   std::ostringstream out;
   out << "{\"samples\":" << seen.samples << ",\"epochs\":" << i.epochs
-      << ",\"epoch_s\":" << number(mean_epoch_s(seen.epoch_end_s))
-      << ",\"samples_per_s\":" << number(f.wall_s > 0 ? seen.samples / f.wall_s : 0)
-      << ",\"stall_s\":" << number(seen.stall_s) << ",\"stall_fraction\":"
-      << (f.step_ms > 0 && busy > 0 ? number(seen.stall_s / busy) : std::string("null"))
+      << ",\"epoch_s\":" << json_number(mean_epoch_s(seen.epoch_end_s))
+      << ",\"samples_per_s\":" << json_number(f.wall_s > 0 ? seen.samples / f.wall_s : 0)
+      << ",\"stall_s\":" << json_number(seen.stall_s) << ",\"stall_fraction\":"
+      << (f.step_ms > 0 && busy > 0 ? json_number(seen.stall_s / busy) : std::string("null"))
       << ",\"lost\":" << lost_samples(f, seen, report)
       << ",\"duplicates\":" << seen.ledger.duplicates + report.duplicates
-      << ",\"quarantined\":" << report.quarantined << ",\"peak_rss_mb\":" << number(peak_rss_mb())
-      << ",\"wall_s\":" << number(f.wall_s) << ",\"batches\":" << seen.batches << ",\"policy\":\""
-      << i.policy << "\""
+      << ",\"quarantined\":" << report.quarantined
+      << ",\"peak_rss_mb\":" << json_number(peak_rss_mb())
+      << ",\"wall_s\":" << json_number(f.wall_s) << ",\"batches\":" << seen.batches
+      << ",\"policy\":\"" << i.policy << "\""
       << ",\"gpus\":" << i.gpus << ",\"preprocessors\":" << i.preprocessors
       << ",\"batch_size\":" << i.batch_size << ",\"prefetch_batches\":" << i.prefetch_batches
       << ",\"window_samples\":" << i.window_samples
-      << ",\"peak_in_flight\":" << report.peak_in_flight << ",\"step_ms\":" << number(f.step_ms)
-      << ",\"dataset_size\":" << i.dataset_size << ",\"handoffs\":" << report.handoffs
-      << ",\"straggler_fraction\":"
-      << number(seen.samples > 0 ? static_cast<double>(report.handoffs) / seen.samples : 0)
+      << ",\"peak_in_flight\":" << report.peak_in_flight
+      << ",\"step_ms\":" << json_number(f.step_ms) << ",\"dataset_size\":" << i.dataset_size
+      << ",\"handoffs\":" << report.handoffs << ",\"straggler_fraction\":"
+      << json_number(seen.samples > 0 ? static_cast<double>(report.handoffs) / seen.samples : 0)
       << ",\"early_handoffs\":" << report.early_handoffs
       << ",\"steps_executed\":" << report.steps_executed << ",\"retries\":" << report.retries
       << ",\"restarts\":" << report.restarts << ",\"hangs\":" << report.hangs

@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <numeric>
 #include <sstream>
 #include <thread>
@@ -16,12 +15,6 @@
 
 namespace conveyor {
 namespace {
-
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
 
 // The ranks a topology serves: one per GPU slot.
 expected<int> ranks_of(const topology& t) {
@@ -45,13 +38,13 @@ std::string serve_json(const pipeline_info& info, const serve_outcome& outcome,
   for (std::size_t j = 0; j < outcome.released_per_job.size(); ++j) {
     out << (j == 0 ? "" : ",") << outcome.released_per_job[j];
   }
-  out << "],\"samples_per_s\":" << number(wall_s > 0 ? static_cast<double>(total) / wall_s : 0)
+  out << "],\"samples_per_s\":" << json_number(wall_s > 0 ? static_cast<double>(total) / wall_s : 0)
       << ",\"attaches\":" << outcome.attaches << ",\"lost_clients\":" << outcome.lost_clients
       << ",\"delivered\":" << report.delivered << ",\"lost\":" << report.lost
       << ",\"duplicates\":" << report.duplicates << ",\"quarantined\":" << report.quarantined
       << ",\"steps_executed\":" << report.steps_executed << ",\"batch_size\":" << info.batch_size
       << ",\"prefetch_batches\":" << info.prefetch_batches
-      << ",\"peak_rss_mb\":" << number(peak_rss_mb()) << ",\"wall_s\":" << number(wall_s)
+      << ",\"peak_rss_mb\":" << json_number(peak_rss_mb()) << ",\"wall_s\":" << json_number(wall_s)
       << ",\"complete\":" << (outcome.complete ? "true" : "false")
       << ",\"interrupted\":" << (interrupted ? "true" : "false") << "}";
   return out.str();

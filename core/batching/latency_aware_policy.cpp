@@ -22,12 +22,10 @@ class latency_aware_policy final : public batch_policy {
     auto& e = epochs_[epoch];
     e.outstanding = samples;
     e.taken.assign(static_cast<std::size_t>(gpus_), 0);
-    auto batches = (samples + batch_size_ - 1) / batch_size_;
-    for (int g = 0; g < gpus_; ++g) {
-      auto gpu = static_cast<std::uint64_t>(g);
-      auto gpu_count = static_cast<std::uint64_t>(gpus_);
-      e.quota.push_back(balanced_ ? batches / gpu_count + (gpu < batches % gpu_count ? 1 : 0)
-                                  : batches);
+    const auto batches = (samples + batch_size_ - 1) / batch_size_;
+    const auto gpus = static_cast<std::uint64_t>(gpus_);
+    for (std::uint64_t g = 0; g < gpus; ++g) {
+      e.quota.push_back(balanced_ ? batches / gpus + (g < batches % gpus ? 1 : 0) : batches);
     }
   }
 
