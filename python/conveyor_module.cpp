@@ -1,0 +1,494 @@
+// The Python module `conveyor`: a trainer process attaches to a Conveyor node and reads its
+// batches as NumPy arrays over the node's shared memory, without a copy (README: "Serve
+// trainer processes"). A thin layer over the C++ client (include/conveyor/client.hpp):
+//
+//   import conveyor, torch
+//   with conveyor.attach("/run/user/1000/conveyor.sock", rank=0, job=0, timeout=60) as feed:
+//       for e in range(feed.info()["start_epoch"], feed.epochs):
+//           for b in feed.epoch(e):
+//               x = torch.from_numpy(b.images)        # the node's memory, no copy
+//               y = torch.from_numpy(b.labels).long()
+//               ...
+//               b.release()                           # or let the batch go
+//
+// Every wait releases the GIL and wakes every 100 ms to let Ctrl-C through (KeyboardInterrupt).
+// bfloat16 batches (normalize on the GPU) have no NumPy type: their images are uint16 arrays of
+// the same bits (`torch.from_numpy(b.images).view(torch.bfloat16)`).
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/batch_source.hpp"
+#include "conveyor/batch.hpp"
+#include "conveyor/client.hpp"
+#include "conveyor/dtype.hpp"
+#include "conveyor/error.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+constexpr std::chrono::milliseconds slice{100};  // the longest wait between signal checks
+
+// --- exceptions ----------------------------------------------------------------------------
+
+// The module's exception classes (new references kept for the life of the process: the module
+// is never unloaded, and no destructor runs at interpreter exit).
+struct exception_classes {
+  PyObject* error = nullptr;         // conveyor.Error(RuntimeError)
+  PyObject* end_of_data = nullptr;   // conveyor.EndOfData(Error)
+  PyObject* timeout = nullptr;       // conveyor.TimeoutError(Error, TimeoutError)
+  PyObject* disconnected = nullptr;  // conveyor.Disconnected(Error)
+  PyObject* not_found = nullptr;     // conveyor.NotFound(Error): no node at the socket
+  PyObject* permission = nullptr;    // conveyor.PermissionError(Error)
+};
+exception_classes classes;
+
+PyObject* new_exception(py::module_& m, const char* name, py::handle bases, const char* doc) {
+  const std::string qualified = std::string("conveyor.") + name;
+  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases.ptr(), nullptr);
+  if (cls == nullptr) {
+    throw py::error_already_set();
+  }
+  m.add_object(name, py::reinterpret_borrow<py::object>(cls));
+  return cls;  // the new reference stays with `classes`
+}
+
+/// Raises `cls(message)` with `.code` set to `code` (an errc name).
+[[noreturn]] void raise_as(PyObject* cls, const std::string& message, std::string_view code) {
+  py::object exc = py::reinterpret_borrow<py::object>(cls)(message);
+  exc.attr("code") = py::str(std::string(code));
+  PyErr_SetObject(cls, exc.ptr());
+  throw py::error_already_set();
+}
+
+/// The class an error of the feed raises. `attaching`: errc::not_found means "no node there",
+/// not the end of the data.
+PyObject* class_of(conveyor::errc code, bool attaching) {
+  switch (code) {
+    case conveyor::errc::not_found:
+      return attaching ? classes.not_found : classes.end_of_data;
+    case conveyor::errc::timed_out:
+      return classes.timeout;
+    case conveyor::errc::disconnected:
+      return classes.disconnected;
+    case conveyor::errc::permission_denied:
+      return classes.permission;
+    default:
+      return classes.error;
+  }
+}
+
+[[noreturn]] void raise_error(const conveyor::error& e, bool attaching = false) {
+  raise_as(class_of(e.code(), attaching), e.message(), conveyor::to_string(e.code()));
+}
+
+/// A plain conveyor.Error of the module itself (a closed feed, a released batch).
+[[noreturn]] void raise_usage(const std::string& message) {
+  raise_as(classes.error, message, conveyor::to_string(conveyor::errc::invalid_argument));
+}
+
+void check_signals() {
+  if (PyErr_CheckSignals() != 0) {
+    throw py::error_already_set();
+  }
+}
+
+std::chrono::milliseconds to_ms(double seconds) {
+  return std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
+}
+
+// --- Feed and Batch ------------------------------------------------------------------------
+
+struct Feed {
+  std::string socket;
+  std::optional<conveyor::client> client;
+  conveyor::client_info info;
+  double next_timeout_s = 300;
+  /// The epoch this rank is in: every batch is taken through this module, so it counts the
+  /// epochs' last batches itself (as the C++ epoch range does).
+  std::uint64_t current_epoch = 0;
+
+  std::string name() const {
+    return "rank " + std::to_string(info.rank) + " of job " + std::to_string(info.job);
+  }
+  conveyor::client& open() {
+    if (!client) {
+      raise_usage("the feed of " + name() + " at " + socket + " is closed");
+    }
+    return *client;
+  }
+};
+
+struct Batch {
+  // Declared first, destroyed last: the batch goes back before the feed may close.
+  py::object feed;  // the Feed: its client state (and so the shared memory) outlives the batch
+  conveyor::batch batch;
+  bool released = false;
+  // Copied when the batch is taken, so that they stay readable after release().
+  std::uint64_t epoch = 0;
+  std::uint64_t index = 0;
+  int rank = 0;
+  std::size_t size = 0;
+  std::uint64_t ready_ns = 0;
+  bool last_in_epoch = false;
+  bool writable = false;
+  std::vector<std::int32_t> labels;
+  std::vector<std::uint64_t> sample_ids;
+  std::vector<std::string> keys;
+
+  Batch(conveyor::batch b, py::object f) : feed(std::move(f)), batch(std::move(b)) {
+    epoch = batch.epoch();
+    index = batch.index();
+    rank = batch.gpu();
+    size = batch.size();
+    ready_ns = batch.ready_ns();
+    last_in_epoch = batch.last_in_epoch();
+    writable = batch.writable();
+    labels = batch.labels();
+    sample_ids = batch.sample_ids();
+    keys = batch.keys();
+  }
+
+  void release() noexcept {
+    batch.release();
+    released = true;
+  }
+};
+
+/// The next batch of the feed, waiting at most its next_timeout in GIL-free slices that let
+/// Ctrl-C through. Counts the epochs as their last batches pass.
+conveyor::batch take_next(Feed& f) {
+  auto& c = f.open();
+  const auto deadline = steady::now() + to_ms(f.next_timeout_s);
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now());
+    const auto wait = std::clamp(left, std::chrono::milliseconds(1), slice);
+    std::optional<conveyor::expected<conveyor::batch>> got;
+    {
+      py::gil_scoped_release nogil;
+      got.emplace(c.next_for(wait));
+    }
+    if (*got) {
+      conveyor::batch b = std::move(**got);
+      if (b.last_in_epoch()) {
+        f.current_epoch = b.epoch() + 1;
+      }
+      return b;
+    }
+    if (got->error().code() != conveyor::errc::timed_out) {
+      raise_error(got->error());
+    }
+    check_signals();
+    if (steady::now() >= deadline) {
+      raise_as(classes.timeout,
+               f.name() + ": no batch from the Conveyor node at " + f.socket + " within " +
+                   py::str(py::float_(f.next_timeout_s)).cast<std::string>() + " s",
+               conveyor::to_string(conveyor::errc::timed_out));
+    }
+  }
+}
+
+py::object make_batch(py::object feed_obj, conveyor::batch b) {
+  return py::cast(Batch(std::move(b), std::move(feed_obj)));
+}
+
+/// The batches of one epoch of the feed: the non-empty ones, up to the epoch's last. Nothing
+/// is released here: a batch goes back when its Batch is released or collected.
+struct EpochIterator {
+  py::object feed;
+  std::uint64_t epoch = 0;
+  bool done = false;
+
+  py::object next() {
+    Feed& f = feed.cast<Feed&>();
+    while (!done) {
+      if (f.current_epoch != epoch) {
+        done = true;
+        raise_usage(f.name() + " left epoch " + std::to_string(epoch) + " (it is in epoch " +
+                    std::to_string(f.current_epoch) +
+                    "): batches were taken with next() while the epoch was iterated");
+      }
+      conveyor::batch b = take_next(f);
+      done = b.last_in_epoch();
+      if (b.size() > 0) {
+        return make_batch(feed, std::move(b));
+      }
+    }
+    throw py::stop_iteration();
+  }
+};
+
+/// Checks that `epoch` is the one the feed is in, as conveyor::epoch_range does.
+void check_turn(const Feed& f, std::uint64_t epoch) {
+  if (auto why = conveyor::out_of_turn(f.name(), epoch, f.current_epoch, f.info.epochs)) {
+    raise_error(*why);
+  }
+}
+
+py::dtype numpy_dtype(conveyor::dtype type) {
+  switch (type) {
+    case conveyor::dtype::uint8:
+      return py::dtype::of<std::uint8_t>();
+    case conveyor::dtype::float32:
+      return py::dtype::of<float>();
+    case conveyor::dtype::bfloat16:
+      return py::dtype::of<std::uint16_t>();  // the bits; NumPy has no bfloat16
+  }
+  return py::dtype::of<std::uint8_t>();
+}
+
+/// The batch tensor as an N x C x H x W array over the shared memory; its base is the Batch.
+py::array images_of(py::object self) {
+  Batch& b = self.cast<Batch&>();
+  if (b.released) {
+    raise_usage("batch " + std::to_string(b.index) + " of epoch " + std::to_string(b.epoch) +
+                " of rank " + std::to_string(b.rank) +
+                " was released: its images went back to the node");
+  }
+  const conveyor::tensor_view v = b.batch.tensor();
+  if (v.device >= 0) {
+    raise_usage("the batch lies in the memory of CUDA device " + std::to_string(v.device) +
+                ", which NumPy cannot address");
+  }
+  const auto dt = numpy_dtype(v.type);
+  std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
+  std::vector<py::ssize_t> strides(4);
+  py::ssize_t stride = dt.itemsize();
+  for (int i = 3; i >= 0; --i) {
+    strides[static_cast<std::size_t>(i)] = stride;
+    stride *= shape[static_cast<std::size_t>(i)];
+  }
+  if (v.data == nullptr) {  // an empty batch: nothing to share
+    return py::array(dt, shape, strides);
+  }
+  py::array arr(dt, shape, strides, v.data, self);
+  if (!b.writable) {
+    arr.attr("setflags")(py::arg("write") = false);
+  }
+  return arr;
+}
+
+py::dict info_dict(const conveyor::client_info& i) {
+  py::dict d;
+  d["rank"] = i.rank;
+  d["job"] = i.job;
+  d["ranks"] = i.ranks;
+  d["jobs"] = i.jobs;
+  d["epochs"] = i.epochs;
+  d["dataset_size"] = i.dataset_size;
+  d["batch_size"] = i.batch_size;
+  d["slots"] = i.slots;
+  d["channels"] = i.channels;
+  d["height"] = i.height;
+  d["width"] = i.width;
+  d["dtype"] = std::string(conveyor::name_of(i.type));
+  d["writable"] = i.writable;
+  d["start_epoch"] = i.start_epoch;
+  return d;
+}
+
+py::dict report_dict(const conveyor::pipeline_report& r) {
+  py::dict d;
+  d["delivered"] = r.delivered;
+  d["quarantined"] = r.quarantined;
+  d["duplicates"] = r.duplicates;
+  d["lost"] = r.lost;
+  d["steps_executed"] = r.steps_executed;
+  d["retries"] = r.retries;
+  d["restarts"] = r.restarts;
+  d["handoffs"] = r.handoffs;
+  d["finished"] = r.finished;
+  return d;
+}
+
+/// Attaches, retrying in short slices while no node listens yet so that Ctrl-C gets through.
+Feed attach(const py::object& socket, int rank, int job, double timeout, double next_timeout) {
+  if (!(timeout >= 0) || !(next_timeout > 0)) {
+    raise_as(classes.error, "conveyor.attach: timeout must be >= 0 and next_timeout > 0",
+             conveyor::to_string(conveyor::errc::invalid_argument));
+  }
+  Feed f;
+  f.socket = py::module_::import("os").attr("fsdecode")(socket).cast<std::string>();
+  f.next_timeout_s = next_timeout;
+  const auto deadline = steady::now() + to_ms(timeout);
+  for (;;) {
+    const auto left = std::chrono::duration<double>(deadline - steady::now()).count();
+    conveyor::client_options options;
+    options.attach_timeout_s = std::clamp(left, 0.0, 0.1);
+    options.next_timeout_s = next_timeout;
+    std::optional<conveyor::expected<conveyor::client>> got;
+    {
+      py::gil_scoped_release nogil;
+      got.emplace(conveyor::client::attach(f.socket, rank, job, options));
+    }
+    if (*got) {
+      f.client.emplace(std::move(**got));
+      break;
+    }
+    if (got->error().code() != conveyor::errc::not_found || steady::now() >= deadline) {
+      raise_error(got->error(), /*attaching=*/true);
+    }
+    check_signals();
+  }
+  f.info = f.client->info();
+  f.current_epoch = f.info.start_epoch;
+  return f;
+}
+
+void close_feed(Feed& f) {
+  if (f.client) {
+    py::gil_scoped_release nogil;  // close() drains the socket for up to 2 s
+    f.client->close();
+  }
+  f.client.reset();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(conveyor, m) {
+  m.doc() =
+      "Batches from a Conveyor node (conveyor-node with serve.socket) as NumPy arrays over its "
+      "shared memory, without a copy.";
+
+  classes.error = new_exception(m, "Error", PyExc_RuntimeError,
+                                "A Conveyor error: the node's message; .code is the error's "
+                                "name (e.g. 'invalid_argument').");
+  py::handle base(classes.error);
+  classes.end_of_data =
+      new_exception(m, "EndOfData", base, "Every epoch has been handed out: no more batches.");
+  classes.timeout =
+      new_exception(m, "TimeoutError", py::make_tuple(base, py::handle(PyExc_TimeoutError)),
+                    "No batch (or answer) came from the node within the time allowed.");
+  classes.disconnected =
+      new_exception(m, "Disconnected", base, "The node has gone (it exited or failed).");
+  classes.not_found = new_exception(m, "NotFound", base, "No Conveyor node listens on the socket.");
+  classes.permission = new_exception(m, "PermissionError", base,
+                                     "The node's socket does not admit this user (serve.mode).");
+
+  py::class_<Batch>(m, "Batch",
+                    "One batch of one rank. Its images lie in the node's shared memory until the "
+                    "batch is released (release(), the end of a with block, or the collection of "
+                    "the Batch and of every array made from it).")
+      .def_property_readonly("images", &images_of,
+                             "N x C x H x W array over the shared memory (no copy; its base "
+                             "keeps the batch). Read-only unless the node's batches are "
+                             "writable. bfloat16 batches come as uint16 (the same bits).")
+      .def_property_readonly(
+          "labels",
+          [](const Batch& b) {
+            return py::array_t<std::int32_t>(py::ssize_t(b.labels.size()), b.labels.data());
+          },
+          "int32 label per sample (a copy)")
+      .def_property_readonly(
+          "sample_ids",
+          [](const Batch& b) {
+            return py::array_t<std::uint64_t>(py::ssize_t(b.sample_ids.size()),
+                                              b.sample_ids.data());
+          },
+          "uint64 dataset index per sample (a copy)")
+      .def_property_readonly(
+          "keys", [](const Batch& b) { return b.keys; }, "each sample's file, or shard and record")
+      .def_property_readonly("epoch", [](const Batch& b) { return b.epoch; })
+      .def_property_readonly(
+          "index", [](const Batch& b) { return b.index; },
+          "the batch's number within its epoch, for its rank")
+      .def_property_readonly("rank", [](const Batch& b) { return b.rank; })
+      .def_property_readonly("last_in_epoch", [](const Batch& b) { return b.last_in_epoch; })
+      .def_property_readonly("size", [](const Batch& b) { return b.size; })
+      .def_property_readonly(
+          "ready_ns", [](const Batch& b) { return b.ready_ns; },
+          "when the node published the batch, CLOCK_MONOTONIC ns")
+      .def_property_readonly("writable", [](const Batch& b) { return b.writable; })
+      .def_property_readonly("released", [](const Batch& b) { return b.released; })
+      .def("__len__", [](const Batch& b) { return b.size; })
+      .def("release", &Batch::release,
+           "Gives the batch's slot back to the node now (idempotent). Arrays made from it must "
+           "not be used afterwards: the node writes the next batch there.")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__",
+           [](Batch& b, const py::args&) {
+             b.release();
+             return false;
+           })
+      .def("__repr__", [](const Batch& b) {
+        return "<conveyor.Batch rank " + std::to_string(b.rank) + " epoch " +
+               std::to_string(b.epoch) + " index " + std::to_string(b.index) + ", " +
+               std::to_string(b.size) + " samples" + (b.released ? ", released>" : ">");
+      });
+
+  py::class_<EpochIterator>(m, "EpochIterator")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &EpochIterator::next);
+
+  py::class_<Feed>(m, "Feed", "A rank's feed of batches from a Conveyor node (conveyor.attach).")
+      .def(
+          "info", [](const Feed& f) { return info_dict(f.info); },
+          "What the node serves: rank, job, ranks, jobs, epochs, dataset_size, batch_size, "
+          "slots, channels, height, width, dtype, writable, start_epoch.")
+      .def_property_readonly("epochs", [](const Feed& f) { return f.info.epochs; })
+      .def_property_readonly("rank", [](const Feed& f) { return f.info.rank; })
+      .def_property_readonly("job", [](const Feed& f) { return f.info.job; })
+      .def_property_readonly("closed", [](const Feed& f) { return !f.client.has_value(); })
+      .def(
+          "next", [](py::object self) { return make_batch(self, take_next(self.cast<Feed&>())); },
+          "The next batch of this rank (an epoch's end may come as an empty batch with "
+          "last_in_epoch). Raises conveyor.EndOfData after the last epoch, "
+          "conveyor.TimeoutError after next_timeout.")
+      .def(
+          "epoch",
+          [](py::object self, std::uint64_t epoch) {
+            Feed& f = self.cast<Feed&>();
+            f.open();
+            check_turn(f, epoch);
+            return EpochIterator{std::move(self), epoch, false};
+          },
+          py::arg("epoch"),
+          "The non-empty batches of `epoch`, which must be the one this rank is in. Leaving the "
+          "loop early keeps the rest of the epoch for the next call.")
+      .def(
+          "report",
+          [](Feed& f) {
+            auto& c = f.open();
+            std::optional<conveyor::expected<conveyor::pipeline_report>> got;
+            {
+              py::gil_scoped_release nogil;
+              got.emplace(c.report());
+            }
+            if (!*got) {
+              raise_error(got->error());
+            }
+            return report_dict(**got);
+          },
+          "The node's figures: delivered, quarantined, duplicates, lost, steps_executed, "
+          "retries, restarts, handoffs, finished.")
+      .def("close", &close_feed,
+           "Detaches (idempotent): the node keeps the batches not yet released for the next "
+           "client of this rank and job.")
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__",
+           [](Feed& f, const py::args&) {
+             close_feed(f);
+             return false;
+           })
+      .def("__repr__", [](const Feed& f) {
+        return "<conveyor.Feed " + f.name() + " at " + f.socket + (f.client ? ">" : ", closed>");
+      });
+
+  m.def("attach", &attach, py::arg("socket"), py::arg("rank") = 0, py::arg("job") = 0,
+        py::arg("timeout") = 0.0, py::arg("next_timeout") = 300.0,
+        "Attaches to the Conveyor node listening on `socket` (str or os.PathLike) as rank `rank` "
+        "of job `job`, waiting up to `timeout` seconds for the node to listen. Each next() waits "
+        "up to `next_timeout` seconds. Raises conveyor.NotFound when no node listens, "
+        "conveyor.Error for a rank or job the node does not serve.");
+}
