@@ -46,11 +46,12 @@ serve() {
   local sock="$work/$name.sock" j
   timed "$work/$name.node" "$NODE_BIN" --topology "$BENCH_ROOT/config/default.toml" "${common[@]}" \
     --set "serve.socket=$sock" --set "serve.jobs=$jobs" &
-  local node=$!
+  local pids=($!)
   for ((j = 0; j < jobs; j++)); do
     timed "$work/$name.client$j" "$@" "$sock" 0 "$j" &
+    pids+=($!)
   done
-  wait
+  wait "${pids[@]}"  # not the competing processes of BUSY=1
 }
 
 declare -a sim_rates py_rates
@@ -76,10 +77,12 @@ cpp_line=$(grep 'hand-over' "$work/cpp.client0")
 log "3 jobs on one node vs 3 nodes"
 serve shared 3 "$PYTHON" "$BENCH_ROOT/bench/serve_iterate.py"
 shared_cpu=$(awk '{ s += $2 + $3 } END { print s }' "$work"/shared.*.time)
+solos=()
 for n in 0 1 2; do
   serve "solo$n" 1 "$PYTHON" "$BENCH_ROOT/bench/serve_iterate.py" &
+  solos+=($!)
 done
-wait
+wait "${solos[@]}"
 solo_cpu=$(awk '{ s += $2 + $3 } END { print s }' "$work"/solo*.time)
 shared_steps=$(json_field "$(cat "$work/shared.node")" steps_executed)
 

@@ -50,15 +50,20 @@ struct process {
   pid_t pid = -1;
   int pidfd = -1;
 
-  // Exit code (128 + signal when killed), or -1 when it did not end within `timeout_ms`.
+  // Exit code (128 + signal when killed), or -1 when it did not end within `timeout_ms` (then
+  // it is killed, so that a failed test leaves no process behind).
   int wait(int timeout_ms) {
     pollfd p{pidfd, POLLIN, 0};
-    if (::poll(&p, 1, timeout_ms) != 1) {
-      return -1;
+    bool ended = ::poll(&p, 1, timeout_ms) == 1;
+    if (!ended) {
+      ::kill(pid, SIGKILL);
     }
     int status = 0;
     ::waitpid(pid, &status, 0);
     ::close(pidfd);
+    if (!ended) {
+      return -1;
+    }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 };
