@@ -9,7 +9,7 @@
 #include "actors/batcher.hpp"
 #include "actors/feeder.hpp"
 #if CONVEYOR_HAVE_CUDA
-#include "actors/cuda_feeder.hpp"
+#include "core/cuda/cuda_copy_engine.hpp"
 #endif
 #include "actors/monitor.hpp"
 #include "actors/preprocessor.hpp"
@@ -17,6 +17,7 @@
 #include "actors/straggler.hpp"
 #include "actors/supervisor.hpp"
 #include "core/base/log.hpp"
+#include "core/feeding/host_copy_engine.hpp"
 #include "core/transforms/opencv_threads.hpp"
 
 namespace conveyor {
@@ -102,16 +103,27 @@ void pipeline_runtime::impl::escalate_on_death(const Handle& handle, std::string
       });
 }
 
-// A CUDA feeder for a slot with a CUDA device, else the host feeder.
+// The feeder of a slot: over its CUDA device's engine where it has one, else the host engine
+// (inline, or as the spec's host_engine says).
 feeder_actor pipeline_runtime::impl::spawn_feeder(feeder_options options) {
+  options.device_timeout = spec.next_timeout;
 #if CONVEYOR_HAVE_CUDA
   if (!spec.cuda_devices.empty()) {
     auto device = spec.cuda_devices[static_cast<std::size_t>(options.gpu)];
-    return spawn_cuda_feeder(
-        system, {std::move(options), device, spec.gpu_normalize, spec.gpu_normalize_type});
+    options.engine = [device] { return cuda::make_cuda_engine(device); };
+    options.own_thread = true;
+    if (spec.gpu_normalize) {
+      options.normalize = coefficients_of(*spec.gpu_normalize);
+      options.normalized_type = spec.gpu_normalize_type;
+    }
+    return conveyor::spawn_feeder(system, std::move(options));
   }
 #endif
-  return spawn_host_feeder(system, std::move(options));
+  if (spec.host_engine) {
+    options.engine = [host = *spec.host_engine] { return make_host_engine(host); };
+    options.own_thread = spec.host_engine->threaded;
+  }
+  return conveyor::spawn_feeder(system, std::move(options));
 }
 
 void pipeline_runtime::impl::spawn_supervisors(const reporting& report) {
@@ -149,10 +161,17 @@ void pipeline_runtime::impl::spawn_all() {
                [source](std::uint64_t id) { return source->locate(id); }, spec.quarantine});
   escalate_on_death(batcher, "the batcher");
   for (int g = 0; g < spec.settings.gpus; ++g) {
-    auto memory =
-        spec.feed_memory.empty() ? external_slots{} : spec.feed_memory[static_cast<std::size_t>(g)];
-    feeders.push_back(spawn_feeder({g, spec.prefetch_batches + 1, batcher, status->channel(g),
-                                    status, report, std::move(memory)}));
+    feeder_options f;
+    f.gpu = g;
+    f.slots = spec.prefetch_batches + 1;
+    f.batcher = batcher;
+    f.channel = status->channel(g);
+    f.status = status;
+    f.report = report;
+    if (!spec.feed_memory.empty()) {
+      f.memory = spec.feed_memory[static_cast<std::size_t>(g)];
+    }
+    feeders.push_back(spawn_feeder(std::move(f)));
     escalate_on_death(feeders.back(), "the feeder of GPU " + std::to_string(g));
   }
   caf::anon_send(batcher, atoms::connect::value, feeders);

@@ -15,6 +15,7 @@
 #include "core/batching/batcher_core.hpp"
 #include "core/batching/quarantine_report.hpp"
 #include "core/delivery/pipeline_status.hpp"
+#include "core/feeding/host_copy_engine.hpp"
 #include "core/storage/sample_source.hpp"
 #include "core/supervision/fault_injector.hpp"
 #include "core/transforms/transform_chain.hpp"
@@ -49,6 +50,9 @@ struct pipeline_spec {
   /// a shared-memory feed's slots. Empty: each feeder owns its buffers. Set only with host
   /// feeders (cuda_devices empty).
   std::vector<external_slots> feed_memory{};
+  /// The host feeders' copy engine (tests: threaded, with delays and injected faults); unset:
+  /// inline and in place, the host feeder's own.
+  std::optional<host_engine_options> host_engine{};
 };
 
 /// Thread-safe: release() may be called from any trainer thread.

@@ -35,7 +35,14 @@ batch::~batch() {
 }
 
 void batch::release() noexcept {
+  release_after(nullptr);
+}
+
+void batch::release_after(cuda_stream_t stream) noexcept {
   if (data_ && home_) {
+    if (data_->owner) {  // before the feeder hears of it: the slot's reuse waits for `stream`
+      data_->owner->released(data_->slot, consumer_stream{stream});
+    }
     home_->give_back(*data_);
   }
   data_.reset();

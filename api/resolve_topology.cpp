@@ -49,6 +49,15 @@ fault_plan resolve_faults(const fault_config& f) {
           f.seed};
 }
 
+// The host feeders' engine for a drill of device faults: threaded, copying, faulting.
+host_engine_options copy_fault_engine(const fault_config& f) {
+  host_engine_options e;
+  e.faults.fail_copy = f.copy_fault;
+  e.faults.stall_copy = f.copy_stall;
+  e.faults.copy_delay = std::chrono::microseconds(static_cast<std::int64_t>(f.copy_delay_ms * 1000.0));
+  return e;
+}
+
 }  // namespace
 
 int hardware_cores() noexcept {
@@ -102,6 +111,15 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   spec.monitor_interval = std::chrono::milliseconds(t.monitor.interval_ms);
   spec.supervision = resolve_supervision(t.supervision, t.dataset.seed);
   spec.faults = resolve_faults(t.faults);
+  if (t.faults.copy_faults()) {
+    if (!spec.cuda_devices.empty()) {
+      return error{errc::invalid_config,
+                   t.source + ": faults.copy_fault, copy_stall and copy_delay_ms are injected by "
+                              "the host engine of host feeders, but CUDA devices are selected "
+                              "(set gpus to a number of host feeders for a drill)"};
+    }
+    spec.host_engine = copy_fault_engine(t.faults);
+  }
   if (!t.supervision.quarantine_report.empty()) {
     auto report = quarantine_report::open(t.supervision.quarantine_report);
     if (!report) {

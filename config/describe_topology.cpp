@@ -98,7 +98,9 @@ std::string describe_faults(const fault_config& faults) {
       << " crash_reader=" << number_text(faults.crash_reader)
       << " crash_straggler=" << number_text(faults.crash_straggler)
       << " delay=" << number_text(faults.delay_ms) << "ms@" << number_text(faults.delay_probability)
-      << " read_error=" << number_text(faults.read_error) << " seed=" << faults.seed;
+      << " read_error=" << number_text(faults.read_error) << " seed=" << faults.seed
+      << " copy_fault=" << faults.copy_fault << " copy_stall=" << faults.copy_stall
+      << " copy_delay=" << number_text(faults.copy_delay_ms) << "ms";
   return out.str();
 }
 

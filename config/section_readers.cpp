@@ -188,6 +188,9 @@ fault_config read_faults(table_reader& section) {
   out.delay_probability = section.number("delay_probability", out.delay_probability, probability);
   out.read_error = section.number("read_error", out.read_error, probability);
   out.seed = section.integer("seed", out.seed, at_least(0));
+  out.copy_fault = section.integer("copy_fault", out.copy_fault, at_least(0));
+  out.copy_stall = section.integer("copy_stall", out.copy_stall, at_least(0));
+  out.copy_delay_ms = section.number("copy_delay_ms", out.copy_delay_ms, at_least(0.0));
   return out;
 }
 

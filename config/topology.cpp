@@ -4,7 +4,11 @@ namespace conveyor {
 
 bool fault_config::enabled() const noexcept {
   return crash_preprocessor > 0.0 || crash_reader > 0.0 || crash_straggler > 0.0 ||
-         (delay_probability > 0.0 && delay_ms > 0.0) || read_error > 0.0;
+         (delay_probability > 0.0 && delay_ms > 0.0) || read_error > 0.0 || copy_faults();
+}
+
+bool fault_config::copy_faults() const noexcept {
+  return copy_fault > 0 || copy_stall > 0 || copy_delay_ms > 0.0;
 }
 
 std::string_view to_string(dataset_format format) noexcept {

@@ -108,6 +108,15 @@ struct fault_config {
   double delay_probability = 0.0;   ///< probability in [0, 1], per sample
   double read_error = 0.0;          ///< probability in [0, 1], per read
   std::uint64_t seed = 0;           ///< >= 0
+  /// The feeders' copies to the device, numbered from 1 per GPU: this one faults as a device
+  /// would (a sticky error), or never completes; each takes copy_delay_ms longer. A threaded
+  /// host engine stands in for the device: host feeders only. 0: none.
+  std::uint64_t copy_fault = 0;
+  std::uint64_t copy_stall = 0;
+  double copy_delay_ms = 0.0;  ///< >= 0
+
+  /// True when a copy fault or delay is injected.
+  bool copy_faults() const noexcept;
 
   /// True when any fault can happen.
   bool enabled() const noexcept;

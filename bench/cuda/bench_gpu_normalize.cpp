@@ -1,7 +1,7 @@
 // bench_gpu_normalize: batches/s into the GPU with normalisation on the GPU (uint8 samples
 // cross PCIe, the normalize kernel writes float32 or bfloat16 NCHW on the device) against
 // normalisation on the CPU (float32 samples, 4x the bytes, cross PCIe as they are). Both run the
-// CUDA feeder's loop (core/cuda/device_feeder.hpp): each sample written into its place in a
+// CUDA feeder's loop (core/feeding/slot_ring.hpp): each sample written into its place in a
 // pinned slot, one copy per batch, each batch released once complete. Samples are prepared
 // beforehand from random --height x --width images by the real transform steps (to_uint8 for
 // the GPU path, normalize for the CPU path), whose CPU cost per sample is measured too:
@@ -64,10 +64,10 @@ prepared prepare(const transform_spec& spec, const std::vector<cv::Mat>& images,
 /// Batches/s through a feeder made with `normalize` and `out`, its samples taken from `samples`.
 double batches_per_s(const batch_options& opts, const std::vector<host_tensor>& samples,
                      std::optional<normalize_coefficients> normalize, dtype out) {
-  auto feeder = or_exit(cuda::device_feeder::create({opts.device, opts.slots, normalize, out}));
+  auto ring = cuda_ring(opts.device, opts.slots, normalize, out);
   const auto layout = opts.layout(samples.front().type);
   const double seconds = median_seconds(opts.repeats, [&] {
-    return feed(feeder, layout, opts.batches, [&](cuda::feeder_slot& slot, int i) {
+    return feed(*ring, layout, opts.batches, [&](ring_slot& slot, int i) {
       const auto& t = samples[static_cast<std::size_t>(i) % samples.size()];
       std::memcpy(slot.sample(static_cast<std::size_t>(i)), t.bytes.data(), t.bytes.size());
     });

@@ -1,8 +1,9 @@
-// bench_h2d: host-to-device bandwidth of the CUDA feeder's ring (core/cuda/device_feeder.hpp)
+// bench_h2d: host-to-device bandwidth of the CUDA feeder's ring (core/feeding/slot_ring.hpp)
 // against the ceiling: a plain loop of cudaMemcpyAsync of the same bytes from one pinned buffer
 // on one stream. Both move --batches batches of --batch x 3 x --height x --width --dtype
 // elements; the median of --repeats runs is reported. Two feeder figures:
-//   feeder:         acquire, submit, release once complete (the ring and its events alone);
+//   feeder:         acquire, submit, release once handed over (the ring, its events, the wait
+//                   on each release and the completion polling alone);
 //   feeder_writes:  as the CUDA feeder actor does, each sample is also written into its place
 //                   in the pinned slot from ordinary memory first (overlapping earlier copies).
 // Prints one JSON line on stdout; "ratio" = feeder / plain (target >= 0.9). Without a CUDA
@@ -59,16 +60,15 @@ int main(int argc, char** argv) {
   const double plain_s =
       median_seconds(opts.repeats, [&] { return plain_copies(opts.device, bytes, opts.batches); });
 
-  auto feeder =
-      or_exit(cuda::device_feeder::create({opts.device, opts.slots, std::nullopt, dtype::float32}));
+  auto ring = cuda_ring(opts.device, opts.slots, std::nullopt, dtype::float32);
   const double feeder_s =
-      median_seconds(opts.repeats, [&] { return feed(feeder, layout, opts.batches, nullptr); });
+      median_seconds(opts.repeats, [&] { return feed(*ring, layout, opts.batches, nullptr); });
 
   std::vector<std::vector<std::uint8_t>> samples(
       static_cast<std::size_t>(layout.samples),
       std::vector<std::uint8_t>(layout.sample_bytes(), 3));
   const double writes_s = median_seconds(opts.repeats, [&] {
-    return feed(feeder, layout, opts.batches, [&](cuda::feeder_slot& slot, int i) {
+    return feed(*ring, layout, opts.batches, [&](ring_slot& slot, int i) {
       const auto& s = samples[static_cast<std::size_t>(i)];
       std::memcpy(slot.sample(static_cast<std::size_t>(i)), s.data(), s.size());
     });

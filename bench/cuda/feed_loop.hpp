@@ -1,12 +1,17 @@
 #pragma once
 /// What the CUDA benchmarks share: the device they run on, a batch shape on the command line,
-/// and the feeding loop of a device_feeder with an instant trainer (each batch is released as
-/// soon as it is complete, so the ring, not the trainer, bounds the rate).
+/// and the feeding loop of a feeder's ring of slots over the CUDA engine with an instant
+/// trainer (each batch is released, on the legacy default stream, as soon as it is handed over,
+/// so the ring, not the trainer, bounds the rate).
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
 #include <cstdio>
 #include <deque>
 #include <functional>
@@ -14,8 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "core/cuda/device_feeder.hpp"
+#include "core/cuda/cuda_copy_engine.hpp"
 #include "core/cuda/device_query.hpp"
+#include "core/feeding/slot_ring.hpp"
 
 namespace conveyor::bench {
 
@@ -41,7 +47,7 @@ struct batch_options {
     app.add_option("--repeats", repeats, "repeats (the median is reported)")
         ->check(CLI::PositiveNumber);
   }
-  cuda::batch_layout layout(dtype type) const {
+  batch_layout layout(dtype type) const {
     return {type, batch, 3, height, width, pixel_layout::chw};
   }
 };
@@ -78,31 +84,77 @@ inline void or_exit(expected<void> ok) {
   }
 }
 
-/// Writes sample `i` of a batch into the slot's pinned memory (may be empty: nothing written).
-using sample_writer = std::function<void(cuda::feeder_slot&, int i)>;
+/// A ring of `slots` slots over the CUDA engine of `device`, normalising as `normalize` says;
+/// a failure of the ring ends the benchmark with its error.
+inline std::shared_ptr<slot_ring> cuda_ring(int device, std::size_t slots,
+                                            std::optional<normalize_coefficients> normalize,
+                                            dtype out) {
+  auto engine = or_exit(cuda::cuda_copy_engine::create(device));
+  ring_options r;
+  r.name = "bench feeder";
+  r.slots = slots;
+  r.normalize = normalize;
+  r.normalized_type = out;
+  r.on_failure = [](const error& e) {
+    std::fprintf(stderr, "%s\n", e.what().c_str());
+    std::exit(1);
+  };
+  return or_exit(slot_ring::create(std::move(engine), std::move(r)));
+}
 
-/// Feeds `batches` batches of `layout` through `feeder` as the CUDA feeder does (acquire, write
-/// each sample in place, submit), releasing each batch once complete; returns the seconds from
-/// the first acquire until the last batch is on the device.
-inline double feed(cuda::device_feeder& feeder, const cuda::batch_layout& layout, int batches,
+/// Writes sample `i` of a batch into the slot's pinned memory (may be empty: nothing written).
+using sample_writer = std::function<void(ring_slot&, int i)>;
+
+/// Batches a ring has handed over, for the feeding loop to wait on.
+class handed_over {
+ public:
+  void add() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++count_;
+    }
+    changed_.notify_all();
+  }
+  /// Waits (at most a minute: then the benchmark fails) until `n` batches were handed over.
+  void wait_for(std::uint64_t n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!changed_.wait_for(lock, std::chrono::minutes(1), [&] { return count_ >= n; })) {
+      std::fprintf(stderr, "no batch handed over within a minute\n");
+      std::exit(1);
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::uint64_t count_ = 0;
+};
+
+/// Feeds `batches` batches of `layout` through `ring` as the feeder actor does (acquire, write
+/// each sample in place, submit), releasing each batch once handed over; returns the seconds
+/// from the first acquire until the last batch is on the device.
+inline double feed(slot_ring& ring, const batch_layout& layout, int batches,
                    const sample_writer& write) {
-  std::deque<cuda::feeder_slot*> in_flight;
+  handed_over delivered;
+  std::deque<std::size_t> in_flight;
+  std::uint64_t retired = 0;
   auto retire_oldest = [&] {
-    or_exit(feeder.wait(*in_flight.front()));
-    or_exit(feeder.release(in_flight.front()->index()));
+    delivered.wait_for(++retired);
+    ring.released(in_flight.front(), consumer_stream{});
+    or_exit(ring.reclaim(in_flight.front()));
     in_flight.pop_front();
   };
   auto start = clock_type::now();
   for (int b = 0; b < batches; ++b) {
-    if (feeder.free_slots() == 0) {
+    if (ring.free_slots() == 0) {
       retire_oldest();
     }
-    auto* slot = or_exit(feeder.acquire(layout));
+    auto* slot = or_exit(ring.acquire(layout));
     for (int i = 0; write && i < layout.samples; ++i) {
       write(*slot, i);
     }
-    or_exit(feeder.submit(*slot));
-    in_flight.push_back(slot);
+    or_exit(ring.submit(*slot, "batch " + std::to_string(b), [&delivered] { delivered.add(); }));
+    in_flight.push_back(slot->index());
   }
   while (!in_flight.empty()) {
     retire_oldest();

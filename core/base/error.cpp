@@ -32,6 +32,8 @@ std::string_view to_string(errc code) noexcept {
       return "permission_denied";
     case errc::disconnected:
       return "disconnected";
+    case errc::device_error:
+      return "device_error";
   }
   return "unknown_error";
 }

@@ -1,9 +1,11 @@
 #pragma once
 /// A batch as a feeder hands it to a trainer: one N x C x H x W tensor plus the labels, ids and
-/// keys of its samples, in the same order. The tensor is in host memory (`bytes`), or, from a
-/// CUDA feeder, in the memory of a CUDA device (`device_data`).
+/// keys of its samples, in the same order. The tensor is in host memory (`bytes`, or `external`
+/// memory such as a ring slot's), or, from a CUDA feeder, in the memory of a CUDA device
+/// (`device_data`).
 
 #include <array>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "conveyor/error.hpp"
 #include "core/base/tensor.hpp"
 #include "core/batching/prepared_sample.hpp"
+#include "core/delivery/slot_owner.hpp"
 
 namespace conveyor {
 
@@ -33,6 +36,9 @@ struct host_batch {
   /// it (complete when the batch is handed over; `bytes` is empty).
   int device = -1;
   const void* device_data = nullptr;
+  /// Set when the tensor lies in a ring's slot `slot`: keeps that memory alive while the batch
+  /// is held, and is told when the trainer releases it (slot_owner.hpp).
+  std::shared_ptr<slot_owner> owner;
   /// When the batch was ready for the trainer (monotonic_clock.hpp): the feeder's hand-over,
   /// or a node's publication of a served batch.
   std::uint64_t ready_ns = 0;

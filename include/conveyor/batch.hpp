@@ -19,7 +19,13 @@
 #include "conveyor/dtype.hpp"
 #include "conveyor/error.hpp"
 
+struct CUstream_st;  // the CUDA runtime's stream: cudaStream_t is CUstream_st*
+
 namespace conveyor {
+
+/// A CUDA stream, as cudaStream_t (no CUDA header needed); nullptr is the legacy default
+/// stream (stream 0 of code built without --default-stream per-thread).
+using cuda_stream_t = CUstream_st*;
 
 struct host_batch;
 class batch_home;
@@ -30,9 +36,8 @@ struct batch_access;
 /// the topology says), contiguous, row-major. The memory belongs to the batch: it may be read
 /// (and, where the batch says writable(), written: in-place work, zero-copy wrapping such as
 /// `torch::from_blob(v.data, ...)`) until the batch is released. From a CUDA feeder, `data` is
-/// device memory and is complete when the batch is handed out; release the batch only after
-/// the trainer's own GPU work that reads it has finished (the next copy into that memory is
-/// queued on the feeder's stream).
+/// memory of CUDA device `device`, complete when the batch is handed out (see batch for the
+/// rule of its release).
 struct tensor_view {
   dtype type = dtype::float32;
   std::array<std::int64_t, 4> shape{0, 0, 0, 0};
@@ -44,7 +49,21 @@ struct tensor_view {
 };
 
 /// One batch of one GPU. Move-only; not thread-safe (one thread at a time holds it; it may be
-/// handed to another thread, e.g. to release it once the GPU is done with it).
+/// handed to another thread). Held, it owns its memory: it stays readable until the batch is
+/// released, also after its pipeline or client is shut down or destroyed.
+///
+/// Device batches (tensor().device >= 0) are released in the order of the trainer's GPU work:
+/// the release records an event on a CUDA stream, and the feeder's next copy into that memory
+/// waits for the event on the GPU. Nothing blocks, and the trainer need not synchronise first:
+///
+///   auto b = p.next(gpu);                          // complete on the device
+///   my_kernel<<<grid, block, 0, stream>>>(b->tensor().data, ...);   // queued, not yet run
+///   b->release_after(stream);                      // reuse waits for my_kernel
+///
+/// release() (and the destructor, and an epoch range moving on) is release_after(nullptr):
+/// right for work queued on the legacy default stream (PyTorch's default). Work on any other
+/// stream must be released with that stream (or have completed), or the next copy may
+/// overwrite memory its kernels still read. Host batches ignore the stream.
 class batch {
  public:
   batch() = default;
@@ -76,8 +95,13 @@ class batch {
   /// end).
   bool last_in_epoch() const noexcept;
   /// Gives the buffer back now; the batch is empty afterwards. Idempotent: a second call, or a
-  /// call after the pipeline or the client is gone, does nothing.
+  /// call after the pipeline or the client is gone, does nothing. A device batch:
+  /// release_after(nullptr).
   void release() noexcept;
+  /// Gives the buffer back once the work queued on `stream` so far has completed (the feeder's
+  /// GPU waits for it; the call does not block). As release() otherwise; `stream` must belong
+  /// to the batch's device (else the error fails the pipeline, and the memory is never reused).
+  void release_after(cuda_stream_t stream) noexcept;
 
  private:
   friend struct batch_access;

@@ -27,6 +27,7 @@ enum class errc : std::uint8_t {
   timed_out = 12,           ///< nothing came within the configured time
   permission_denied = 13,   ///< the operating system refused access (a node's socket)
   disconnected = 14,        ///< the other side of a connection has gone (a node or a client)
+  device_error = 15,        ///< a device's asynchronous work failed (a CUDA fault) or stalled
 };
 
 /// Short stable name of an error code, e.g. "checksum_mismatch".

@@ -1,4 +1,4 @@
-// The CUDA feeder actor: plans become device batches in the GPU's channel, in order; releasing
+// The feeder actor over the CUDA engine: plans become device batches in the GPU's channel, in order; releasing
 // a batch returns a credit with its sample count; normalisation on the GPU gives the CPU
 // reference's values; a device CUDA cannot use fails the pipeline with an error naming it.
 #include <gtest/gtest.h>
@@ -8,7 +8,8 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "actors/cuda_feeder.hpp"
+#include "actors/feeder.hpp"
+#include "core/cuda/cuda_copy_engine.hpp"
 #include "core/transforms/normalize_batch.hpp"
 #include "cuda_fixture.hpp"
 
@@ -70,17 +71,20 @@ class CudaFeederActor : public ::testing::Test {
  protected:
   feeder_actor spawn(int device, std::optional<normalize_spec> normalize = std::nullopt,
                      dtype normalized = dtype::float32) {
-    cuda_feeder_options opts;
-    opts.feeder.gpu = 0;
-    opts.feeder.slots = 2;
-    opts.feeder.batcher = caf::actor_cast<batcher_actor>(sys_.spawn(credit_sink, credits_));
-    opts.feeder.channel = channel_;
-    opts.feeder.status = status_;
-    opts.device = device;
-    opts.normalize = normalize;
+    feeder_options opts;
+    opts.gpu = 0;
+    opts.slots = 2;
+    opts.batcher = caf::actor_cast<batcher_actor>(sys_.spawn(credit_sink, credits_));
+    opts.channel = channel_;
+    opts.status = status_;
+    opts.engine = [device] { return cuda::make_cuda_engine(device); };
+    opts.own_thread = true;
+    if (normalize) {
+      opts.normalize = coefficients_of(*normalize);
+    }
     opts.normalized_type = normalized;
-    batcher_ = opts.feeder.batcher;
-    return spawn_cuda_feeder(sys_, std::move(opts));
+    batcher_ = opts.batcher;
+    return spawn_feeder(sys_, std::move(opts));
   }
 
   void TearDown() override {

@@ -76,7 +76,7 @@ inline void train(pipeline_runtime& rt, int gpu, std::uint64_t epochs, trainer_l
       }
       if (batch->size() > 0 &&
           (batch->shape != std::array<int, 4>{static_cast<int>(batch->size()), 3, 24, 20} ||
-           batch->bytes.size() != batch->size() * 3 * 24 * 20 * 4)) {
+           batch->type != dtype::float32 || batch->external == nullptr)) {
         log.problems.push_back("bad batch shape");
       }
       for (std::size_t i = 0; i < batch->size(); ++i) {

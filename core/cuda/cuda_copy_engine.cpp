@@ -1,0 +1,144 @@
+#include "core/cuda/cuda_copy_engine.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "core/cuda/cuda_buffer.hpp"
+#include "core/cuda/cuda_check.hpp"
+#include "core/cuda/cuda_event.hpp"
+#include "core/cuda/device_guard.hpp"
+#include "core/cuda/normalize_kernel.hpp"
+
+namespace conveyor::cuda {
+namespace {
+
+class cuda_engine_event final : public engine_event {
+ public:
+  explicit cuda_engine_event(cuda_event e) : event(std::move(e)) {}
+  cuda_event event;
+};
+
+const cuda_event& event_of(const engine_event& e) {
+  return static_cast<const cuda_engine_event&>(e).event;
+}
+cuda_event& event_of(engine_event& e) {
+  return static_cast<cuda_engine_event&>(e).event;
+}
+
+template <memory_kind Kind>
+expected<engine_buffer> shared_allocation(int device, std::size_t bytes) {
+  auto buffer = cuda_buffer<Kind>::allocate(device, bytes);
+  if (!buffer) {
+    return std::move(buffer).error();
+  }
+  if (buffer->data() == nullptr) {
+    return engine_buffer{};
+  }
+  auto owner = std::make_shared<cuda_buffer<Kind>>(std::move(*buffer));
+  return engine_buffer{std::shared_ptr<std::uint8_t>(owner, owner->data()), owner->size()};
+}
+
+// Sleeps between event queries grow from 10 us to 1 ms: a copy of a batch takes about a
+// millisecond, and the poll is the only way to wait with a deadline.
+constexpr std::chrono::microseconds first_pause{10};
+constexpr std::chrono::microseconds longest_pause{1000};
+
+}  // namespace
+
+expected<std::shared_ptr<cuda_copy_engine>> cuda_copy_engine::create(int device) {
+  auto stream = cuda_stream::create(device);
+  if (!stream) {
+    return std::move(stream).error();
+  }
+  return std::shared_ptr<cuda_copy_engine>(new cuda_copy_engine(device, std::move(*stream)));
+}
+
+expected<std::shared_ptr<copy_engine>> make_cuda_engine(int device) {
+  auto engine = cuda_copy_engine::create(device);
+  if (!engine) {
+    return std::move(engine).error();
+  }
+  return std::shared_ptr<copy_engine>(std::move(*engine));
+}
+
+expected<engine_buffer> cuda_copy_engine::allocate_host(std::size_t bytes) {
+  return shared_allocation<memory_kind::pinned_host>(device_, bytes);
+}
+
+expected<engine_buffer> cuda_copy_engine::allocate_device(std::size_t bytes) {
+  return shared_allocation<memory_kind::device>(device_, bytes);
+}
+
+expected<std::unique_ptr<engine_event>> cuda_copy_engine::create_event() {
+  auto event = cuda_event::create(device_);
+  if (!event) {
+    return std::move(event).error();
+  }
+  return std::unique_ptr<engine_event>(std::make_unique<cuda_engine_event>(std::move(*event)));
+}
+
+expected<void> cuda_copy_engine::copy_to_device(std::uint8_t* dst, const std::uint8_t* src,
+                                                std::size_t bytes) {
+  auto guard = device_guard::enter(device_);
+  if (!guard) {
+    return std::move(guard).error();
+  }
+  CONVEYOR_CUDA_TRY(device_, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                             stream_.get()));
+  return {};
+}
+
+expected<void> cuda_copy_engine::normalize(const std::uint8_t* src, const uint8_batch_shape& shape,
+                                           const normalize_coefficients& k, dtype out,
+                                           void* dst) {
+  return launch_normalize(src, shape, k, out, dst, stream_);  // sets the device itself
+}
+
+expected<void> cuda_copy_engine::wait_for(const engine_event& e) {
+  auto guard = device_guard::enter(device_);
+  if (!guard) {
+    return std::move(guard).error();
+  }
+  CONVEYOR_CUDA_TRY(device_, cudaStreamWaitEvent(stream_.get(), event_of(e).get(), 0));
+  return {};
+}
+
+expected<void> cuda_copy_engine::record(engine_event& e) {
+  auto guard = device_guard::enter(device_);
+  if (!guard) {
+    return std::move(guard).error();
+  }
+  return event_of(e).record(stream_);
+}
+
+expected<void> cuda_copy_engine::record_on(engine_event& e, consumer_stream stream) {
+  // The trainer's thread: its current device is restored by the guard.
+  auto guard = device_guard::enter(device_);
+  if (!guard) {
+    return std::move(guard).error();
+  }
+  CONVEYOR_CUDA_TRY(device_, cudaEventRecord(event_of(e).get(),
+                                             static_cast<cudaStream_t>(stream.handle)));
+  return {};
+}
+
+expected<bool> cuda_copy_engine::query(const engine_event& e) {
+  return event_of(e).ready();
+}
+
+expected<bool> cuda_copy_engine::wait_until(const engine_event& e, clock::time_point deadline) {
+  auto pause = first_pause;
+  for (;;) {
+    auto ready = event_of(e).ready();
+    if (!ready || *ready) {
+      return ready;
+    }
+    if (clock::now() >= deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, longest_pause);
+  }
+}
+
+}  // namespace conveyor::cuda

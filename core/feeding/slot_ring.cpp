@@ -1,0 +1,342 @@
+#include "core/feeding/slot_ring.hpp"
+
+#include "core/base/log.hpp"
+#include "core/transforms/normalize_batch.hpp"
+
+namespace conveyor {
+namespace {
+
+/// Grows `buffer` to at least `bytes` with `allocate`; a larger batch than any before costs one
+/// reallocation (the old buffer is freed first: the two need not fit together).
+template <class Allocate>
+expected<void> grow(engine_buffer& buffer, std::size_t bytes, Allocate allocate) {
+  if (buffer.size >= bytes) {
+    return {};
+  }
+  buffer = {};
+  auto fresh = allocate(bytes);
+  if (!fresh) {
+    return std::move(fresh).error();
+  }
+  buffer = std::move(*fresh);
+  return {};
+}
+
+/// Keeps `buffer`'s memory for ever: device work that may still use it did not complete.
+void leak(engine_buffer& buffer) {
+  if (buffer.memory) {
+    new std::shared_ptr<std::uint8_t>(std::move(buffer.memory));  // NOLINT: deliberately leaked
+  }
+}
+
+}  // namespace
+
+expected<std::shared_ptr<slot_ring>> slot_ring::create(std::shared_ptr<copy_engine> engine,
+                                                       ring_options options) {
+  const std::string who = options.name + " on the " + engine->name();
+  if (options.slots == 0) {
+    return error{errc::invalid_argument, who + ": needs at least one slot"};
+  }
+  if (options.normalize && options.normalized_type != dtype::float32 &&
+      options.normalized_type != dtype::bfloat16) {
+    return error{errc::invalid_argument, who + ": normalize writes float32 or bfloat16, not " +
+                                             std::string(name_of(options.normalized_type))};
+  }
+  const auto& external = options.host_memory.tensors;
+  if (!external.empty() && external.size() != options.slots) {
+    return error{errc::invalid_argument, who + ": " + std::to_string(external.size()) +
+                                             " external slots for a ring of " +
+                                             std::to_string(options.slots)};
+  }
+  std::shared_ptr<slot_ring> ring(new slot_ring(std::move(engine), std::move(options)));
+  const auto& memory = ring->options_.host_memory;
+  for (std::size_t i = 0; i < ring->options_.slots; ++i) {
+    auto slot = std::make_unique<ring_slot>();
+    slot->index_ = i;
+    for (auto* event : {&slot->copied_, &slot->done_, &slot->released_}) {
+      auto made = ring->engine_->create_event();
+      if (!made) {
+        return std::move(made).error();
+      }
+      *event = std::move(*made);
+    }
+    if (!memory.tensors.empty()) {
+      slot->host_data_ = memory.tensors[i];
+      slot->host_capacity_ = memory.capacity;
+    }
+    ring->slots_.push_back(std::move(slot));
+    ring->free_.push_back(i);
+  }
+  return ring;
+}
+
+slot_ring::slot_ring(std::shared_ptr<copy_engine> engine, ring_options options)
+    : engine_(std::move(engine)),
+      options_(std::move(options)),
+      completions_(*engine_, [this](const completion_queue::entry& e, const error& why) {
+        fail(failure(e.what, why));
+      }) {}
+
+slot_ring::~slot_ring() {
+  stop();
+  if (settle_teardown()) {
+    return;
+  }
+  for (auto& slot : slots_) {
+    leak(slot->host_);
+    leak(slot->input_);
+    leak(slot->result_);
+  }
+}
+
+// Whether the trainers' recorded work and the engine's queue completed, so that the buffers
+// may be freed; logs why not.
+bool slot_ring::settle_teardown() {
+  const auto deadline = copy_engine::clock::now() + options_.deadline;
+  auto settled = [&](const expected<bool>& complete, const std::string& what) {
+    if (complete && *complete) {
+      return true;
+    }
+    log("feeder")->error("{}: {} did not complete ({}): its buffers are leaked, not freed",
+                         options_.name, what,
+                         complete ? "deadline passed" : complete.error().what());
+    return false;
+  };
+  for (auto& slot : slots_) {
+    if (slot->consumer_pending_ &&
+        !settled(engine_->wait_until(*slot->released_, deadline),
+                 "the trainer's work on slot " + std::to_string(slot->index_))) {
+      return false;
+    }
+  }
+  return settled(drain(*engine_, deadline), "the " + engine_->name() + "'s queued work");
+}
+
+void slot_ring::stop() {
+  completions_.stop();
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  options_.on_failure = nullptr;
+}
+
+error slot_ring::failure(const std::string& what, const error& why) const {
+  auto code = why.code() == errc::timed_out ? errc::timed_out : errc::device_error;
+  return error{code, options_.name + ": " + what + " on the " + engine_->name() + ": " +
+                         why.message()};
+}
+
+void slot_ring::fail(const error& why) {
+  std::function<void(const error&)> handler;
+  {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    handler = std::move(options_.on_failure);
+    options_.on_failure = nullptr;
+  }
+  if (handler) {
+    handler(why);
+  } else {
+    log("feeder")->error("{}", why.what());
+  }
+}
+
+expected<void> slot_ring::check(const batch_layout& layout) const {
+  auto misuse = [&](const std::string& what) {
+    return error{errc::invalid_argument, options_.name + " on the " + engine_->name() + ": " + what};
+  };
+  if (layout.samples == 0) {
+    return {};  // an end-of-epoch marker: nothing to copy, whatever its shape says
+  }
+  if (options_.normalize) {
+    if (layout.type != dtype::uint8) {
+      return misuse("normalize on the device needs uint8 samples, got " +
+                    std::string(name_of(layout.type)) + " (end the transform chain with to_uint8)");
+    }
+    return check_normalize_batch(layout.uint8_shape(), options_.normalized_type);
+  }
+  if (layout.type != dtype::uint8 && layout.layout != pixel_layout::chw) {
+    return misuse("only uint8 samples may be HWC");
+  }
+  if (layout.samples < 0 || layout.channels < 0 || layout.height < 0 || layout.width < 0) {
+    return misuse("negative batch dimensions");
+  }
+  return {};
+}
+
+expected<void> slot_ring::reserve(ring_slot& slot, const batch_layout& layout) {
+  const auto bytes = layout.bytes();
+  if (slot.host_capacity_ > 0 || !options_.host_memory.tensors.empty()) {
+    if (bytes > slot.host_capacity_) {
+      return error{errc::invalid_config,
+                   options_.name + ": " + std::to_string(layout.samples) + " samples of " +
+                       std::to_string(layout.sample_bytes()) + " bytes do not fit the slot's " +
+                       std::to_string(slot.host_capacity_) +
+                       " bytes (the transforms' output size is not the one the feed was laid "
+                       "out for)"};
+    }
+  } else {
+    auto host = [this](std::size_t n) { return engine_->allocate_host(n); };
+    if (auto ok = grow(slot.host_, bytes, host); !ok) {
+      return ok;
+    }
+    slot.host_data_ = slot.host_.data();
+  }
+  auto device = [this](std::size_t n) { return engine_->allocate_device(n); };
+  if (!engine_->in_place()) {
+    if (auto ok = grow(slot.input_, bytes, device); !ok) {
+      return ok;
+    }
+  }
+  if (options_.normalize) {
+    auto result_bytes = layout.uint8_shape().elements() * size_of(options_.normalized_type);
+    return grow(slot.result_, result_bytes, device);
+  }
+  return {};
+}
+
+slot_output slot_ring::output_of(const ring_slot& slot) const {
+  const auto& l = slot.layout_;
+  slot_output out;
+  out.device = engine_->device();
+  out.shape = {l.samples, l.channels, l.height, l.width};
+  out.type = options_.normalize ? options_.normalized_type : l.type;
+  std::uint8_t* data = options_.normalize   ? slot.result_.data()
+                       : engine_->in_place() ? slot.host_data_
+                                             : slot.input_.data();
+  out.data = l.samples > 0 ? data : nullptr;
+  return out;
+}
+
+// Before the host writes a slot again: its last copy has read the host buffer and, where the
+// trainer reads that buffer itself (in place), the trainer's work on it has completed.
+expected<void> slot_ring::reusable(ring_slot& slot) {
+  const auto deadline = copy_engine::clock::now() + options_.deadline;
+  auto wait = [&](const engine_event& e, const std::string& what) -> expected<void> {
+    auto complete = engine_->wait_until(e, deadline);
+    if (!complete) {
+      return failure("slot " + std::to_string(slot.index_), complete.error());
+    }
+    if (!*complete) {
+      return error{errc::timed_out,
+                   options_.name + ": slot " + std::to_string(slot.index_) + ": " + what +
+                       " did not complete within " +
+                       std::to_string(std::chrono::duration<double>(options_.deadline).count()) +
+                       " s"};
+    }
+    return {};
+  };
+  if (auto ok = wait(*slot.copied_, "the previous copy from its host buffer"); !ok) {
+    return ok;
+  }
+  if (engine_->in_place() && slot.consumer_pending_) {
+    if (auto ok = wait(*slot.released_, "the trainer's work on its released batch"); !ok) {
+      return ok;
+    }
+    slot.consumer_pending_ = false;
+  }
+  return {};
+}
+
+expected<ring_slot*> slot_ring::acquire(const batch_layout& layout) {
+  if (free_.empty()) {
+    return error{errc::invalid_argument,
+                 options_.name + ": no free slot (a batch came without a credit)"};
+  }
+  if (auto ok = check(layout); !ok) {
+    return std::move(ok).error();
+  }
+  auto& slot = *slots_[free_.front()];
+  if (auto ok = reusable(slot); !ok) {
+    return std::move(ok).error();
+  }
+  if (auto ok = reserve(slot, layout); !ok) {
+    return std::move(ok).error();
+  }
+  free_.pop_front();
+  slot.layout_ = layout;
+  slot.output_ = output_of(slot);
+  slot.state_ = ring_slot::state::writing;
+  return &slot;
+}
+
+// The slot's device work, in stream order: wait for the trainer's release of the slot's
+// previous batch, copy, normalize, mark complete.
+expected<void> slot_ring::enqueue_work(ring_slot& slot) {
+  const auto bytes = slot.layout_.bytes();
+  const std::uint8_t* input = slot.host_data_;
+  if (!engine_->in_place()) {
+    if (slot.consumer_pending_.exchange(false)) {
+      if (auto ok = engine_->wait_for(*slot.released_); !ok) {
+        return ok;
+      }
+    }
+    if (bytes > 0) {
+      if (auto ok = engine_->copy_to_device(slot.input_.data(), slot.host_data_, bytes); !ok) {
+        return ok;
+      }
+    }
+    if (auto ok = engine_->record(*slot.copied_); !ok) {
+      return ok;
+    }
+    input = slot.input_.data();
+  }
+  if (options_.normalize && bytes > 0) {
+    auto ok = engine_->normalize(input, slot.layout_.uint8_shape(), *options_.normalize,
+                                 options_.normalized_type, slot.result_.data());
+    if (!ok) {
+      return ok;
+    }
+  }
+  return engine_->record(*slot.done_);
+}
+
+expected<void> slot_ring::submit(ring_slot& slot, std::string what,
+                                 std::function<void()> on_ready) {
+  if (slot.state_ != ring_slot::state::writing) {
+    return error{errc::invalid_argument, options_.name + ": submit of slot " +
+                                             std::to_string(slot.index_) + ", which was not acquired"};
+  }
+  if (auto ok = enqueue_work(slot); !ok) {
+    return failure(what, ok.error());
+  }
+  slot.state_ = ring_slot::state::in_use;
+  completion_queue::entry e;
+  e.done = slot.done_.get();
+  e.timeout = options_.deadline;
+  e.what = std::move(what);
+  e.on_ready = std::move(on_ready);
+  completions_.push(std::move(e));
+  return {};
+}
+
+void slot_ring::released(std::uint64_t index, consumer_stream stream) noexcept {
+  if (index >= slots_.size()) {
+    return;
+  }
+  auto& slot = *slots_[index];
+  auto ok = engine_->record_on(*slot.released_, stream);
+  if (ok) {
+    slot.consumer_pending_ = true;
+    return;
+  }
+  slot.poisoned_ = true;
+  try {
+    fail(failure("the release of slot " + std::to_string(index) +
+                     " (its memory is never reused: it could not be ordered after the "
+                     "trainer's work)",
+                 ok.error()));
+  } catch (...) {  // NOLINT(bugprone-empty-catch): released() must not throw into a destructor
+  }
+}
+
+expected<void> slot_ring::reclaim(std::size_t index) {
+  if (index >= slots_.size() || slots_[index]->state_ != ring_slot::state::in_use ||
+      slots_[index]->poisoned_) {
+    return error{errc::invalid_argument, options_.name + ": release of slot " +
+                                             std::to_string(index) +
+                                             ", which is not in use (or is poisoned)"};
+  }
+  slots_[index]->state_ = ring_slot::state::free;
+  free_.push_back(index);
+  return {};
+}
+
+}  // namespace conveyor

@@ -1,0 +1,165 @@
+#pragma once
+/// A feeder's ring of batch slots over a copy engine (copy_engine.hpp), with no actors in it.
+/// Each slot has a host buffer that samples are written into in place, device buffers, and
+/// three events: `copied` (the host buffer has been read), `done` (the batch is complete on the
+/// device) and `released` (recorded on the trainer's stream when it releases the batch).
+///
+///   auto slot = ring->acquire(layout);               // a free slot, sized for the batch
+///   memcpy(slot->sample(i), ..., layout.sample_bytes());   // each sample in its place
+///   ring->submit(*slot, "batch 3 of epoch 1", on_ready);   // copy (+ normalize), async
+///   ... on_ready runs once complete: the trainer reads slot->output() ...
+///   ring->released(index, trainer_stream);           // trainer thread: done after its work
+///   ring->reclaim(index);                            // feeder thread: back to the ring
+///
+/// The protocol, which holds whatever the engine:
+/// - Reuse never overtakes the trainer: a slot's device memory is written again only after the
+///   `released` event, queued on the engine before the next copy into it (with an in-place
+///   engine, acquire waits for it on the host, within the deadline).
+/// - A handed-out batch owns its memory: the ring is shared (shared_ptr, the batch's
+///   slot_owner), and its buffers are freed only when the last batch and the feeder have let
+///   go, after the trainer's recorded work and the engine's queue have completed. If they do
+///   not within the deadline, the buffers are leaked rather than freed under running work.
+/// - Faults surface: every batch's completion is polled with a deadline (completion_queue);
+///   an engine fault or a stall calls on_failure with an error naming the ring, the engine
+///   and the batch, once, and nothing more is delivered. No call waits past the deadline.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/delivery/host_batch.hpp"
+#include "core/feeding/completion_queue.hpp"
+#include "core/feeding/copy_engine.hpp"
+
+namespace conveyor {
+
+struct ring_options {
+  std::string name = "feeder";  ///< for messages: "feeder 0"
+  std::size_t slots = 3;        ///< pipeline.prefetch_batches + 1
+  /// With a value, batches arrive as 3-channel uint8 and leave normalised on the engine with
+  /// these coefficients as `normalized_type` (float32 or bfloat16); without, bytes pass as
+  /// they are.
+  std::optional<normalize_coefficients> normalize;
+  dtype normalized_type = dtype::float32;
+  /// The bound of every wait: a batch's device work from its submission, the trainer's work
+  /// on a slot before it is written again on the host, and both at teardown.
+  std::chrono::milliseconds deadline{std::chrono::seconds(30)};
+  /// When set (one tensor per slot), slot i's host buffer is tensors[i] (shared memory that a
+  /// node's clients map) instead of the engine's memory.
+  external_slots host_memory;
+  /// The ring failed (an engine fault, a stall, a release that could not be ordered): called
+  /// once, from the thread that found it. Dropped by stop().
+  std::function<void(const error&)> on_failure;
+};
+
+/// Where the batch of a slot lies for the trainer: N x C x H x W elements of `type`.
+struct slot_output {
+  void* data = nullptr;  ///< null for an empty batch
+  dtype type = dtype::float32;
+  std::array<int, 4> shape{0, 0, 0, 0};
+  int device = -1;  ///< -1: host memory
+};
+
+/// One slot of the ring, owned by it. Its user writes samples between acquire and submit and
+/// reads output() once the slot's batch is handed over.
+class ring_slot {
+ public:
+  std::size_t index() const noexcept { return index_; }
+  const batch_layout& layout() const noexcept { return layout_; }
+  /// Host memory for sample `i` (< layout().samples), layout().sample_bytes() long.
+  std::uint8_t* sample(std::size_t i) noexcept {
+    return host_data_ + i * layout_.sample_bytes();
+  }
+  slot_output output() const noexcept { return output_; }
+
+ private:
+  friend class slot_ring;
+  enum class state : std::uint8_t { free, writing, in_use };
+
+  std::size_t index_ = 0;
+  state state_ = state::free;
+  batch_layout layout_;
+  slot_output output_;
+  std::uint8_t* host_data_ = nullptr;  ///< host_ or the external slot
+  std::size_t host_capacity_ = 0;      ///< for an external slot
+  engine_buffer host_;
+  engine_buffer input_;   ///< the copy's destination (unused in place)
+  engine_buffer result_;  ///< normalize's output
+  std::unique_ptr<engine_event> copied_;
+  std::unique_ptr<engine_event> done_;
+  std::unique_ptr<engine_event> released_;
+  /// The trainer recorded `released_`: the slot's memory is not written before it completes.
+  std::atomic<bool> consumer_pending_{false};
+  /// The release could not be recorded: the slot's memory is never written again.
+  std::atomic<bool> poisoned_{false};
+};
+
+/// acquire, submit and reclaim come from one thread (the feeder's); released from any trainer
+/// thread; the rest of the ring works on the completion thread.
+class slot_ring final : public slot_owner {
+ public:
+  /// Makes the slots' events; buffers come with the first acquire (when the batch size is
+  /// known). errc::invalid_argument for 0 slots, a normalized_type other than float32 or
+  /// bfloat16, or external memory for another number of slots; the engine's errors.
+  static expected<std::shared_ptr<slot_ring>> create(std::shared_ptr<copy_engine> engine,
+                                                     ring_options options);
+  /// Waits (within the deadline) for the trainers' recorded work and the engine's queue, then
+  /// frees the buffers; leaks them, with an error in the log, if that work does not complete.
+  ~slot_ring() override;
+  slot_ring(const slot_ring&) = delete;
+  slot_ring& operator=(const slot_ring&) = delete;
+
+  /// The free slot released longest ago, its buffers grown to hold `layout` (they never
+  /// shrink). errc::invalid_argument when no slot is free (a batch without a credit) or the
+  /// layout does not suit the options; errc::invalid_config when it does not fit an external
+  /// slot; the engine's errors; errc::timed_out when the trainer's work on an in-place slot
+  /// does not complete within the deadline.
+  expected<ring_slot*> acquire(const batch_layout& layout);
+  /// Queues the slot's copy (after the trainer's release of its previous batch), normalize if
+  /// configured, and its completion: `on_ready` runs once the batch is complete on the device,
+  /// in submission order, on this thread or the completion thread; it must be quick. `what`
+  /// names the batch in a failure. The slot's samples must all be written.
+  expected<void> submit(ring_slot& slot, std::string what, std::function<void()> on_ready);
+  /// slot_owner: records the slot's `released` event on the trainer's stream. A failure to
+  /// record it poisons the slot (never reused) and fails the ring.
+  void released(std::uint64_t slot, consumer_stream stream) noexcept override;
+  /// Returns slot `index`, handed out and released, to the ring. errc::invalid_argument for a
+  /// slot that is not in use, or poisoned.
+  expected<void> reclaim(std::size_t index);
+  /// The feeder is gone: stops the completion thread, drops undelivered batches and the
+  /// failure handler. Held batches stay readable. Idempotent.
+  void stop();
+
+  std::size_t slots() const noexcept { return slots_.size(); }
+  std::size_t free_slots() const noexcept { return free_.size(); }
+  ring_slot& slot(std::size_t index) noexcept { return *slots_[index]; }
+  copy_engine& engine() noexcept { return *engine_; }
+  const ring_options& options() const noexcept { return options_; }
+
+ private:
+  slot_ring(std::shared_ptr<copy_engine> engine, ring_options options);
+  expected<void> check(const batch_layout& layout) const;
+  expected<void> reserve(ring_slot& slot, const batch_layout& layout);
+  expected<void> reusable(ring_slot& slot);
+  expected<void> enqueue_work(ring_slot& slot);
+  slot_output output_of(const ring_slot& slot) const;
+  error failure(const std::string& what, const error& why) const;
+  void fail(const error& why);
+  bool settle_teardown();
+
+  std::shared_ptr<copy_engine> engine_;  // first member: it outlives the buffers and events
+  ring_options options_;
+  std::vector<std::unique_ptr<ring_slot>> slots_;
+  std::deque<std::size_t> free_;  ///< front: released longest ago
+  std::mutex failure_mutex_;
+  completion_queue completions_;
+};
+
+}  // namespace conveyor
