@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <conveyor/log.hpp>
 #include <conveyor/pipeline.hpp>
+#include <algorithm>
 #include <fstream>
 #include <mutex>
 #include <opencv2/core/utility.hpp>
@@ -100,8 +101,39 @@ TEST(EmbeddingApiShutdown, DestroyingThePipelineMidEpochWhileHoldingABatchIsClea
     held = std::move(*first);
   }  // the pipeline is destroyed mid-epoch: its actors stop; the held batch keeps its buffer
   ASSERT_TRUE(held.has_value());
-  EXPECT_EQ(held->tensor().bytes(), held->size() * 3 * 16 * 12) << "still readable";
+  const auto view = held->tensor();
+  EXPECT_EQ(view.bytes(), held->size() * 3 * 16 * 12) << "still readable";
+  std::vector<std::uint8_t> bytes(static_cast<std::uint8_t*>(view.data),
+                                  static_cast<std::uint8_t*>(view.data) + view.bytes());
+  EXPECT_TRUE(std::any_of(bytes.begin(), bytes.end(), [](auto b) { return b != 0; }))
+      << "the batch's pixels, read after the feeder that wrote them is gone (ASan: no "
+         "use after free)";
   held->release();  // after the pipeline is gone: harmless
+}
+
+// Issue 14's third defect, from the trainer's side: a fault of the device's asynchronous work
+// (here the third copy of the host engine that stands in for a GPU) reaches next() as an error
+// naming the device and the batch, instead of a wait for a batch that never comes.
+TEST(EmbeddingApiFaults, ACopyFaultReachesNextAsAnErrorNamingTheBatch) {
+  temp_dir dir;
+  auto p = pipeline::open(setup(dir), {"faults.copy_fault=3", "pipeline.next_timeout_s=600"});
+  ASSERT_TRUE(p) << p.error().what();
+  std::vector<std::uint64_t> got;
+  expected<batch> next = p->next(0);
+  while (next) {
+    got.push_back(next->index());
+    next = p->next(0);
+  }
+  // Batches 0 and 1 were complete, but the failure may overtake them on their way to next().
+  ASSERT_LE(got.size(), 2u);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i], i) << "only the batches before the fault, in order";
+  }
+  EXPECT_EQ(next.error().code(), errc::device_error) << next.error().what();
+  for (const char* part : {"feeder 0", "batch 2 of epoch 0", "host engine", "copy 3"}) {
+    EXPECT_NE(next.error().message().find(part), std::string::npos)
+        << part << ": " << next.error().what();
+  }
 }
 
 TEST(EmbeddingApiShutdown, NoBatchIsHandedOutAfterShutdown) {

@@ -97,9 +97,10 @@ bool slot_ring::settle_teardown() {
     if (complete && *complete) {
       return true;
     }
-    log("feeder")->error("{}: {} did not complete ({}): its buffers are leaked, not freed",
-                         options_.name, what,
-                         complete ? "deadline passed" : complete.error().what());
+    log("feeder")->error(
+        "{}: cannot tell that {} completed ({}): its buffers are leaked rather than freed "
+        "under running work",
+        options_.name, what, complete ? "the deadline passed" : complete.error().what());
     return false;
   };
   for (auto& slot : slots_) {
