@@ -12,7 +12,7 @@ namespace {
 
 struct feeder_state {
   static inline const char* name = "feeder";
-  std::shared_ptr<slot_ring> ring;  ///< empty when the engine could not be set up
+  std::shared_ptr<slot_ring> ring;                   ///< empty when the engine could not be set up
   std::vector<std::shared_ptr<host_batch>> batches;  ///< per slot: what the trainer reads
   std::unique_ptr<actor_metrics> metrics;  ///< per batch: writing the samples, queueing the copy
 
@@ -112,9 +112,9 @@ void on_plan(feeder_pointer self, const feeder_options& opts, const batch_plan& 
   if (auto ok = feed(st, opts, plan); !ok) {
     const auto& e = ok.error();
     auto text = e.message();
-    fail(opts, error{e.code(), text.rfind(feeder_name(opts), 0) == 0
-                                   ? text
-                                   : feeder_name(opts) + ": " + text});
+    fail(opts,
+         error{e.code(),
+               text.rfind(feeder_name(opts), 0) == 0 ? text : feeder_name(opts) + ": " + text});
     return;
   }
   auto took = elapsed_ns(start);

@@ -54,7 +54,8 @@ host_engine_options copy_fault_engine(const fault_config& f) {
   host_engine_options e;
   e.faults.fail_copy = f.copy_fault;
   e.faults.stall_copy = f.copy_stall;
-  e.faults.copy_delay = std::chrono::microseconds(static_cast<std::int64_t>(f.copy_delay_ms * 1000.0));
+  e.faults.copy_delay =
+      std::chrono::microseconds(static_cast<std::int64_t>(f.copy_delay_ms * 1000.0));
   return e;
 }
 
@@ -114,9 +115,10 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   if (t.faults.copy_faults()) {
     if (!spec.cuda_devices.empty()) {
       return error{errc::invalid_config,
-                   t.source + ": faults.copy_fault, copy_stall and copy_delay_ms are injected by "
-                              "the host engine of host feeders, but CUDA devices are selected "
-                              "(set gpus to a number of host feeders for a drill)"};
+                   t.source +
+                       ": faults.copy_fault, copy_stall and copy_delay_ms are injected by "
+                       "the host engine of host feeders, but CUDA devices are selected "
+                       "(set gpus to a number of host feeders for a drill)"};
     }
     spec.host_engine = copy_fault_engine(t.faults);
   }

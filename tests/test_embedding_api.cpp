@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <spdlog/spdlog.h>
+#include <algorithm>
 #include <conveyor/log.hpp>
 #include <conveyor/pipeline.hpp>
-#include <algorithm>
 #include <fstream>
 #include <mutex>
 #include <opencv2/core/utility.hpp>

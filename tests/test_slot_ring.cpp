@@ -17,8 +17,8 @@ namespace {
 
 class RingFaults : public ::testing::Test {
  protected:
-  std::shared_ptr<slot_ring> make_ring(host_engine_faults faults,
-                                       std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
+  std::shared_ptr<slot_ring> make_ring(
+      host_engine_faults faults, std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
     ring_options r;
     r.name = "feeder 0";
     r.slots = 3;
@@ -95,7 +95,8 @@ TEST_F(RingFaults, SlowCopiesAreStillHandedOverInOrder) {
 }
 
 TEST(RingMemory, ExternalSlotsHoldTheBatchesAndRefuseOneThatDoesNotFit) {
-  std::vector<std::vector<std::uint8_t>> memory(2, std::vector<std::uint8_t>(small_layout().bytes()));
+  std::vector<std::vector<std::uint8_t>> memory(2,
+                                                std::vector<std::uint8_t>(small_layout().bytes()));
   ring_options r;
   r.slots = 2;
   r.host_memory = {{memory[0].data(), memory[1].data()}, memory[0].size()};

@@ -83,14 +83,13 @@ expected<void> cuda_copy_engine::copy_to_device(std::uint8_t* dst, const std::ui
   if (!guard) {
     return std::move(guard).error();
   }
-  CONVEYOR_CUDA_TRY(device_, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
-                                             stream_.get()));
+  CONVEYOR_CUDA_TRY(device_,
+                    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_.get()));
   return {};
 }
 
 expected<void> cuda_copy_engine::normalize(const std::uint8_t* src, const uint8_batch_shape& shape,
-                                           const normalize_coefficients& k, dtype out,
-                                           void* dst) {
+                                           const normalize_coefficients& k, dtype out, void* dst) {
   return launch_normalize(src, shape, k, out, dst, stream_);  // sets the device itself
 }
 
@@ -117,8 +116,8 @@ expected<void> cuda_copy_engine::record_on(engine_event& e, consumer_stream stre
   if (!guard) {
     return std::move(guard).error();
   }
-  CONVEYOR_CUDA_TRY(device_, cudaEventRecord(event_of(e).get(),
-                                             static_cast<cudaStream_t>(stream.handle)));
+  CONVEYOR_CUDA_TRY(device_,
+                    cudaEventRecord(event_of(e).get(), static_cast<cudaStream_t>(stream.handle)));
   return {};
 }
 

@@ -5,8 +5,8 @@
 /// (`device_data`).
 
 #include <array>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 

@@ -20,8 +20,8 @@ namespace conveyor {
 class completion_queue {
  public:
   struct entry {
-    const engine_event* done = nullptr;  ///< completes with the batch's device work
-    std::chrono::milliseconds timeout{0};  ///< from push() until the work must be complete
+    const engine_event* done = nullptr;       ///< completes with the batch's device work
+    std::chrono::milliseconds timeout{0};     ///< from push() until the work must be complete
     copy_engine::clock::time_point deadline;  ///< set by push()
     std::string what;  ///< "batch 3 of epoch 1 (slot 2)": for the failure's message
     std::function<void()> on_ready;

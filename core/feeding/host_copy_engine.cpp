@@ -24,8 +24,9 @@ engine_buffer host_memory(std::size_t bytes) {
   if (bytes == 0) {
     return {};
   }
-  return {std::shared_ptr<std::uint8_t>(new std::uint8_t[bytes], std::default_delete<std::uint8_t[]>()),
-          bytes};
+  return {
+      std::shared_ptr<std::uint8_t>(new std::uint8_t[bytes], std::default_delete<std::uint8_t[]>()),
+      bytes};
 }
 
 }  // namespace
@@ -49,8 +50,8 @@ expected<std::shared_ptr<copy_engine>> make_host_engine(host_engine_options opti
 
 host_copy_engine::host_copy_engine(host_engine_options options)
     : options_(options),
-      stream_("host engine", options.threaded ? host_stream::mode::threaded
-                                              : host_stream::mode::run_inline) {}
+      stream_("host engine",
+              options.threaded ? host_stream::mode::threaded : host_stream::mode::run_inline) {}
 
 expected<void> host_copy_engine::usable() const {
   if (auto failed = stream_.failure()) {
@@ -80,7 +81,8 @@ expected<void> host_copy_engine::copy(std::uint64_t number, std::uint8_t* dst,
                                          " stalled (injected) until the engine was destroyed"};
   }
   if (faults.copy_delay.count() > 0 && !stream_.pause(faults.copy_delay)) {
-    return error{errc::device_error, "host engine: destroyed during copy " + std::to_string(number)};
+    return error{errc::device_error,
+                 "host engine: destroyed during copy " + std::to_string(number)};
   }
   if (number == faults.fail_copy) {
     return error{errc::device_error, "host engine: copy " + std::to_string(number) + " of " +

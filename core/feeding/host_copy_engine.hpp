@@ -26,9 +26,7 @@ struct host_engine_faults {
   std::uint64_t fail_copy = 0;   ///< this copy faults: a sticky error, as a CUDA fault (0: none)
   std::uint64_t stall_copy = 0;  ///< this copy never ends (until the engine is destroyed)
 
-  bool any() const noexcept {
-    return copy_delay.count() > 0 || fail_copy > 0 || stall_copy > 0;
-  }
+  bool any() const noexcept { return copy_delay.count() > 0 || fail_copy > 0 || stall_copy > 0; }
 };
 
 struct host_engine_options {

@@ -95,8 +95,8 @@ void host_stream::enqueue_record(std::shared_ptr<host_event_state> event, std::u
 void host_stream::enqueue_wait(std::shared_ptr<host_event_state> event, std::uint64_t record) {
   enqueue([this, event = std::move(event), record]() -> expected<void> {
     for (;;) {
-      auto state = event->wait_until(record, host_event_state::clock::now() +
-                                                 std::chrono::milliseconds(20));
+      auto state =
+          event->wait_until(record, host_event_state::clock::now() + std::chrono::milliseconds(20));
       if (!state) {
         return std::move(state).error();
       }

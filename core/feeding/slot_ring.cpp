@@ -121,8 +121,8 @@ void slot_ring::stop() {
 
 error slot_ring::failure(const std::string& what, const error& why) const {
   auto code = why.code() == errc::timed_out ? errc::timed_out : errc::device_error;
-  return error{code, options_.name + ": " + what + " on the " + engine_->name() + ": " +
-                         why.message()};
+  return error{code,
+               options_.name + ": " + what + " on the " + engine_->name() + ": " + why.message()};
 }
 
 void slot_ring::fail(const error& why) {
@@ -141,7 +141,8 @@ void slot_ring::fail(const error& why) {
 
 expected<void> slot_ring::check(const batch_layout& layout) const {
   auto misuse = [&](const std::string& what) {
-    return error{errc::invalid_argument, options_.name + " on the " + engine_->name() + ": " + what};
+    return error{errc::invalid_argument,
+                 options_.name + " on the " + engine_->name() + ": " + what};
   };
   if (layout.samples == 0) {
     return {};  // an end-of-epoch marker: nothing to copy, whatever its shape says
@@ -199,7 +200,7 @@ slot_output slot_ring::output_of(const ring_slot& slot) const {
   out.device = engine_->device();
   out.shape = {l.samples, l.channels, l.height, l.width};
   out.type = options_.normalize ? options_.normalized_type : l.type;
-  std::uint8_t* data = options_.normalize   ? slot.result_.data()
+  std::uint8_t* data = options_.normalize    ? slot.result_.data()
                        : engine_->in_place() ? slot.host_data_
                                              : slot.input_.data();
   out.data = l.samples > 0 ? data : nullptr;
@@ -293,7 +294,8 @@ expected<void> slot_ring::submit(ring_slot& slot, std::string what,
                                  std::function<void()> on_ready) {
   if (slot.state_ != ring_slot::state::writing) {
     return error{errc::invalid_argument, options_.name + ": submit of slot " +
-                                             std::to_string(slot.index_) + ", which was not acquired"};
+                                             std::to_string(slot.index_) +
+                                             ", which was not acquired"};
   }
   if (auto ok = enqueue_work(slot); !ok) {
     return failure(what, ok.error());

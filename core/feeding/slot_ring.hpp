@@ -74,9 +74,7 @@ class ring_slot {
   std::size_t index() const noexcept { return index_; }
   const batch_layout& layout() const noexcept { return layout_; }
   /// Host memory for sample `i` (< layout().samples), layout().sample_bytes() long.
-  std::uint8_t* sample(std::size_t i) noexcept {
-    return host_data_ + i * layout_.sample_bytes();
-  }
+  std::uint8_t* sample(std::size_t i) noexcept { return host_data_ + i * layout_.sample_bytes(); }
   slot_output output() const noexcept { return output_; }
 
  private:

@@ -1,6 +1,6 @@
-// The feeder actor over the CUDA engine: plans become device batches in the GPU's channel, in order; releasing
-// a batch returns a credit with its sample count; normalisation on the GPU gives the CPU
-// reference's values; a device CUDA cannot use fails the pipeline with an error naming it.
+// The feeder actor over the CUDA engine: plans become device batches in the GPU's channel, in
+// order; releasing a batch returns a credit with its sample count; normalisation on the GPU gives
+// the CPU reference's values; a device CUDA cannot use fails the pipeline with an error naming it.
 #include <gtest/gtest.h>
 
 #include <caf/all.hpp>

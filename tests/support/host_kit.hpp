@@ -36,7 +36,8 @@ class host_trainer {
     auto done = std::make_shared<host_event_state>();
     const auto record = done->arm();
     stream_.enqueue_record(done, record);
-    auto finished = done->wait_until(record, host_event_state::clock::now() + std::chrono::minutes(1));
+    auto finished =
+        done->wait_until(record, host_event_state::clock::now() + std::chrono::minutes(1));
     EXPECT_TRUE(finished && *finished) << "the trainer's stream did not finish";
     std::lock_guard<std::mutex> lock(mutex_);
     return snapshots_;
