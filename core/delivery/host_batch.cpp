@@ -60,40 +60,4 @@ void write_samples(const batch_plan& plan, std::uint8_t* dest) {
   }
 }
 
-expected<void> collate(const batch_plan& plan, host_batch& into) {
-  if (auto ok = check_uniform(plan); !ok) {
-    return ok;
-  }
-  describe_batch(plan, into);
-  const std::size_t sample_bytes =
-      plan.samples.empty() ? 0 : plan.samples.front()->tensor.bytes.size();
-  into.bytes.resize(sample_bytes * plan.samples.size());
-  write_samples(plan, into.bytes.data());
-  into.external = nullptr;
-  return {};
-}
-
-expected<void> collate_into(const batch_plan& plan, host_batch& into, std::uint8_t* dest,
-                            std::size_t capacity) {
-  if (auto ok = check_uniform(plan); !ok) {
-    return ok;
-  }
-  const std::size_t sample_bytes =
-      plan.samples.empty() ? 0 : plan.samples.front()->tensor.bytes.size();
-  if (sample_bytes * plan.samples.size() > capacity) {
-    return error{errc::invalid_config,
-                 "batch " + std::to_string(plan.index) + " of epoch " + std::to_string(plan.epoch) +
-                     ": " + std::to_string(plan.samples.size()) + " samples of " +
-                     std::to_string(sample_bytes) + " bytes do not fit the slot's " +
-                     std::to_string(capacity) +
-                     " bytes (the transforms' output size is not "
-                     "the one the feed was laid out for)"};
-  }
-  describe_batch(plan, into);
-  write_samples(plan, dest);
-  into.bytes.clear();
-  into.external = dest;
-  return {};
-}
-
 }  // namespace conveyor

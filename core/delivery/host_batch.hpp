@@ -62,21 +62,12 @@ void describe_batch(const batch_plan& plan, host_batch& into);
 /// Precondition: check_uniform(plan), and room for all of them at `dest`.
 void write_samples(const batch_plan& plan, std::uint8_t* dest);
 
-/// Collates `plan` into host memory: check_uniform, describe_batch, then write_samples into
-/// `into.bytes` (reusing its capacity).
-expected<void> collate(const batch_plan& plan, host_batch& into);
-
-/// Memory a feeder collates into instead of buffers of its own: slot i's tensor starts at
+/// Memory a feeder writes batches into instead of buffers of its own: slot i's tensor starts at
 /// tensors[i], with room for `capacity` bytes. Owned by whoever set it up (a shared-memory
 /// feed), which keeps it mapped while the pipeline runs.
 struct external_slots {
   std::vector<std::uint8_t*> tensors;
   std::size_t capacity = 0;
 };
-
-/// collate() into `dest` (room for `capacity` bytes) instead: `into.external` = dest.
-/// errc::invalid_config naming the sizes when the batch does not fit.
-expected<void> collate_into(const batch_plan& plan, host_batch& into, std::uint8_t* dest,
-                            std::size_t capacity);
 
 }  // namespace conveyor
