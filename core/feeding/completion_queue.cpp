@@ -57,9 +57,14 @@ void completion_queue::stop() {
   if (thread_.joinable()) {
     thread_.join();
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  queue_.clear();
-  on_failure_ = nullptr;
+  // Dropped outside the lock: the handlers may own the last references to what owns us.
+  std::deque<entry> dropped;
+  failure_handler handler;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped.swap(queue_);
+    handler.swap(on_failure_);
+  }
 }
 
 std::size_t completion_queue::pending() const {
