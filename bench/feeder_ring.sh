@@ -7,8 +7,11 @@
 # the median over rounds of this / base, in samples/s and samples per CPU-second. BUSY=1 adds
 # two competing CPU-bound processes at normal priority for the whole run.
 #
-#   BASE_NODE=/path/to/base/conveyor-node bench/feeder_ring.sh [IMAGES=1000] [ROUNDS=5]
+#   BASE_NODE=/path/to/base/conveyor-node [BASE_TOPOLOGY=its config/default.toml] \
+#     bench/feeder_ring.sh [IMAGES=1000] [ROUNDS=5]
 #
+# BASE_TOPOLOGY: the baseline tree's default topology (an older node refuses keys it does not
+# know); default: this tree's.
 # Writes bench/results/feeder_ring.md (BUSY=1: feeder_ring_busy.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -37,8 +40,12 @@ if [[ "${BUSY:-0}" == 1 ]]; then
   done
 fi
 
-run_with() {  # run_with NODE ROUND NAME
-  NODE_BIN=$1 run_node "$DATASET" "$LOG_DIR/feeder_ring-$3-round$2.log" trainer.step_ms=0 \
+BASE_TOPOLOGY=${BASE_TOPOLOGY:-$BENCH_ROOT/config/default.toml}
+
+run_with() {  # run_with NODE TOPOLOGY ROUND NAME
+  local node=$1 topology=$2
+  shift 2
+  NODE_BIN=$node TOPOLOGY=$topology run_node "$DATASET" "$LOG_DIR/feeder_ring-$2-round$1.log" trainer.step_ms=0 \
     pipeline.batch_size=64 trainer.epochs="$EPOCHS" batching.policy=in_order
 }
 
@@ -46,11 +53,11 @@ new_runs=()
 base_runs=()
 for ((round = 1; round <= ROUNDS; round++)); do
   if ((round % 2)); then
-    n=$(run_with "$NODE_BIN" "$round" new)
-    b=$(run_with "$BASE_NODE" "$round" base)
+    n=$(run_with "$NODE_BIN" "$BENCH_ROOT/config/default.toml" "$round" new)
+    b=$(run_with "$BASE_NODE" "$BASE_TOPOLOGY" "$round" base)
   else
-    b=$(run_with "$BASE_NODE" "$round" base)
-    n=$(run_with "$NODE_BIN" "$round" new)
+    b=$(run_with "$BASE_NODE" "$BASE_TOPOLOGY" "$round" base)
+    n=$(run_with "$NODE_BIN" "$BENCH_ROOT/config/default.toml" "$round" new)
   fi
   log "round $round: ring $n"
   log "round $round: base $b"

@@ -245,14 +245,22 @@ expected<ring_slot*> slot_ring::acquire(const batch_layout& layout) {
   if (auto ok = check(layout); !ok) {
     return std::move(ok).error();
   }
-  auto& slot = *slots_[free_.front()];
+  // A device slot released longest ago has had the most time for the trainer's work on it
+  // (the copy waits for that on the device); host memory read in place is released when that
+  // work is done, and the slot released last is the one still in the caches.
+  const bool newest = engine_->in_place();
+  auto& slot = *slots_[newest ? free_.back() : free_.front()];
   if (auto ok = reusable(slot); !ok) {
     return std::move(ok).error();
   }
   if (auto ok = reserve(slot, layout); !ok) {
     return std::move(ok).error();
   }
-  free_.pop_front();
+  if (newest) {
+    free_.pop_back();
+  } else {
+    free_.pop_front();
+  }
   slot.layout_ = layout;
   slot.output_ = output_of(slot);
   slot.state_ = ring_slot::state::writing;

@@ -114,8 +114,8 @@ class slot_ring final : public slot_owner {
   slot_ring(const slot_ring&) = delete;
   slot_ring& operator=(const slot_ring&) = delete;
 
-  /// The free slot released longest ago, its buffers grown to hold `layout` (they never
-  /// shrink). errc::invalid_argument when no slot is free (a batch without a credit) or the
+  /// A free slot, its buffers grown to hold `layout` (they never shrink): the one released
+  /// longest ago, or, with an in-place engine, the one released last (its memory is warm). errc::invalid_argument when no slot is free (a batch without a credit) or the
   /// layout does not suit the options; errc::invalid_config when it does not fit an external
   /// slot; the engine's errors; errc::timed_out when the trainer's work on an in-place slot
   /// does not complete within the deadline.
@@ -155,7 +155,7 @@ class slot_ring final : public slot_owner {
   std::shared_ptr<copy_engine> engine_;  // first member: it outlives the buffers and events
   ring_options options_;
   std::vector<std::unique_ptr<ring_slot>> slots_;
-  std::deque<std::size_t> free_;  ///< front: released longest ago
+  std::deque<std::size_t> free_;  ///< in order of release
   std::mutex failure_mutex_;
   completion_queue completions_;
 };
