@@ -79,9 +79,10 @@ void point_at(host_batch& batch, const slot_output& out) {
   batch.external = out.device >= 0 ? nullptr : static_cast<std::uint8_t*>(out.data);
 }
 
-/// Writes the plan into a slot and submits it; the ring hands the batch to the trainer once it
-/// is complete on the device.
-expected<void> feed(feeder_state& st, const feeder_options& opts, const batch_plan& plan) {
+/// Writes the plan into a slot (counted as the samples' collate time from `start`) and submits
+/// it; the ring hands the batch to the trainer once it is complete on the device.
+expected<void> feed(feeder_state& st, const feeder_options& opts, const batch_plan& plan,
+                    std::chrono::steady_clock::time_point start) {
   if (auto ok = check_uniform(plan); !ok) {
     return ok;
   }
@@ -95,6 +96,7 @@ expected<void> feed(feeder_state& st, const feeder_options& opts, const batch_pl
   describe_batch(plan, *batch);
   batch->slot = index;
   point_at(*batch, (*slot)->output());
+  opts.status->add_collate(elapsed_ns(start), plan.samples.size());  // the writes into the slot
   auto what = "batch " + std::to_string(plan.index) + " of epoch " + std::to_string(plan.epoch) +
               " (slot " + std::to_string(index) + ")";
   return st.ring->submit(**slot, std::move(what), [channel = opts.channel, batch] {
@@ -109,7 +111,7 @@ void on_plan(feeder_pointer self, const feeder_options& opts, const batch_plan& 
     return;  // the pipeline has already failed
   }
   auto start = std::chrono::steady_clock::now();
-  if (auto ok = feed(st, opts, plan); !ok) {
+  if (auto ok = feed(st, opts, plan, start); !ok) {
     const auto& e = ok.error();
     auto text = e.message();
     fail(opts,
@@ -117,9 +119,7 @@ void on_plan(feeder_pointer self, const feeder_options& opts, const batch_plan& 
                text.rfind(feeder_name(opts), 0) == 0 ? text : feeder_name(opts) + ": " + text});
     return;
   }
-  auto took = elapsed_ns(start);
-  opts.status->add_collate(took, plan.samples.size());  // the writes into the slot
-  st.metrics->record(took);
+  st.metrics->record(elapsed_ns(start));  // the writes and the submission
 }
 
 void on_release(feeder_pointer self, const feeder_options& opts, std::uint64_t slot) {

@@ -65,6 +65,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
   base_runs+=("$b")
 done
 
+# collate_ms JSON: the feeder's own time per sample (writing it into its slot).
+collate_ms() {
+  "$PYTHON" -c 'import json, sys; print(json.loads(sys.argv[1])["time_ms_per_sample"]["collate"])' "$1"
+}
+
 per_cpu() {
   awk -v s="$(json_field "$1" samples)" -v c="$(json_field "$1" cpu_s)" 'BEGIN { printf "%.1f\n", s / c }'
 }
@@ -82,15 +87,21 @@ per_cpu() {
   echo "|---|---|---|---|---|---|---|"
   rates=()
   cpus=()
+  new_collate=()
+  base_collate=()
   for i in "${!new_runs[@]}"; do
     n=${new_runs[i]} b=${base_runs[i]}
     nr=$(json_field "$n" samples_per_s) br=$(json_field "$b" samples_per_s)
     nc=$(per_cpu "$n") bc=$(per_cpu "$b")
     rates+=("$(ratio "$nr" "$br")")
     cpus+=("$(ratio "$nc" "$bc")")
+    new_collate+=("$(collate_ms "$n")")
+    base_collate+=("$(collate_ms "$b")")
     echo "| $((i + 1)) | $br | $nr | ${rates[i]} | $bc | $nc | ${cpus[i]} |"
   done
   echo
   echo "Median ring / base: **$(median "${rates[@]}")** samples/s, $(median "${cpus[@]}") samples per CPU-second."
+  echo "The feeder's own time (time_ms_per_sample.collate: writing a sample into its slot), median:"
+  echo "ring $(median "${new_collate[@]}") ms, base $(median "${base_collate[@]}") ms per sample."
 } >"$RESULT"
 cat "$RESULT"
