@@ -115,10 +115,11 @@ class slot_ring final : public slot_owner {
   slot_ring& operator=(const slot_ring&) = delete;
 
   /// A free slot, its buffers grown to hold `layout` (they never shrink): the one released
-  /// longest ago, or, with an in-place engine, the one released last (its memory is warm). errc::invalid_argument when no slot is free (a batch without a credit) or the
-  /// layout does not suit the options; errc::invalid_config when it does not fit an external
-  /// slot; the engine's errors; errc::timed_out when the trainer's work on an in-place slot
-  /// does not complete within the deadline.
+  /// longest ago, or, with an in-place engine, the one released last (its memory is warm).
+  /// errc::invalid_argument when no slot is free (a batch without a credit) or the layout does
+  /// not suit the options; errc::invalid_config when it does not fit an external slot; the
+  /// engine's errors; errc::timed_out when the trainer's work on an in-place slot does not
+  /// complete within the deadline.
   expected<ring_slot*> acquire(const batch_layout& layout);
   /// Queues the slot's copy (after the trainer's release of its previous batch), normalize if
   /// configured, and its completion: `on_ready` runs once the batch is complete on the device,
