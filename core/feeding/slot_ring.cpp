@@ -115,8 +115,9 @@ bool slot_ring::settle_teardown() {
 
 void slot_ring::stop() {
   completions_.stop();
+  std::function<void(const error&)> dropped;  // outside the lock: it may own what owns us
   std::lock_guard<std::mutex> lock(failure_mutex_);
-  options_.on_failure = nullptr;
+  dropped.swap(options_.on_failure);
 }
 
 error slot_ring::failure(const std::string& what, const error& why) const {
