@@ -127,7 +127,8 @@ std::string describe(const topology& node) {
       << " handoff_share=" << number_text(b.handoff_share)
       << " straggler_backlog=" << b.straggler_backlog << "\n"
       << "trainer: step_ms=" << number_text(node.trainer.step_ms)
-      << " epochs=" << node.trainer.epochs << "\n"
+      << " epochs=" << node.trainer.epochs
+      << " ids_file=" << (node.trainer.ids_file.empty() ? "none" : node.trainer.ids_file) << "\n"
       << "monitor: interval_ms=" << node.monitor.interval_ms << "\n"
       << "serve: " << describe_serve(node.serve) << "\n"
       << "supervision: strategy=" << to_string(s.strategy) << " max_restarts=" << s.max_restarts

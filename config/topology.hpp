@@ -67,6 +67,9 @@ struct batching_config {
 struct trainer_config {
   double step_ms = 0.0;  ///< >= 0: time per batch
   int epochs = 1;        ///< >= 1
+  /// Non-empty: every sample the trainers receive is appended as a line "<epoch> <id>" (one
+  /// write per batch, so a killed run leaves whole batches), for exactly-once audits.
+  std::string ids_file;
 };
 
 /// [monitor]

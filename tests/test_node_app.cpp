@@ -10,7 +10,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "support/test_support.hpp"
@@ -93,6 +95,36 @@ TEST(NodeApp, CleanRunWithFourFeedersAccountsForEverySample) {
   for (auto step : {"decode", "random_resized_crop", "flip", "normalize", "collate"}) {
     EXPECT_NE(r.out.find(std::string("\"") + step + "\":"), std::string::npos) << step;
   }
+}
+
+// trainer.ids_file: every sample the trainers received, one "<epoch> <id>" line each: the
+// audit shows each sample of each epoch exactly once over 4 GPUs.
+TEST(NodeApp, TheIdsFileListsEverySampleOfEveryEpochOnce) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 37);
+  auto ids = dir / "ids.txt";
+  auto r = run_node(dir, "--topology " + write_topology(dir, topology_text(images)).string() +
+                             " --set trainer.ids_file=" + ids.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(ids);
+  std::map<std::uint64_t, std::multiset<std::uint64_t>> seen;
+  std::uint64_t epoch = 0;
+  std::uint64_t id = 0;
+  while (in >> epoch >> id) {
+    seen[epoch].insert(id);
+  }
+  ASSERT_EQ(seen.size(), 2u);
+  for (const auto& [e, got] : seen) {
+    std::multiset<std::uint64_t> want;
+    for (std::uint64_t i = 0; i < 37; ++i) {
+      want.insert(i);
+    }
+    EXPECT_EQ(got, want) << "epoch " << e;
+  }
+  auto bad = run_node(dir, "--topology " + write_topology(dir, topology_text(images)).string() +
+                               " --set trainer.ids_file=" + (dir / "no-such-dir" / "ids").string());
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("trainer.ids_file"), std::string::npos) << bad.err;
 }
 
 TEST(NodeApp, StallFractionIsANumberWhenTheTrainerSteps) {

@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "api/create_pipeline.hpp"
@@ -41,6 +42,15 @@ int run(const arguments& args, stop_token& stop) {
   if (t->serve.enabled()) {
     return run_serving(*t, stop);
   }
+  std::optional<delivery_audit> audit;
+  if (!t->trainer.ids_file.empty()) {
+    auto opened = delivery_audit::open(t->trainer.ids_file);
+    if (!opened) {
+      logger->error("{}", opened.error().what());
+      return 2;
+    }
+    audit.emplace(std::move(*opened));
+  }
   auto p = create_pipeline(*t);
   if (!p) {
     logger->error("{}", p.error().what());
@@ -68,7 +78,9 @@ int run(const arguments& args, stop_token& stop) {
   };
   std::vector<std::thread> trainers;
   for (int g = 0; g < info.gpus; ++g) {
-    trainers.emplace_back([&, g] { run_simulated_trainer(*p, g, step, record, on_batch, stop); });
+    trainers.emplace_back([&, g] {
+      run_simulated_trainer(*p, g, step, record, audit ? &*audit : nullptr, on_batch, stop);
+    });
   }
   for (auto& th : trainers) {
     th.join();
@@ -90,6 +102,10 @@ int run(const arguments& args, stop_token& stop) {
   }
   if (failure) {
     logger->error("the pipeline stopped: {}", failure->what());
+    return 1;
+  }
+  if (auto lost = audit ? audit->failure() : std::nullopt) {
+    logger->error("{} (the audit is incomplete)", lost->what());
     return 1;
   }
   return run_is_clean(facts, seen, report) ? 0 : 1;

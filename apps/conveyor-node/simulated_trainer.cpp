@@ -52,8 +52,8 @@ training_record::totals training_record::summarize(clock_type::time_point start)
 }
 
 void run_simulated_trainer(pipeline& p, int gpu, std::chrono::nanoseconds step,
-                           training_record& record, const std::function<void()>& on_batch,
-                           stop_token& stop) {
+                           training_record& record, delivery_audit* audit,
+                           const std::function<void()>& on_batch, stop_token& stop) {
   while (!stop.requested()) {
     auto asked = clock_type::now();
     auto b = p.next(gpu);
@@ -62,6 +62,9 @@ void run_simulated_trainer(pipeline& p, int gpu, std::chrono::nanoseconds step,
     }
     auto got = clock_type::now();
     record.add_batch(*b, got - asked);
+    if (audit != nullptr) {
+      audit->record(*b);
+    }
     if (b->size() > 0 && step.count() > 0) {
       // The GPU works; this thread uses no CPU meanwhile.
       if (stop.wait_for(step)) {

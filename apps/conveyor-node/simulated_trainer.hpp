@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "apps/conveyor-node/delivery_audit.hpp"
 #include "apps/conveyor-node/stop_token.hpp"
 #include "conveyor/pipeline.hpp"
 #include "core/batching/epoch_ledger.hpp"
@@ -50,10 +51,11 @@ class training_record {
 };
 
 /// Trains GPU `gpu` through every epoch of `p`; `on_batch` is called after each batch (for a
-/// progress bar). Returns when the last epoch ends, the pipeline stops, or `stop` is requested
-/// (then at once: a simulated step in progress is cut short and the batch is given back).
+/// progress bar), and each batch received goes into `audit` first, when there is one. Returns
+/// when the last epoch ends, the pipeline stops, or `stop` is requested (then at once: a
+/// simulated step in progress is cut short and the batch is given back).
 void run_simulated_trainer(pipeline& p, int gpu, std::chrono::nanoseconds step,
-                           training_record& record, const std::function<void()>& on_batch,
-                           stop_token& stop);
+                           training_record& record, delivery_audit* audit,
+                           const std::function<void()>& on_batch, stop_token& stop);
 
 }  // namespace conveyor
