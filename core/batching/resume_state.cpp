@@ -1,0 +1,185 @@
+#include "core/batching/resume_state.hpp"
+
+#include <xxhash.h>
+
+#include <cstring>
+
+namespace conveyor {
+namespace {
+
+constexpr char magic[8] = {'C', 'V', 'Y', 'R', 'E', 'S', 'U', 'M'};
+constexpr std::size_t header_bytes = sizeof magic + 4 + 8;
+constexpr std::size_t checksum_bytes = 8;
+
+void put(std::vector<std::uint8_t>& out, std::uint64_t v, int bytes = 8) {
+  for (int i = 0; i < bytes; ++i) {
+    out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  }
+}
+
+/// Reads little-endian fields from a bounded span; any read past its end makes it fail.
+class reader {
+ public:
+  reader(const std::uint8_t* at, std::size_t size) : at_(at), left_(size) {}
+  std::uint64_t take(int bytes = 8) {
+    if (left_ < static_cast<std::size_t>(bytes)) {
+      failed_ = true;
+      left_ = 0;
+      return 0;
+    }
+    std::uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) {
+      v |= static_cast<std::uint64_t>(at_[i]) << (8 * i);
+    }
+    at_ += bytes;
+    left_ -= static_cast<std::size_t>(bytes);
+    return v;
+  }
+  bool failed() const noexcept { return failed_; }
+  std::size_t left() const noexcept { return left_; }
+
+ private:
+  const std::uint8_t* at_;
+  std::size_t left_;
+  bool failed_ = false;
+};
+
+std::uint64_t checksum(const std::uint8_t* data, std::size_t size) {
+  return XXH3_64bits(data, size);
+}
+
+void put_epoch(std::vector<std::uint8_t>& out, const delivered_set& d) {
+  put(out, d.prefix());
+  put(out, d.beyond().size());
+  for (auto w : d.beyond()) {
+    put(out, w);
+  }
+}
+
+error malformed(const std::string& source, const std::string& what) {
+  return error{errc::corrupt_shard, source + ": not a usable Conveyor resume state: " + what};
+}
+
+/// One begun epoch's delivered set, validated against the dataset size.
+expected<delivered_set> take_epoch(reader& in, std::uint64_t size, const std::string& source,
+                                   std::uint64_t epoch) {
+  const auto prefix = in.take();
+  const auto words = in.take();
+  if (in.failed() || words > in.left() / 8) {
+    return malformed(source, "truncated in epoch " + std::to_string(epoch));
+  }
+  std::vector<std::uint64_t> beyond(words);
+  for (auto& w : beyond) {
+    w = in.take();
+  }
+  const auto end = prefix + words * 64;
+  bool past_end = prefix > size;
+  for (std::uint64_t p = std::max(prefix, size); !past_end && p < end; ++p) {
+    past_end = ((beyond[(p - prefix) / 64] >> ((p - prefix) % 64)) & 1U) != 0;
+  }
+  if (past_end) {
+    return error{errc::invalid_argument, source + ": epoch " + std::to_string(epoch) +
+                                             " has delivered positions past the dataset's " +
+                                             std::to_string(size) + " samples"};
+  }
+  return delivered_set(size, prefix, std::move(beyond));
+}
+
+}  // namespace
+
+bool resume_state::delivered(std::uint64_t epoch, std::uint64_t position) const noexcept {
+  if (epoch < first_epoch) {
+    return true;
+  }
+  const auto i = epoch - first_epoch;
+  return i < begun.size() && begun[i].contains(position);
+}
+
+std::vector<std::uint8_t> encode(const resume_state& state) {
+  std::vector<std::uint8_t> payload;
+  put(payload, state.dataset_size);
+  put(payload, state.seed);
+  put(payload, state.shuffle ? 1 : 0, 1);
+  put(payload, state.epochs);
+  put(payload, state.first_epoch);
+  put(payload, state.begun.size());
+  for (const auto& d : state.begun) {
+    put_epoch(payload, d);
+  }
+  std::vector<std::uint8_t> out(magic, magic + sizeof magic);
+  put(out, resume_state::format_version, 4);
+  put(out, payload.size());
+  out.insert(out.end(), payload.begin(), payload.end());
+  put(out, checksum(out.data(), out.size()));
+  return out;
+}
+
+expected<resume_state> decode(const std::vector<std::uint8_t>& blob, const std::string& source) {
+  if (blob.size() < header_bytes + checksum_bytes ||
+      std::memcmp(blob.data(), magic, sizeof magic) != 0) {
+    return malformed(source, blob.size() < sizeof magic ? "too short" : "no CVYRESUM header");
+  }
+  reader head(blob.data() + sizeof magic, 12);
+  const auto version = head.take(4);
+  const auto length = head.take();
+  if (version != resume_state::format_version) {
+    return malformed(source, "format version " + std::to_string(version) + ", this build reads " +
+                                 std::to_string(resume_state::format_version));
+  }
+  if (length != blob.size() - header_bytes - checksum_bytes) {
+    return malformed(source, "truncated or padded (" + std::to_string(blob.size()) +
+                                 " bytes; the header says " +
+                                 std::to_string(length + header_bytes + checksum_bytes) + ")");
+  }
+  const auto sum_at = blob.size() - checksum_bytes;
+  if (reader(blob.data() + sum_at, checksum_bytes).take() != checksum(blob.data(), sum_at)) {
+    return error{errc::checksum_mismatch, source +
+                                              ": the resume state is damaged (its checksum "
+                                              "does not match its bytes)"};
+  }
+  reader in(blob.data() + header_bytes, static_cast<std::size_t>(length));
+  resume_state s;
+  s.dataset_size = in.take();
+  s.seed = in.take();
+  s.shuffle = in.take(1) != 0;
+  s.epochs = in.take();
+  s.first_epoch = in.take();
+  const auto begun = in.take();
+  if (in.failed() || s.first_epoch > s.epochs || begun > s.epochs - s.first_epoch) {
+    return error{errc::invalid_argument, source + ": epochs from " + std::to_string(s.first_epoch) +
+                                             " (" + std::to_string(begun) + " begun) of " +
+                                             std::to_string(s.epochs) + " do not add up"};
+  }
+  for (std::uint64_t e = 0; e < begun; ++e) {
+    auto d = take_epoch(in, s.dataset_size, source, s.first_epoch + e);
+    if (!d) {
+      return std::move(d).error();
+    }
+    s.begun.push_back(std::move(*d));
+  }
+  return s;
+}
+
+expected<void> check_same_run(const resume_state& state, std::uint64_t dataset_size,
+                              std::uint64_t seed, bool shuffle, std::uint64_t epochs) {
+  auto differs = [](const char* what, std::uint64_t theirs, std::uint64_t ours) {
+    return error{errc::invalid_config, std::string("the resume state is of another run: its ") +
+                                           what + " is " + std::to_string(theirs) +
+                                           ", this run's " + std::to_string(ours)};
+  };
+  if (state.dataset_size != dataset_size) {
+    return differs("dataset size", state.dataset_size, dataset_size);
+  }
+  if (state.seed != seed) {
+    return differs("seed (dataset.seed)", state.seed, seed);
+  }
+  if (state.shuffle != shuffle) {
+    return differs("shuffle", state.shuffle, shuffle);
+  }
+  if (state.epochs != epochs) {
+    return differs("epochs (trainer.epochs)", state.epochs, epochs);
+  }
+  return {};
+}
+
+}  // namespace conveyor

@@ -1,0 +1,52 @@
+#pragma once
+/// A resume state: what a run must know to deliver exactly the rest of its samples after a
+/// stop (preemption, crash, restart), as a small, versioned, checksummed blob. It names the run
+/// it belongs to (dataset size, seed, shuffle, epochs), the first epoch not complete, and, for
+/// each epoch begun from there, the positions of the epoch's order delivered (delivered_set).
+/// Sample order and per-sample randomness are functions of (seed, epoch, id) alone
+/// (epoch_order.hpp, core/base/sample_seed.hpp), so nothing else is needed to go on exactly.
+///
+/// The blob: "CVYRESUM", the format version (u32), the payload's length (u64), the payload
+/// (little-endian u64 fields and bitmap words), and the XXH3-64 of everything before it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conveyor/error.hpp"
+#include "core/batching/delivered_set.hpp"
+
+namespace conveyor {
+
+struct resume_state {
+  static constexpr std::uint32_t format_version = 1;
+
+  std::uint64_t dataset_size = 0;
+  std::uint64_t seed = 0;
+  bool shuffle = true;
+  std::uint64_t epochs = 0;
+  std::uint64_t first_epoch = 0;  ///< epochs before it are complete
+  /// Epochs first_epoch, first_epoch + 1, ... that have begun: their delivered positions
+  /// (each of dataset_size positions).
+  std::vector<delivered_set> begun;
+
+  /// Whether sample position `position` of epoch `epoch` was delivered.
+  bool delivered(std::uint64_t epoch, std::uint64_t position) const noexcept;
+};
+
+/// The blob of `state`.
+std::vector<std::uint8_t> encode(const resume_state& state);
+
+/// The state in `blob`: errc::corrupt_shard naming what is wrong for bytes that are not a
+/// resume state, are truncated, or are of another format version; errc::checksum_mismatch for
+/// damaged ones; errc::invalid_argument for a state that contradicts itself (positions past
+/// the dataset, more begun epochs than the run has). `source` names the blob in messages (a
+/// file, "the state given to open()").
+expected<resume_state> decode(const std::vector<std::uint8_t>& blob, const std::string& source);
+
+/// errc::invalid_config naming the first field that differs when `state` belongs to another run
+/// than one of `dataset_size` samples seeded `seed` (shuffled or not) over `epochs` epochs.
+expected<void> check_same_run(const resume_state& state, std::uint64_t dataset_size,
+                              std::uint64_t seed, bool shuffle, std::uint64_t epochs);
+
+}  // namespace conveyor
