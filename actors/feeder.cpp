@@ -83,8 +83,8 @@ void point_at(host_batch& batch, const slot_output& out) {
 /// it; the ring hands the batch to the trainer once it is complete on the device.
 expected<void> feed(feeder_state& st, const feeder_options& opts, const batch_plan& plan,
                     std::chrono::steady_clock::time_point start) {
-  if (auto ok = check_uniform(plan); !ok) {
-    return ok;
+  if (auto ok = check_uniform(plan); !ok) {  // the ring's own errors name the feeder already
+    return error{ok.error().code(), feeder_name(opts) + ": " + ok.error().message()};
   }
   auto slot = st.ring->acquire(layout_of(plan));
   if (!slot) {
@@ -112,11 +112,7 @@ void on_plan(feeder_pointer self, const feeder_options& opts, const batch_plan& 
   }
   auto start = std::chrono::steady_clock::now();
   if (auto ok = feed(st, opts, plan, start); !ok) {
-    const auto& e = ok.error();
-    auto text = e.message();
-    fail(opts,
-         error{e.code(),
-               text.rfind(feeder_name(opts), 0) == 0 ? text : feeder_name(opts) + ": " + text});
+    fail(opts, ok.error());
     return;
   }
   st.metrics->record(elapsed_ns(start));  // the writes and the submission

@@ -38,6 +38,17 @@ expected<engine_buffer> shared_allocation(int device, std::size_t bytes) {
   return engine_buffer{std::shared_ptr<std::uint8_t>(owner, owner->data()), owner->size()};
 }
 
+/// Runs the CUDA call `call` (named `name` in its error) with `device` current, and gives the
+/// calling thread its current device back.
+template <class Call>
+expected<void> on_device(int device, const char* name, Call call) {
+  auto guard = device_guard::enter(device);
+  if (!guard) {
+    return std::move(guard).error();
+  }
+  return cuda_check(call(), name, device);
+}
+
 // Sleeps between event queries grow from 10 us to 1 ms: a copy of a batch takes about a
 // millisecond, and the poll is the only way to wait with a deadline.
 constexpr std::chrono::microseconds first_pause{10};
@@ -79,13 +90,9 @@ expected<std::unique_ptr<engine_event>> cuda_copy_engine::create_event() {
 
 expected<void> cuda_copy_engine::copy_to_device(std::uint8_t* dst, const std::uint8_t* src,
                                                 std::size_t bytes) {
-  auto guard = device_guard::enter(device_);
-  if (!guard) {
-    return std::move(guard).error();
-  }
-  CONVEYOR_CUDA_TRY(device_,
-                    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_.get()));
-  return {};
+  return on_device(device_, "cudaMemcpyAsync", [&] {
+    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_.get());
+  });
 }
 
 expected<void> cuda_copy_engine::normalize(const std::uint8_t* src, const uint8_batch_shape& shape,
@@ -94,31 +101,20 @@ expected<void> cuda_copy_engine::normalize(const std::uint8_t* src, const uint8_
 }
 
 expected<void> cuda_copy_engine::wait_for(const engine_event& e) {
-  auto guard = device_guard::enter(device_);
-  if (!guard) {
-    return std::move(guard).error();
-  }
-  CONVEYOR_CUDA_TRY(device_, cudaStreamWaitEvent(stream_.get(), event_of(e).get(), 0));
-  return {};
+  return on_device(device_, "cudaStreamWaitEvent",
+                   [&] { return cudaStreamWaitEvent(stream_.get(), event_of(e).get(), 0); });
 }
 
 expected<void> cuda_copy_engine::record(engine_event& e) {
-  auto guard = device_guard::enter(device_);
-  if (!guard) {
-    return std::move(guard).error();
-  }
-  return event_of(e).record(stream_);
+  return on_device(device_, "cudaEventRecord",
+                   [&] { return cudaEventRecord(event_of(e).get(), stream_.get()); });
 }
 
 expected<void> cuda_copy_engine::record_on(engine_event& e, consumer_stream stream) {
-  // The trainer's thread: its current device is restored by the guard.
-  auto guard = device_guard::enter(device_);
-  if (!guard) {
-    return std::move(guard).error();
-  }
-  CONVEYOR_CUDA_TRY(device_,
-                    cudaEventRecord(event_of(e).get(), static_cast<cudaStream_t>(stream.handle)));
-  return {};
+  // On the trainer's thread: on_device gives it its current device back.
+  return on_device(device_, "cudaEventRecord", [&] {
+    return cudaEventRecord(event_of(e).get(), static_cast<cudaStream_t>(stream.handle));
+  });
 }
 
 expected<bool> cuda_copy_engine::query(const engine_event& e) {

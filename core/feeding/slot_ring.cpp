@@ -62,7 +62,6 @@ expected<std::shared_ptr<slot_ring>> slot_ring::create(std::shared_ptr<copy_engi
     }
     if (!memory.tensors.empty()) {
       slot->host_data_ = memory.tensors[i];
-      slot->host_capacity_ = memory.capacity;
     }
     ring->slots_.push_back(std::move(slot));
     ring->free_.push_back(i);
@@ -153,7 +152,8 @@ expected<void> slot_ring::check(const batch_layout& layout) const {
       return misuse("normalize on the device needs uint8 samples, got " +
                     std::string(name_of(layout.type)) + " (end the transform chain with to_uint8)");
     }
-    return check_normalize_batch(layout.uint8_shape(), options_.normalized_type);
+    auto ok = check_normalize_batch(layout.uint8_shape(), options_.normalized_type);
+    return ok ? ok : misuse(ok.error().message());
   }
   if (layout.type != dtype::uint8 && layout.layout != pixel_layout::chw) {
     return misuse("only uint8 samples may be HWC");
@@ -164,25 +164,35 @@ expected<void> slot_ring::check(const batch_layout& layout) const {
   return {};
 }
 
+expected<engine_buffer> slot_ring::allocate(memory_kind kind, std::size_t bytes) {
+  auto buffer =
+      kind == memory_kind::host ? engine_->allocate_host(bytes) : engine_->allocate_device(bytes);
+  if (!buffer) {
+    return error{buffer.error().code(), options_.name + ": " + buffer.error().message()};
+  }
+  return buffer;
+}
+
 expected<void> slot_ring::reserve(ring_slot& slot, const batch_layout& layout) {
   const auto bytes = layout.bytes();
-  if (slot.host_capacity_ > 0 || !options_.host_memory.tensors.empty()) {
-    if (bytes > slot.host_capacity_) {
+  const auto& external = options_.host_memory;
+  if (!external.tensors.empty()) {
+    if (bytes > external.capacity) {
       return error{errc::invalid_config,
                    options_.name + ": " + std::to_string(layout.samples) + " samples of " +
                        std::to_string(layout.sample_bytes()) + " bytes do not fit the slot's " +
-                       std::to_string(slot.host_capacity_) +
+                       std::to_string(external.capacity) +
                        " bytes (the transforms' output size is not the one the feed was laid "
                        "out for)"};
     }
   } else {
-    auto host = [this](std::size_t n) { return engine_->allocate_host(n); };
+    auto host = [this](std::size_t n) { return allocate(memory_kind::host, n); };
     if (auto ok = grow(slot.host_, bytes, host); !ok) {
       return ok;
     }
     slot.host_data_ = slot.host_.data();
   }
-  auto device = [this](std::size_t n) { return engine_->allocate_device(n); };
+  auto device = [this](std::size_t n) { return allocate(memory_kind::device, n); };
   if (!engine_->in_place()) {
     if (auto ok = grow(slot.input_, bytes, device); !ok) {
       return ok;

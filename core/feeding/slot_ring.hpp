@@ -86,7 +86,6 @@ class ring_slot {
   batch_layout layout_;
   slot_output output_;
   std::uint8_t* host_data_ = nullptr;  ///< host_ or the external slot
-  std::size_t host_capacity_ = 0;      ///< for an external slot
   engine_buffer host_;
   engine_buffer input_;   ///< the copy's destination (unused in place)
   engine_buffer result_;  ///< normalize's output
@@ -145,6 +144,9 @@ class slot_ring final : public slot_owner {
  private:
   slot_ring(std::shared_ptr<copy_engine> engine, ring_options options);
   expected<void> check(const batch_layout& layout) const;
+  enum class memory_kind : bool { host, device };
+  /// The engine's memory; its errors name the ring.
+  expected<engine_buffer> allocate(memory_kind kind, std::size_t bytes);
   expected<void> reserve(ring_slot& slot, const batch_layout& layout);
   expected<void> reusable(ring_slot& slot);
   expected<void> enqueue_work(ring_slot& slot);
