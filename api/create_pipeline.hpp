@@ -12,7 +12,10 @@ namespace conveyor {
 /// errc::invalid_config (naming the key) when the topology cannot run here, e.g. a dataset
 /// path that does not open or a GPU that does not exist. `feed_memory`: per GPU slot, the
 /// shared memory its feeder collates into (a served node, core/serving/); empty: the
-/// feeders' own buffers.
-expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots> feed_memory = {});
+/// feeders' own buffers. `resume`: go on from that state (pipeline::open says how), named
+/// `source` in errors (its file, say); null: from the start.
+expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots> feed_memory = {},
+                                   const run_state* resume = nullptr,
+                                   const std::string& source = "the resume state");
 
 }  // namespace conveyor

@@ -6,6 +6,7 @@
 #include "api/resolve_topology.hpp"
 #include "config/load_topology.hpp"
 #include "core/base/log.hpp"
+#include "core/batching/delivery_tracker.hpp"
 #include "core/delivery/host_batch.hpp"
 
 namespace conveyor {
@@ -27,15 +28,32 @@ class runtime_home final : public batch_home {
 }  // namespace
 
 /// What a pipeline and its epoch ranges share: the ranges stay valid when the pipeline moves.
-struct pipeline::state {
+struct pipeline::shared_state {
   std::shared_ptr<pipeline_runtime> runtime;
   std::shared_ptr<batch_home> home;  ///< where its batches are released to
   /// Epochs each GPU has finished; element g is touched only by GPU g's thread.
   std::vector<std::uint64_t> epochs_ended;
+  /// What the GPUs received, for state().
+  std::unique_ptr<delivery_tracker> delivered;
 };
 
-pipeline::pipeline(std::shared_ptr<pipeline_runtime> runtime) : state_(std::make_shared<state>()) {
-  state_->epochs_ended.assign(static_cast<std::size_t>(runtime->spec().settings.gpus), 0);
+namespace {
+
+// Where a pipeline of `s` starts: its resume state, or a fresh one naming the run.
+resume_state starting_point(const batcher_settings& s) {
+  if (s.resume) {
+    return *s.resume;
+  }
+  return {s.dataset_size, s.seed, s.shuffle, s.epochs, 0, {}};
+}
+
+}  // namespace
+
+pipeline::pipeline(std::shared_ptr<pipeline_runtime> runtime) : state_(std::make_shared<shared_state>()) {
+  const auto& settings = runtime->spec().settings;
+  auto start = starting_point(settings);
+  state_->epochs_ended.assign(static_cast<std::size_t>(settings.gpus), start.first_epoch);
+  state_->delivered = std::make_unique<delivery_tracker>(std::move(start), settings.gpus);
   state_->home = std::make_shared<runtime_home>(runtime);
   state_->runtime = std::move(runtime);
 }
@@ -69,10 +87,63 @@ expected<pipeline> pipeline::from_toml(std::string_view toml,
   return create_pipeline(*t);
 }
 
-expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots> feed_memory) {
+namespace {
+
+constexpr const char* given_state = "the state given to open()";
+
+}  // namespace
+
+expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
+                                  const std::vector<std::string>& overrides,
+                                  const run_state& resume) {
+  auto t = load_topology_file(topology_file, overrides);
+  if (!t) {
+    return std::move(t).error();
+  }
+  return create_pipeline(*t, {}, &resume, given_state);
+}
+
+expected<pipeline> pipeline::from_toml(std::string_view toml,
+                                       const std::vector<std::string>& overrides,
+                                       const run_state& resume) {
+  auto t = load_topology_string(toml, "", overrides);
+  if (!t) {
+    return std::move(t).error();
+  }
+  return create_pipeline(*t, {}, &resume, given_state);
+}
+
+namespace {
+
+// The decoded `resume`, checked to be a state of the run `s` describes.
+expected<std::shared_ptr<const resume_state>> resume_of(const run_state& resume,
+                                                        const std::string& source,
+                                                        const batcher_settings& s) {
+  auto state = decode(resume.bytes, source);
+  if (!state) {
+    return std::move(state).error();
+  }
+  if (auto same = check_same_run(*state, s.dataset_size, s.seed, s.shuffle, s.epochs); !same) {
+    return std::move(same).error();
+  }
+  return std::make_shared<const resume_state>(std::move(*state));
+}
+
+}  // namespace
+
+expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots> feed_memory,
+                                   const run_state* resume, const std::string& source) {
   auto spec = resolve_topology(t);
   if (!spec) {
     return std::move(spec).error();
+  }
+  if (resume != nullptr) {
+    spec->settings.dataset_size = spec->source->size();
+    auto from = resume_of(*resume, source, spec->settings);
+    if (!from) {
+      return std::move(from).error();
+    }
+    spec->settings.resume = std::move(*from);
   }
   spec->feed_memory = std::move(feed_memory);
   return pipeline(std::make_shared<pipeline_runtime>(std::move(*spec)));
@@ -101,7 +172,12 @@ pipeline_info pipeline::info() const {
           s.window_samples,
           std::string(to_string(spec.policy)),
           spec.source->class_names(),
-          std::chrono::duration<double>(spec.next_timeout).count()};
+          std::chrono::duration<double>(spec.next_timeout).count(),
+          s.resume ? s.resume->first_epoch : 0};
+}
+
+run_state pipeline::state() const {
+  return {encode(state_->delivered->state())};
 }
 
 namespace {
@@ -152,7 +228,7 @@ expected<batch> pipeline::next(int gpu) {
   return next_of(*state_, gpu);
 }
 
-expected<batch> pipeline::next_of(state& s, int gpu) {
+expected<batch> pipeline::next_of(shared_state& s, int gpu) {
   const auto& rt = *s.runtime;
   auto& ended = s.epochs_ended[static_cast<std::size_t>(gpu)];
   if (auto f = rt.status()->failure()) {
@@ -174,6 +250,8 @@ expected<batch> pipeline::next_of(state& s, int gpu) {
     return no_batch(rt, gpu, got.status);
   }
   ended += got.batch->last_in_epoch ? 1 : 0;
+  const auto& b = *got.batch;
+  s.delivered->record(gpu, b.epoch, b.sample_ids, b.last_in_epoch);
   return batch_access::make(std::move(got.batch), s.home);
 }
 
@@ -238,7 +316,7 @@ void pipeline::shutdown() {
 
 /// One GPU's batches, for an epoch range.
 struct pipeline::gpu_stream : batch_stream {
-  gpu_stream(std::shared_ptr<pipeline::state> s, int g) : shared(std::move(s)), gpu(g) {}
+  gpu_stream(std::shared_ptr<pipeline::shared_state> s, int g) : shared(std::move(s)), gpu(g) {}
 
   expected<batch> next() override { return pipeline::next_of(*shared, gpu); }
   std::uint64_t epochs_ended() const override {
@@ -247,7 +325,7 @@ struct pipeline::gpu_stream : batch_stream {
   std::uint64_t epochs() const override { return shared->runtime->spec().settings.epochs; }
   std::string name() const override { return gpu_name(gpu); }
 
-  std::shared_ptr<pipeline::state> shared;
+  std::shared_ptr<pipeline::shared_state> shared;
   int gpu;
 };
 

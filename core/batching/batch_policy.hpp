@@ -19,6 +19,8 @@ struct batch_shape {
   /// left with fewer batches would wait for the others' gradients forever. The pipeline sets
   /// it; off, whichever GPU asks gets the next batch.
   bool balanced = false;
+  /// The first epoch (a resumed run begins later than 0): every GPU starts in it.
+  std::uint64_t first_epoch = 0;
 };
 
 /// Single-threaded (owned by the batcher).

@@ -19,6 +19,10 @@ batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_poli
       permit_held_(static_cast<std::size_t>(settings.workers), false),
       credits_(static_cast<std::size_t>(settings.gpus), 0),
       budget_(settings.budget) {
+  if (settings_.resume) {
+    begun_ = settings_.resume->first_epoch;
+    ended_epochs_ = begun_ * gpu_count();
+  }
   // Every worker starts down: it is up once its supervisor says it runs.
   up(worker_role::reader).assign(static_cast<std::size_t>(settings.readers), false);
   up(worker_role::preprocessor).assign(static_cast<std::size_t>(settings.workers), false);
@@ -36,10 +40,28 @@ bool batcher_core::is_up(worker_role role, int index) const {
 void batcher_core::roll_epoch() {
   while (position_ == order_.size() && begun_ < settings_.epochs) {
     order_ = epoch_order(settings_.dataset_size, settings_.seed, begun_, settings_.shuffle);
-    policy_->begin_epoch(begun_, settings_.dataset_size);
+    skip_delivered(begun_);
+    policy_->begin_epoch(begun_, order_.size());
     ++begun_;
     position_ = 0;
   }
+}
+
+// A resumed run leaves out of `epoch` what it had delivered, and the ledger counts that.
+void batcher_core::skip_delivered(std::uint64_t epoch) {
+  const auto& r = settings_.resume;
+  if (!r || epoch < r->first_epoch || epoch - r->first_epoch >= r->begun.size()) {
+    return;
+  }
+  std::size_t kept = 0;
+  for (std::uint64_t p = 0; p < order_.size(); ++p) {
+    if (r->delivered(epoch, p)) {
+      ledger_.deliver(epoch, order_[p]);
+    } else {
+      order_[kept++] = order_[p];
+    }
+  }
+  order_.resize(kept);
 }
 
 bool batcher_core::next_ticket(sample_ticket& out) {

@@ -34,6 +34,7 @@
 #include "core/batching/flight_table.hpp"
 #include "core/batching/latency_budget.hpp"
 #include "core/batching/prepared_sample.hpp"
+#include "core/batching/resume_state.hpp"
 
 namespace conveyor {
 
@@ -57,6 +58,10 @@ struct batcher_settings {
   std::uint64_t straggler_backlog = 1;  ///< waiting at one straggler actor beyond its current
   latency_budget_settings budget;
   std::int64_t fixed_budget_ns = 0;
+  /// Resumes a run (resume_state.hpp): begins at its first epoch, and in each epoch it has
+  /// begun dispatches only the positions it had not delivered (the ledger counts those as
+  /// delivered), in the order they come. Null: from the start. It must be of this run.
+  std::shared_ptr<const resume_state> resume{};
 };
 
 /// Send `ticket` to preprocessor `worker` through reader `reader`.
@@ -140,6 +145,7 @@ class batcher_core {
  private:
   std::uint64_t gpu_count() const noexcept { return static_cast<std::uint64_t>(settings_.gpus); }
   void roll_epoch();
+  void skip_delivered(std::uint64_t epoch);
   bool next_ticket(sample_ticket& out);
   int least_loaded_worker() const;
   int next_reader();
@@ -157,8 +163,9 @@ class batcher_core {
   sample_namer name_;
   std::unique_ptr<batch_policy> policy_;
   epoch_ledger ledger_;
-  std::vector<std::uint64_t> order_;  ///< the sampler order of epoch begun_ - 1
-  std::uint64_t begun_ = 0;           ///< epochs begun so far
+  /// The sampler order of epoch begun_ - 1 (without what a resumed run had delivered)
+  std::vector<std::uint64_t> order_;
+  std::uint64_t begun_ = 0;  ///< epochs begun so far (those before a resume's first included)
   std::uint64_t position_ = 0;        ///< next position of order_ to dispatch
   std::vector<std::uint64_t> worker_load_;
   std::vector<std::uint64_t> straggler_load_;

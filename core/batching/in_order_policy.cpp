@@ -14,7 +14,7 @@ class in_order_policy final : public batch_policy {
   explicit in_order_policy(batch_shape shape)
       : shape_(shape), cursors_(static_cast<std::size_t>(shape.gpus)) {
     for (int g = 0; g < shape_.gpus; ++g) {
-      cursors_[static_cast<std::size_t>(g)].batch = static_cast<std::uint64_t>(g);
+      cursors_[static_cast<std::size_t>(g)] = {shape.first_epoch, static_cast<std::uint64_t>(g)};
     }
   }
 

@@ -14,7 +14,7 @@ class latency_aware_policy final : public batch_policy {
       : batch_size_(std::max<std::uint64_t>(shape.batch_size, 1)),
         gpus_(shape.gpus),
         balanced_(shape.balanced),
-        cursors_(static_cast<std::size_t>(shape.gpus), 0) {}
+        cursors_(static_cast<std::size_t>(shape.gpus), shape.first_epoch) {}
 
   std::string_view name() const noexcept override { return "latency_aware"; }
 

@@ -41,6 +41,7 @@
 #include "conveyor/batch.hpp"
 #include "conveyor/dtype.hpp"
 #include "conveyor/error.hpp"
+#include "conveyor/run_state.hpp"
 
 namespace conveyor {
 
@@ -63,6 +64,9 @@ struct pipeline_info {
   /// the classes a shard set was packed with).
   std::vector<std::string> class_names;
   double next_timeout_s = 0;  ///< next() gives up after this long
+  /// The epoch every GPU starts in: 0, or the first epoch a resumed run had not finished (the
+  /// epochs before it are complete; epoch() of one of them is an empty range).
+  std::uint64_t start_epoch = 0;
 
   std::size_t classes() const noexcept { return class_names.size(); }
 };
@@ -78,6 +82,17 @@ class pipeline {
   /// The same from a TOML document in memory; messages name it "<string>".
   static expected<pipeline> from_toml(std::string_view toml,
                                       const std::vector<std::string>& overrides = {});
+  /// The same, resuming a run from `resume` (a state() of it, conveyor/run_state.hpp):
+  /// exactly the samples of each epoch the trainer had not received, then the later epochs.
+  /// errc::corrupt_shard / checksum_mismatch / invalid_argument for bytes that are not a sound
+  /// state, errc::invalid_config naming the key (dataset, seed, shuffle, epochs) for a state of
+  /// another run. The topology may change otherwise (GPUs, batch size, policy, workers).
+  static expected<pipeline> open(const std::filesystem::path& topology_file,
+                                 const std::vector<std::string>& overrides,
+                                 const run_state& resume);
+  static expected<pipeline> from_toml(std::string_view toml,
+                                      const std::vector<std::string>& overrides,
+                                      const run_state& resume);
 
   pipeline(pipeline&&) noexcept;
   pipeline& operator=(pipeline&&) noexcept;
@@ -103,6 +118,11 @@ class pipeline {
   using epoch_range = conveyor::epoch_range;
   epoch_range epoch(std::uint64_t epoch, int gpu);
 
+  /// Where the run stands: what every GPU's next() has returned so far (whether released or
+  /// not). Take it where the trainer checkpoints its model, with no batch in between, and open
+  /// the pipeline with it to go on from exactly there. Thread-safe.
+  run_state state() const;
+
   pipeline_report report() const;
   /// The fatal error that stopped the pipeline, if one did.
   std::optional<error> failure() const;
@@ -110,13 +130,14 @@ class pipeline {
   void shutdown();
 
  private:
-  struct state;
+  struct shared_state;
   struct gpu_stream;
-  friend expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots>);
+  friend expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots>,
+                                            const run_state* resume, const std::string& source);
   explicit pipeline(std::shared_ptr<pipeline_runtime> runtime);
-  static expected<batch> next_of(state& s, int gpu);
+  static expected<batch> next_of(shared_state& s, int gpu);
 
-  std::shared_ptr<state> state_;
+  std::shared_ptr<shared_state> state_;
 };
 
 }  // namespace conveyor
