@@ -49,7 +49,8 @@ resume_state starting_point(const batcher_settings& s) {
 
 }  // namespace
 
-pipeline::pipeline(std::shared_ptr<pipeline_runtime> runtime) : state_(std::make_shared<shared_state>()) {
+pipeline::pipeline(std::shared_ptr<pipeline_runtime> runtime)
+    : state_(std::make_shared<shared_state>()) {
   const auto& settings = runtime->spec().settings;
   auto start = starting_point(settings);
   state_->epochs_ended.assign(static_cast<std::size_t>(settings.gpus), start.first_epoch);
@@ -173,7 +174,8 @@ pipeline_info pipeline::info() const {
           std::string(to_string(spec.policy)),
           spec.source->class_names(),
           std::chrono::duration<double>(spec.next_timeout).count(),
-          s.resume ? s.resume->first_epoch : 0};
+          s.resume ? s.resume->first_epoch : 0,
+          s.resume ? s.resume->delivered_count() : 0};
 }
 
 run_state pipeline::state() const {

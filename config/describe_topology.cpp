@@ -128,7 +128,8 @@ std::string describe(const topology& node) {
       << " straggler_backlog=" << b.straggler_backlog << "\n"
       << "trainer: step_ms=" << number_text(node.trainer.step_ms)
       << " epochs=" << node.trainer.epochs
-      << " ids_file=" << (node.trainer.ids_file.empty() ? "none" : node.trainer.ids_file) << "\n"
+      << " ids_file=" << (node.trainer.ids_file.empty() ? "none" : node.trainer.ids_file)
+      << " checkpoint_every=" << node.trainer.checkpoint_every << "\n"
       << "monitor: interval_ms=" << node.monitor.interval_ms << "\n"
       << "serve: " << describe_serve(node.serve) << "\n"
       << "supervision: strategy=" << to_string(s.strategy) << " max_restarts=" << s.max_restarts

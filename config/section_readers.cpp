@@ -104,6 +104,7 @@ trainer_config read_trainer(table_reader& section) {
   out.step_ms = section.number("step_ms", out.step_ms, at_least(0.0));
   out.epochs = section.integer("epochs", out.epochs, at_least(1));
   out.ids_file = section.string("ids_file", out.ids_file);
+  out.checkpoint_every = section.integer("checkpoint_every", out.checkpoint_every, at_least(1));
   return out;
 }
 

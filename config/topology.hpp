@@ -70,6 +70,9 @@ struct trainer_config {
   /// Non-empty: every sample the trainers receive is appended as a line "<epoch> <id>" (one
   /// write per batch, so a killed run leaves whole batches), for exactly-once audits.
   std::string ids_file;
+  /// >= 1: with conveyor-node --checkpoint FILE, the run's state is written to FILE every this
+  /// many batches the trainers receive (over all GPUs), and at the end.
+  int checkpoint_every = 100;
 };
 
 /// [monitor]

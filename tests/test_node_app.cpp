@@ -2,53 +2,26 @@
 // start-up with exit code 2 and a message naming file, line and key; a good one prints one
 // JSON line that accounts for every sample.
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <set>
-#include <sstream>
 
-#include "support/test_support.hpp"
+#include "support/node_app.hpp"
 
 namespace conveyor {
 namespace {
 
 using testing::temp_dir;
 
-struct run_result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-run_result run_node(const temp_dir& dir, const std::string& args) {
-  auto out = dir / "stdout";
-  auto err = dir / "stderr";
-  auto cmd =
-      std::string(CONVEYOR_NODE_BIN) + " " + args + " >" + out.string() + " 2>" + err.string();
-  int status = std::system(cmd.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
-}
-
-std::filesystem::path write_topology(const temp_dir& dir, const std::string& text) {
-  auto path = dir / "node.toml";
-  std::ofstream(path) << text;
-  return path;
-}
+using testing::json_number;
+using testing::node_process;
+using testing::run_node;
+using testing::slurp;
+using testing::write_topology;
 
 using testing::make_image_folder;
 
@@ -61,13 +34,6 @@ std::string topology_text(const std::filesystem::path& images, const std::string
          "[[transform]]\nop = \"random_resized_crop\"\nsize = 32\n"
          "[[transform]]\nop = \"flip\"\n"
          "[[transform]]\nop = \"normalize\"\n";
-}
-
-std::uint64_t json_number(const std::string& json, const std::string& key) {
-  std::smatch m;
-  std::regex re("\"" + key + "\":([0-9.e+-]+)");
-  EXPECT_TRUE(std::regex_search(json, m, re)) << key << " missing in " << json;
-  return m.empty() ? 0 : static_cast<std::uint64_t>(std::stod(m[1].str()));
 }
 
 TEST(NodeApp, CleanRunWithFourFeedersAccountsForEverySample) {
@@ -135,96 +101,6 @@ TEST(NodeApp, StallFractionIsANumberWhenTheTrainerSteps) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\"stall_fraction\":[0-9]"))) << r.out;
 }
-
-// A node started as a child process, its stdout and stderr on pipes. Every wait on it is
-// bounded: a node that does not stop fails the test instead of hanging it.
-class node_process {
- public:
-  explicit node_process(std::vector<std::string> args) {
-    int out[2];
-    int err[2];
-    EXPECT_EQ(pipe(out), 0);
-    EXPECT_EQ(pipe(err), 0);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], 1);
-      dup2(err[1], 2);
-      std::vector<char*> argv{const_cast<char*>(CONVEYOR_NODE_BIN)};
-      for (auto& a : args) {
-        argv.push_back(a.data());
-      }
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    close(err[1]);
-    out_ = out[0];
-    err_ = err[0];
-  }
-  ~node_process() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(out_);
-    close(err_);
-  }
-  node_process(const node_process&) = delete;
-  node_process& operator=(const node_process&) = delete;
-
-  /// Reads stderr until `needle` appears; false at EOF or after `limit`.
-  bool wait_for_log(const std::string& needle, std::chrono::seconds limit) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (err_text_.find(needle) == std::string::npos) {
-      if (!read_some(err_, err_text_, deadline)) {
-        return false;
-      }
-    }
-    return true;
-  }
-  /// Reads stdout to its end, then reaps the process: its exit code, or -1 (killed, or still
-  /// running after `limit`).
-  int finish(std::chrono::seconds limit) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (read_some(out_, out_text_, deadline)) {
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return -1;
-    }
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  void signal(int sig) const { kill(pid_, sig); }
-  const std::string& out() const { return out_text_; }
-  const std::string& err() const { return err_text_; }
-
- private:
-  // One read from `fd` into `text`; false at EOF or past the deadline.
-  static bool read_some(int fd, std::string& text, std::chrono::steady_clock::time_point deadline) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd p{fd, POLLIN, 0};
-    if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
-      return false;
-    }
-    char buf[4096];
-    auto n = read(fd, buf, sizeof buf);
-    if (n <= 0) {
-      return false;
-    }
-    text.append(buf, static_cast<std::size_t>(n));
-    return true;
-  }
-
-  pid_t pid_ = -1;
-  int out_ = -1;
-  int err_ = -1;
-  std::string out_text_;
-  std::string err_text_;
-};
 
 // Ctrl-C or SIGTERM in the middle of a run that would take hours: the node stops, prints its
 // JSON line marked interrupted, and exits 128 + the signal.

@@ -154,18 +154,15 @@ TEST_P(PipelineResume, TheRestOfEveryEpochComesExactlyOnceWithTheSamePixels) {
 
 INSTANTIATE_TEST_SUITE_P(
     StopPoints, PipelineResume,
-    ::testing::Values(resume_case{"in_order", 1, "start"}, resume_case{"in_order", 1, "middle"},
-                      resume_case{"in_order", 1, "end"}, resume_case{"in_order", 1, "next"},
-                      resume_case{"in_order", 4, "start"}, resume_case{"in_order", 4, "middle"},
-                      resume_case{"in_order", 4, "end"}, resume_case{"in_order", 4, "next"},
-                      resume_case{"latency_aware", 1, "start"},
-                      resume_case{"latency_aware", 1, "middle"},
-                      resume_case{"latency_aware", 1, "end"},
-                      resume_case{"latency_aware", 1, "next"},
-                      resume_case{"latency_aware", 4, "start"},
-                      resume_case{"latency_aware", 4, "middle"},
-                      resume_case{"latency_aware", 4, "end"},
-                      resume_case{"latency_aware", 4, "next"}),
+    ::testing::Values(
+        resume_case{"in_order", 1, "start"}, resume_case{"in_order", 1, "middle"},
+        resume_case{"in_order", 1, "end"}, resume_case{"in_order", 1, "next"},
+        resume_case{"in_order", 4, "start"}, resume_case{"in_order", 4, "middle"},
+        resume_case{"in_order", 4, "end"}, resume_case{"in_order", 4, "next"},
+        resume_case{"latency_aware", 1, "start"}, resume_case{"latency_aware", 1, "middle"},
+        resume_case{"latency_aware", 1, "end"}, resume_case{"latency_aware", 1, "next"},
+        resume_case{"latency_aware", 4, "start"}, resume_case{"latency_aware", 4, "middle"},
+        resume_case{"latency_aware", 4, "end"}, resume_case{"latency_aware", 4, "next"}),
     case_name);
 
 // The state of a run that stopped after a few batches, and its topology.

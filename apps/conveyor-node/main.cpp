@@ -13,6 +13,7 @@
 
 #include "api/create_pipeline.hpp"
 #include "apps/common/progress_bar.hpp"
+#include "apps/conveyor-node/checkpointer.hpp"
 #include "apps/conveyor-node/run_summary.hpp"
 #include "apps/conveyor-node/serve_mode.hpp"
 #include "apps/conveyor-node/simulated_trainer.hpp"
@@ -29,7 +30,33 @@ struct arguments {
   std::string topology_file;
   std::vector<std::string> overrides;
   std::string log_level = "info";
+  std::string checkpoint_file;  ///< --checkpoint: where the run's state is kept
+  std::string resume_file;      ///< --resume: the state to go on from
 };
+
+// The pipeline of `t`, resumed from --resume when given; the error (logged) otherwise.
+std::optional<pipeline> open_pipeline(const arguments& args, const topology& t) {
+  auto logger = log("node");
+  std::optional<run_state> resume;
+  if (!args.resume_file.empty()) {
+    auto loaded = run_state::load(args.resume_file);
+    if (!loaded) {
+      logger->error("--resume {}", loaded.error().what());
+      return std::nullopt;
+    }
+    resume = std::move(*loaded);
+  }
+  auto p = create_pipeline(t, {}, resume ? &*resume : nullptr, "--resume " + args.resume_file);
+  if (!p) {
+    logger->error("{}", p.error().what());
+    return std::nullopt;
+  }
+  if (resume) {
+    logger->info("resumed from {}: epoch {}, {} samples delivered before", args.resume_file,
+                 p->info().start_epoch, p->info().delivered_before);
+  }
+  return std::move(*p);
+}
 
 int run(const arguments& args, stop_token& stop) {
   auto logger = log("node");
@@ -40,6 +67,12 @@ int run(const arguments& args, stop_token& stop) {
   }
   logger->info("topology {}:\n{}", t->source, describe(*t));
   if (t->serve.enabled()) {
+    if (!args.checkpoint_file.empty() || !args.resume_file.empty()) {
+      logger->error(
+          "--checkpoint and --resume keep the state of the node's own trainers; served "
+          "trainers keep theirs (client::state(), Feed.state_dict()) and attach with it");
+      return 2;
+    }
     return run_serving(*t, stop);
   }
   std::optional<delivery_audit> audit;
@@ -51,10 +84,18 @@ int run(const arguments& args, stop_token& stop) {
     }
     audit.emplace(std::move(*opened));
   }
-  auto p = create_pipeline(*t);
+  auto p = open_pipeline(args, *t);
   if (!p) {
-    logger->error("{}", p.error().what());
     return 2;
+  }
+  std::optional<checkpointer> checkpoints;
+  if (!args.checkpoint_file.empty()) {
+    auto started = checkpointer::start(*p, args.checkpoint_file,
+                                       static_cast<std::uint64_t>(t->trainer.checkpoint_every));
+    if (!started) {
+      return 2;  // logged
+    }
+    checkpoints.emplace(std::move(*started));
   }
   std::thread stopper([&] {
     stop.wait();  // a signal's stop request, or the one the end of the run makes below
@@ -73,6 +114,9 @@ int run(const arguments& args, stop_token& stop) {
   std::mutex bar_mutex;
   std::uint64_t batches_done = 0;
   auto on_batch = [&] {
+    if (checkpoints && !checkpoints->on_batch()) {
+      stop.request();  // a run that cannot save its state stops (the error is logged)
+    }
     std::lock_guard<std::mutex> lock(bar_mutex);
     bar.update(++batches_done);
   };
@@ -88,6 +132,7 @@ int run(const arguments& args, stop_token& stop) {
   bar.finish();
   auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   bool interrupted = stop.requested();
+  bool saved = !checkpoints || checkpoints->write_now();  // what the trainers received, all of it
   auto report = p->report();
   auto failure = p->failure();
   stop.request();
@@ -96,8 +141,12 @@ int run(const arguments& args, stop_token& stop) {
   auto seen = record.summarize(start);
   std::printf("%s\n", summary_json(facts, seen, report).c_str());
   std::fflush(stdout);
+  if (!saved) {
+    return 1;  // logged
+  }
   if (interrupted) {
-    logger->warn("interrupted: in-flight work abandoned");
+    logger->warn("interrupted: in-flight work abandoned{}",
+                 checkpoints ? "; --resume " + args.checkpoint_file + " goes on from here" : "");
     return 1;  // main turns this into 128 + the signal's number
   }
   if (failure) {
@@ -120,6 +169,12 @@ int main(int argc, char** argv) {
   app.add_option("--set", args.overrides,
                  "override a topology key, e.g. --set pipeline.batch_size=32 (repeatable)")
       ->take_all();
+  app.add_option("--checkpoint", args.checkpoint_file,
+                 "keep the run's state in this file (every trainer.checkpoint_every batches, "
+                 "and at the end), for --resume");
+  app.add_option("--resume", args.resume_file,
+                 "go on from the state in this file (written by --checkpoint): exactly the "
+                 "samples it had not delivered, then the later epochs");
   app.add_option("--log-level", args.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   if (auto exit_code = conveyor::parse_command_line(app, argc, argv)) {

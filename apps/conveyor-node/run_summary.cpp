@@ -12,7 +12,7 @@ namespace {
 std::uint64_t lost_samples(const run_facts& f, const training_record::totals& seen,
                            const pipeline_report& report) {
   auto expected = f.info.dataset_size * f.info.epochs;
-  auto accounted = seen.ledger.delivered + report.quarantined;
+  auto accounted = f.info.delivered_before + seen.ledger.delivered + report.quarantined;
   return expected > accounted ? expected - accounted : 0;
 }
 
@@ -90,6 +90,7 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"time_ms_per_sample\":" << time_object(report.time_per_sample_ms)
       << ",\"epoch_end_s\":" << number_list(seen.epoch_end_s)
       << ",\"epoch_stall_s\":" << number_list(seen.epoch_stall_s)
+      << ",\"start_epoch\":" << i.start_epoch << ",\"delivered_before\":" << i.delivered_before
       << ",\"interrupted\":" << (f.interrupted ? "true" : "false") << "}";
   return out.str();
 }

@@ -28,6 +28,8 @@ std::string json_number(double v);
 /// stall_fraction (the trainers' wait / (wait + step)) is null at step_ms 0: a trainer that
 /// does no work only waits, so the fraction would be 1 whatever the pipeline does; read
 /// samples_per_s there. After an interrupted run, lost counts the samples the run never reached.
+/// A resumed run (--resume) counts the samples delivered before it (delivered_before) as
+/// accounted for, and says which epoch it started in (start_epoch).
 std::string summary_json(const run_facts& facts, const training_record::totals& seen,
                          const pipeline_report& report);
 

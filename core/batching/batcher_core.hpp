@@ -165,8 +165,8 @@ class batcher_core {
   epoch_ledger ledger_;
   /// The sampler order of epoch begun_ - 1 (without what a resumed run had delivered)
   std::vector<std::uint64_t> order_;
-  std::uint64_t begun_ = 0;  ///< epochs begun so far (those before a resume's first included)
-  std::uint64_t position_ = 0;        ///< next position of order_ to dispatch
+  std::uint64_t begun_ = 0;     ///< epochs begun so far (those before a resume's first included)
+  std::uint64_t position_ = 0;  ///< next position of order_ to dispatch
   std::vector<std::uint64_t> worker_load_;
   std::vector<std::uint64_t> straggler_load_;
   std::vector<bool> up_[worker_role_count];

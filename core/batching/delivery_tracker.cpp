@@ -64,7 +64,8 @@ resume_state delivery_tracker::state() const {
   std::lock_guard<std::mutex> lock(mutex_);
   resume_state s = run_;
   s.first_epoch = first_epoch_locked();
-  auto last = epochs_.empty() ? s.first_epoch : std::max(s.first_epoch, epochs_.rbegin()->first + 1);
+  auto last =
+      epochs_.empty() ? s.first_epoch : std::max(s.first_epoch, epochs_.rbegin()->first + 1);
   for (auto e = s.first_epoch; e < last; ++e) {
     auto it = epochs_.find(e);
     s.begun.push_back(it != epochs_.end() ? it->second.delivered

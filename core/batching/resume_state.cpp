@@ -95,6 +95,14 @@ bool resume_state::delivered(std::uint64_t epoch, std::uint64_t position) const 
   return i < begun.size() && begun[i].contains(position);
 }
 
+std::uint64_t resume_state::delivered_count() const noexcept {
+  auto n = first_epoch * dataset_size;
+  for (const auto& d : begun) {
+    n += d.count();
+  }
+  return n;
+}
+
 std::vector<std::uint8_t> encode(const resume_state& state) {
   std::vector<std::uint8_t> payload;
   put(payload, state.dataset_size);
@@ -115,9 +123,11 @@ std::vector<std::uint8_t> encode(const resume_state& state) {
 }
 
 expected<resume_state> decode(const std::vector<std::uint8_t>& blob, const std::string& source) {
-  if (blob.size() < header_bytes + checksum_bytes ||
-      std::memcmp(blob.data(), magic, sizeof magic) != 0) {
-    return malformed(source, blob.size() < sizeof magic ? "too short" : "no CVYRESUM header");
+  if (blob.size() < sizeof magic || std::memcmp(blob.data(), magic, sizeof magic) != 0) {
+    return malformed(source, blob.empty() ? "empty" : "no CVYRESUM header");
+  }
+  if (blob.size() < header_bytes + checksum_bytes) {
+    return malformed(source, "truncated (" + std::to_string(blob.size()) + " bytes)");
   }
   reader head(blob.data() + sizeof magic, 12);
   const auto version = head.take(4);

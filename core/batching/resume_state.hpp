@@ -32,6 +32,8 @@ struct resume_state {
 
   /// Whether sample position `position` of epoch `epoch` was delivered.
   bool delivered(std::uint64_t epoch, std::uint64_t position) const noexcept;
+  /// Samples delivered over every epoch (those before first_epoch all).
+  std::uint64_t delivered_count() const noexcept;
 };
 
 /// The blob of `state`.

@@ -67,6 +67,8 @@ struct pipeline_info {
   /// The epoch every GPU starts in: 0, or the first epoch a resumed run had not finished (the
   /// epochs before it are complete; epoch() of one of them is an empty range).
   std::uint64_t start_epoch = 0;
+  /// Samples a resumed run had delivered before it stopped (over every epoch); 0 otherwise.
+  std::uint64_t delivered_before = 0;
 
   std::size_t classes() const noexcept { return class_names.size(); }
 };

@@ -1,0 +1,62 @@
+#pragma once
+/// Running Conveyor's apps as operators do, for tests: the real binary as a child process,
+/// its output captured. Every wait is bounded: an app that does not stop fails the test
+/// instead of hanging it.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "support/test_support.hpp"
+
+namespace conveyor::testing {
+
+struct run_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// The whole text of a file ("" when it does not open).
+std::string slurp(const std::filesystem::path& p);
+
+/// Runs `binary args` (a shell command line) to its end, stdout and stderr into files in `dir`.
+run_result run_app(const std::string& binary, const temp_dir& dir, const std::string& args);
+
+/// Writes `text` to dir/node.toml and returns its path.
+std::filesystem::path write_topology(const temp_dir& dir, const std::string& text);
+
+/// The number after "key": in a JSON line (a failed expectation when it is missing).
+std::uint64_t json_number(const std::string& json, const std::string& key);
+
+/// An app started as a child process, its stdout and stderr on pipes; killed (SIGKILL) and
+/// reaped on destruction if still running.
+class app_process {
+ public:
+  app_process(const std::string& binary, std::vector<std::string> args);
+  ~app_process();
+  app_process(const app_process&) = delete;
+  app_process& operator=(const app_process&) = delete;
+
+  /// Reads stderr until `needle` appears; false at EOF or after `limit`.
+  bool wait_for_log(const std::string& needle, std::chrono::seconds limit);
+  /// Reads stdout to its end, then reaps the process: its exit code, or -1 (killed, or still
+  /// running after `limit`).
+  int finish(std::chrono::seconds limit);
+  void signal(int sig) const;
+  const std::string& out() const { return out_text_; }
+  const std::string& err() const { return err_text_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  int err_ = -1;
+  std::string out_text_;
+  std::string err_text_;
+};
+
+}  // namespace conveyor::testing
