@@ -18,6 +18,10 @@ batch batch_access::make(std::shared_ptr<const host_batch> data, std::shared_ptr
   return batch(std::move(data), std::move(home));
 }
 
+std::int64_t batch_access::slot(const batch& b) noexcept {
+  return b.data_ ? static_cast<std::int64_t>(b.data_->slot) : -1;
+}
+
 batch::batch(std::shared_ptr<const host_batch> data, std::shared_ptr<batch_home> home)
     : data_(std::move(data)), home_(std::move(home)) {}
 

@@ -44,6 +44,9 @@ std::optional<error> out_of_turn(const std::string& name, std::uint64_t epoch, s
 /// The private constructors of batch and epoch_range, for the transports.
 struct batch_access {
   static batch make(std::shared_ptr<const host_batch> data, std::shared_ptr<batch_home> home);
+  /// The feeder slot `b` lies in (an empty end-of-epoch batch has one too, but no data);
+  /// -1 for a batch that holds no slot.
+  static std::int64_t slot(const batch& b) noexcept;
   /// A range over epoch `epoch` of `stream`; with `failure`, one that ends at once with it.
   static epoch_range range(std::shared_ptr<batch_stream> stream, std::uint64_t epoch,
                            std::optional<error> failure = std::nullopt);

@@ -8,6 +8,8 @@
 
 #include "api/batch_source.hpp"
 #include "api/client_connection.hpp"
+#include "core/batching/delivery_tracker.hpp"
+#include "core/serving/blob_fd.hpp"
 #include "core/serving/shared_region.hpp"
 #include "core/serving/slot_layout.hpp"
 #include "core/serving/unix_socket.hpp"
@@ -51,9 +53,12 @@ pipeline_report report_of(const serve::node_report& r) {
 /// handed out, and the slots this process holds. The client, its batches (as their home) and
 /// its epoch ranges (as their stream) share it, so the region stays mapped while any batch
 /// lives.
-struct client::state final : batch_home, batch_stream, std::enable_shared_from_this<state> {
-  state(std::string path, unique_fd s, shared_region r, const serve::attached& a,
-        const slot_layout& l, int rank_, int job_, const client_options& o)
+struct client::shared_state final : batch_home,
+                                    batch_stream,
+                                    std::enable_shared_from_this<shared_state> {
+  shared_state(std::string path, unique_fd s, shared_region r, const serve::attached& a,
+               const slot_layout& l, int rank_, int job_, const client_options& o,
+               resume_state start)
       : socket_path(std::move(path)),
         socket(std::move(s)),
         region(std::move(r)),
@@ -62,7 +67,8 @@ struct client::state final : batch_home, batch_stream, std::enable_shared_from_t
         rank(rank_),
         job(job_),
         options(o),
-        current_epoch(a.start_epoch) {}
+        current_epoch(a.start_epoch),
+        delivered(std::move(start), 1, 1) {}
 
   // batch_home: any thread.
   void give_back(const host_batch& b) noexcept override;
@@ -102,9 +108,11 @@ struct client::state final : batch_home, batch_stream, std::enable_shared_from_t
   mutable std::mutex mutex;
   std::set<std::uint32_t> held;
   bool closed = false;
+  /// What next() returned (thread-safe itself).
+  delivery_tracker delivered;
 };
 
-void client::state::give_back(const host_batch& b) noexcept {
+void client::shared_state::give_back(const host_batch& b) noexcept {
   std::lock_guard<std::mutex> lock(mutex);
   auto slot = static_cast<std::uint32_t>(b.slot);
   if (closed || held.erase(slot) == 0) {
@@ -114,12 +122,12 @@ void client::state::give_back(const host_batch& b) noexcept {
   (void)send_to_node(socket.get(), socket_path, serve::release{slot});
 }
 
-std::size_t client::state::held_count() const {
+std::size_t client::shared_state::held_count() const {
   std::lock_guard<std::mutex> lock(mutex);
   return held.size();
 }
 
-void client::state::close() noexcept {
+void client::shared_state::close() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (closed) {
@@ -136,7 +144,7 @@ void client::state::close() noexcept {
   }
 }
 
-batch client::state::end_marker() {
+batch client::shared_state::end_marker() {
   auto marker = std::make_shared<host_batch>();
   marker->epoch = current_epoch++;
   marker->gpu = rank;
@@ -145,7 +153,7 @@ batch client::state::end_marker() {
   return batch_access::make(std::move(marker), nullptr);
 }
 
-expected<batch> client::state::open_slot(const serve::batch_ready& ready) {
+expected<batch> client::shared_state::open_slot(const serve::batch_ready& ready) {
   if (ready.slot >= geometry.slots) {
     return error{errc::invalid_argument, "the Conveyor node at " + socket_path + " named slot " +
                                              std::to_string(ready.slot) + " of " +
@@ -179,7 +187,7 @@ expected<batch> client::state::open_slot(const serve::batch_ready& ready) {
   return batch_access::make(std::move(b), shared_from_this());
 }
 
-std::optional<expected<batch>> client::state::take_queued() {
+std::optional<expected<batch>> client::shared_state::take_queued() {
   if (queue.empty()) {
     if (ended && current_epoch < geometry.epochs) {
       return end_marker();  // the rest of the epoch went to an earlier client of this rank
@@ -194,7 +202,7 @@ std::optional<expected<batch>> client::state::take_queued() {
   return open_slot(ready);
 }
 
-expected<void> client::state::pump(steady::time_point deadline) {
+expected<void> client::shared_state::pump(steady::time_point deadline) {
   auto got = receive_from_node(socket.get(), socket_path, left_until(deadline));
   if (!got) {
     return std::move(got).error();
@@ -214,7 +222,7 @@ expected<void> client::state::pump(steady::time_point deadline) {
   return {};
 }
 
-expected<batch> client::state::next_for(std::chrono::milliseconds wait) {
+expected<batch> client::shared_state::next_for(std::chrono::milliseconds wait) {
   const auto deadline = steady::now() + wait;
   for (;;) {
     if (failure) {
@@ -223,6 +231,9 @@ expected<batch> client::state::next_for(std::chrono::milliseconds wait) {
     if (auto b = take_queued()) {
       if (!*b) {
         failure = b->error();
+      } else {
+        const auto& got = **b;
+        delivered.record(0, got.epoch(), got.sample_ids(), got.last_in_epoch());
       }
       return std::move(*b);
     }
@@ -249,7 +260,7 @@ expected<batch> client::state::next_for(std::chrono::milliseconds wait) {
 
 // --- client ------------------------------------------------------------------------------
 
-client::client(std::shared_ptr<state> s) : state_(std::move(s)) {}
+client::client(std::shared_ptr<shared_state> s) : state_(std::move(s)) {}
 client::client(client&&) noexcept = default;
 client& client::operator=(client&& other) noexcept {
   if (this != &other) {
@@ -264,13 +275,24 @@ client::~client() {
 
 namespace {
 
-// attach{} out, attached{} and the region's descriptor back.
+// attach{} out (with the resume state's memfd, if any), attached{} and the region's
+// descriptor back.
 expected<serve_received> handshake(int socket, const std::string& path, int rank, int job,
-                                   std::chrono::milliseconds timeout) {
-  serve::attach hello{static_cast<std::uint32_t>(job), static_cast<std::uint32_t>(rank)};
-  if (auto ok = send_to_node(socket, path, hello); !ok) {
+                                   const client_options& options) {
+  serve::attach hello{static_cast<std::uint32_t>(job), static_cast<std::uint32_t>(rank),
+                      static_cast<std::uint32_t>(options.resume.bytes.size())};
+  unique_fd state;
+  if (!options.resume.bytes.empty()) {
+    auto made = blob_fd(options.resume.bytes, "conveyor-resume-state");
+    if (!made) {
+      return std::move(made).error();
+    }
+    state = std::move(*made);
+  }
+  if (auto ok = send_to_node(socket, path, hello, state ? state.get() : -1); !ok) {
     return std::move(ok).error();
   }
+  auto timeout = seconds_to_ms(options.next_timeout_s);
   auto got = receive_from_node(socket, path, timeout);
   if (!got) {
     return got;
@@ -280,6 +302,23 @@ expected<serve_received> handshake(int socket, const std::string& path, int rank
                  "the Conveyor node at " + path + " did not answer attach with its feed"};
   }
   return got;
+}
+
+// Where this client's record of what it received starts: the state it resumes from (checked
+// to be of the node's run), or a fresh one naming the run.
+expected<resume_state> starting_point(const serve::attached& a, const run_state& resume,
+                                      const std::string& path) {
+  if (resume.bytes.empty()) {
+    return resume_state{a.dataset_size, a.seed, a.shuffle, a.epochs, 0, {}};
+  }
+  auto state = decode(resume.bytes, "the state attached to the Conveyor node at " + path);
+  if (!state) {
+    return std::move(state).error();
+  }
+  if (auto same = check_same_run(*state, a.dataset_size, a.seed, a.shuffle, a.epochs); !same) {
+    return std::move(same).error();
+  }
+  return state;
 }
 
 }  // namespace
@@ -296,11 +335,15 @@ expected<client> client::attach(const std::filesystem::path& socket, int rank, i
   if (!connection) {
     return std::move(connection).error();
   }
-  auto got = handshake(connection->get(), path, rank, job, seconds_to_ms(options.next_timeout_s));
+  auto got = handshake(connection->get(), path, rank, job, options);
   if (!got) {
     return std::move(got).error();
   }
   const auto a = std::get<serve::attached>(got->message);
+  auto start = starting_point(a, options.resume, path);
+  if (!start) {
+    return std::move(start).error();
+  }
   auto region = shared_region::attach(std::move(got->fd), a.writable);
   if (!region) {
     return std::move(region).error();
@@ -312,8 +355,8 @@ expected<client> client::attach(const std::filesystem::path& socket, int rank, i
                      " lays out its slots differently from this "
                      "client (node and client must come from the same release)"};
   }
-  return client(std::make_shared<state>(path, std::move(*connection), std::move(*region), a, layout,
-                                        rank, job, options));
+  return client(std::make_shared<shared_state>(path, std::move(*connection), std::move(*region), a,
+                                               layout, rank, job, options, std::move(*start)));
 }
 
 client_info client::info() const {
@@ -374,6 +417,10 @@ expected<pipeline_report> client::report() {
     }
   }
   return report_of(*s.last_report);
+}
+
+run_state client::state() const {
+  return {encode(state_->delivered.state())};
 }
 
 mapped_memory client::memory() const noexcept {

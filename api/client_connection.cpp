@@ -13,8 +13,9 @@ error about_node(const std::string& socket_path, const error& e) {
 
 }  // namespace
 
-expected<void> send_to_node(int socket, const std::string& socket_path, const serve::message& m) {
-  if (auto ok = send_serve(socket, m); !ok) {
+expected<void> send_to_node(int socket, const std::string& socket_path, const serve::message& m,
+                            int fd) {
+  if (auto ok = send_serve(socket, m, fd); !ok) {
     return about_node(socket_path, ok.error());
   }
   return {};

@@ -11,8 +11,10 @@
 
 namespace conveyor {
 
-/// Sends `m`; errors name `socket_path`. Thread-safe as send(2) is.
-expected<void> send_to_node(int socket, const std::string& socket_path, const serve::message& m);
+/// Sends `m` (with a duplicate of `fd` when it is >= 0); errors name `socket_path`. Thread-safe
+/// as send(2) is.
+expected<void> send_to_node(int socket, const std::string& socket_path, const serve::message& m,
+                            int fd = -1);
 
 /// Waits at most `timeout` for the node's next message; a failure message from the node
 /// becomes its error (the node's code and text). Errors name `socket_path`.

@@ -175,7 +175,9 @@ pipeline_info pipeline::info() const {
           spec.source->class_names(),
           std::chrono::duration<double>(spec.next_timeout).count(),
           s.resume ? s.resume->first_epoch : 0,
-          s.resume ? s.resume->delivered_count() : 0};
+          s.resume ? s.resume->delivered_count() : 0,
+          s.seed,
+          s.shuffle};
 }
 
 run_state pipeline::state() const {

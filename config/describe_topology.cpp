@@ -86,7 +86,8 @@ std::string describe_serve(const serve_config& serve) {
   }
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", serve.mode);
-  return "socket=" + serve.socket + " jobs=" + std::to_string(serve.jobs) + " mode=" + mode;
+  return "socket=" + serve.socket + " jobs=" + std::to_string(serve.jobs) + " mode=" + mode +
+         " resume=" + (serve.resume ? "true" : "false");
 }
 
 std::string describe_faults(const fault_config& faults) {

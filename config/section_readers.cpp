@@ -144,6 +144,7 @@ serve_config read_serve(table_reader& section) {
                      " bytes long; a Unix socket path holds at most 107 (use a shorter path)");
   }
   out.jobs = section.integer("jobs", out.jobs, at_least(1));
+  out.resume = section.boolean("resume", out.resume);
   if (const auto* value = section.find("mode")) {
     auto text = section.string("mode", "0600");
     auto mode = octal_mode(text);

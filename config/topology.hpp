@@ -89,6 +89,10 @@ struct serve_config {
   /// The socket file's permission bits; the owner's read and write are required. 0600: only
   /// the node's own user can attach.
   unsigned mode = 0600;
+  /// The node starts its pipeline once a client of every rank has attached, from the union of
+  /// the resume states they attached with (client_options::resume): a restarted job goes on
+  /// exactly where its trainers' checkpoints were. False: the pipeline starts at once.
+  bool resume = false;
   /// True when trainer processes attach instead of the simulated trainer.
   bool enabled() const noexcept { return !socket.empty(); }
 };

@@ -312,12 +312,52 @@ py::dict report_dict(const conveyor::pipeline_report& r) {
   return d;
 }
 
+constexpr const char* state_key = "conveyor_state";
+
+/// A rank's state as PyTorch's state_dict convention has it: {"conveyor_state": bytes}.
+py::dict state_dict(const Feed& f) {
+  auto& c = const_cast<Feed&>(f).open();
+  auto state = c.state();
+  py::dict d;
+  d[state_key] = py::bytes(reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size());
+  return d;
+}
+
+/// The bytes of a state given to attach(state=...): a state_dict() or its bytes; None: none.
+conveyor::run_state state_from(const py::object& state) {
+  conveyor::run_state out;
+  if (state.is_none()) {
+    return out;
+  }
+  py::object bytes = state;
+  if (py::isinstance<py::dict>(state)) {
+    auto d = state.cast<py::dict>();
+    if (!d.contains(state_key)) {
+      raise_usage(
+          "conveyor.attach: state has no \"conveyor_state\" key (pass what "
+          "Feed.state_dict() returned)");
+    }
+    bytes = d[state_key];
+  }
+  if (!py::isinstance<py::bytes>(bytes)) {
+    raise_usage("conveyor.attach: state must be a Feed.state_dict() or its bytes");
+  }
+  auto text = bytes.cast<std::string>();
+  out.bytes.assign(text.begin(), text.end());
+  if (out.bytes.empty()) {
+    raise_usage("conveyor.attach: state is empty (not a Feed.state_dict())");
+  }
+  return out;
+}
+
 /// Attaches, retrying in short slices while no node listens yet so that Ctrl-C gets through.
-Feed attach(const py::object& socket, int rank, int job, double timeout, double next_timeout) {
+Feed attach(const py::object& socket, int rank, int job, double timeout, double next_timeout,
+            const py::object& state) {
   if (!(timeout >= 0) || !(next_timeout > 0)) {
     raise_as(classes.error, "conveyor.attach: timeout must be >= 0 and next_timeout > 0",
              conveyor::to_string(conveyor::errc::invalid_argument));
   }
+  auto resume = state_from(state);
   Feed f;
   f.socket = py::module_::import("os").attr("fsdecode")(socket).cast<std::string>();
   f.next_timeout_s = next_timeout;
@@ -327,6 +367,7 @@ Feed attach(const py::object& socket, int rank, int job, double timeout, double 
     conveyor::client_options options;
     options.attach_timeout_s = std::clamp(left, 0.0, 0.1);
     options.next_timeout_s = next_timeout;
+    options.resume = resume;
     std::optional<conveyor::expected<conveyor::client>> got;
     {
       py::gil_scoped_release nogil;
@@ -472,6 +513,10 @@ PYBIND11_MODULE(conveyor, m) {
           },
           "The node's figures: delivered, quarantined, duplicates, lost, steps_executed, "
           "retries, restarts, handoffs, finished.")
+      .def("state_dict", &state_dict,
+           "Where this rank stands: {\"conveyor_state\": bytes}, covering every batch next() "
+           "or an epoch loop returned. Save it with the model's checkpoint; after a restart, "
+           "attach(..., state=it) to a node with serve.resume = true goes on from there.")
       .def("close", &close_feed,
            "Detaches (idempotent): the node keeps the batches not yet released for the next "
            "client of this rank and job.")
@@ -486,9 +531,11 @@ PYBIND11_MODULE(conveyor, m) {
       });
 
   m.def("attach", &attach, py::arg("socket"), py::arg("rank") = 0, py::arg("job") = 0,
-        py::arg("timeout") = 0.0, py::arg("next_timeout") = 300.0,
+        py::arg("timeout") = 0.0, py::arg("next_timeout") = 300.0, py::arg("state") = py::none(),
         "Attaches to the Conveyor node listening on `socket` (str or os.PathLike) as rank `rank` "
         "of job `job`, waiting up to `timeout` seconds for the node to listen. Each next() waits "
         "up to `next_timeout` seconds. Raises conveyor.NotFound when no node listens, "
-        "conveyor.Error for a rank or job the node does not serve.");
+        "conveyor.Error for a rank or job the node does not serve. `state`: this rank's "
+        "Feed.state_dict() from before a restart; a node with serve.resume = true starts once "
+        "every rank has attached and goes on from their states (the attach waits for that).");
 }

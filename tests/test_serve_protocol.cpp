@@ -11,7 +11,7 @@ namespace {
 
 std::vector<message> samples() {
   return {
-      attach{3, 7},
+      attach{3, 7, 605},
       attached{4, 1u << 30, 8, 2, 90, 1281167, 256, 3, 224, 224, dtype::float32, 16384, true, 2},
       batch_ready{3, 89, 5004, 256, true},
       release{2},

@@ -328,5 +328,111 @@ TEST(Serving, BadAttachesAreClearErrorsAndADeadNodeIsAnErrorNotAHang) {
   EXPECT_EQ(next.error().code(), errc::disconnected) << next.error().what();
 }
 
+// The ids of `batches` batches of (rank, job), its state saved to `state_file`; resumed from
+// `resume_file` when it is not empty.
+std::string consume_some(const std::string& socket, int rank, int batches,
+                         const std::filesystem::path& state_file) {
+  auto feed = client::attach(socket, rank, 0, patient());
+  if (!feed) {
+    return "error " + feed.error().what() + "\n";
+  }
+  std::ostringstream out;
+  for (int i = 0; i < batches; ++i) {
+    auto b = feed->next();
+    if (!b) {
+      return "error " + b.error().what() + "\n";
+    }
+    for (auto id : b->sample_ids()) {
+      out << b->epoch() << " " << id << "\n";
+    }
+  }
+  if (auto saved = feed->state().save(state_file); !saved) {
+    out << "error " << saved.error().what() << "\n";
+  }
+  return out.str();
+}
+
+// The rest of the run for (rank, job 0), attached with the state in `state_file`.
+std::string consume_rest(const std::string& socket, int rank,
+                         const std::filesystem::path& state_file) {
+  auto options = patient();
+  auto state = run_state::load(state_file);
+  if (!state) {
+    return "error " + state.error().what() + "\n";
+  }
+  options.resume = *state;
+  auto feed = client::attach(socket, rank, 0, options);
+  if (!feed) {
+    return "error " + feed.error().what() + "\n";
+  }
+  std::ostringstream out;
+  for (auto e = feed->info().start_epoch; e < feed->epochs(); ++e) {
+    for (auto& b : feed->epoch(e)) {
+      for (auto id : b.sample_ids()) {
+        out << b.epoch() << " " << id << "\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+// A job of 2 ranks takes 4 batches each (into epoch 1), saves each rank's state, and is gone
+// with its node (SIGKILL). A new node with serve.resume starts once both ranks attached with
+// their states: between them, they get exactly the samples no rank had.
+TEST(Serving, ARestartedJobGoesOnFromItsRanksStatesExactly) {
+  temp_dir dir;
+  auto file = topology(dir, 2, 1);
+  auto socket = (dir / "node.sock").string();
+  std::string before;
+  {
+    auto node = start_node(dir, file);
+    std::vector<child> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.push_back(spawn_client([&, r](int) {
+        return consume_some(socket, r, 4, dir / ("rank" + std::to_string(r) + ".state"));
+      }));
+    }
+    for (auto& r : ranks) {
+      before += r.collect();
+    }
+    ::kill(node.pid, SIGKILL);
+    node.wait(60000);
+  }
+  // A client with a state is refused by a node that did not start to resume.
+  {
+    auto node = start_node(dir, file);
+    auto refused = consume_rest(socket, 0, dir / "rank0.state");
+    EXPECT_NE(refused.find("serve.resume"), std::string::npos) << refused;
+    ::kill(node.pid, SIGKILL);
+    node.wait(60000);
+  }
+  std::string text;
+  {
+    std::ifstream in(file);
+    std::stringstream all;
+    all << in.rdbuf();
+    text = std::regex_replace(all.str(), std::regex("jobs = 1"), "jobs = 1\nresume = true");
+  }
+  std::ofstream(file) << text;
+  auto node = start_node(dir, file);
+  std::string after;
+  std::vector<child> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(spawn_client([&, r](int) {
+      return consume_rest(socket, r, dir / ("rank" + std::to_string(r) + ".state"));
+    }));
+  }
+  for (auto& r : ranks) {
+    after += r.collect();
+  }
+  ASSERT_EQ(node.wait(60000), 0) << node_story(dir);
+  EXPECT_NE(node_story(dir).find("every rank attached"), std::string::npos) << node_story(dir);
+  auto seen = parse_ids(before);
+  for (const auto& [e, ids] : parse_ids(after)) {
+    seen[e].insert(ids.begin(), ids.end());
+  }
+  expect_each_sample_once(seen);
+}
+
 }  // namespace
 }  // namespace conveyor

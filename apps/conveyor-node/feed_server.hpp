@@ -8,8 +8,16 @@
 /// release, ask_report), and notices a client that has gone (its socket closes): its
 /// unreleased batches wait for the next client of its (job, rank). run() returns once every
 /// job has released every batch of every epoch, the pipeline failed, or `stop` was requested.
+///
+/// With serve.resume the pipeline starts only once a client of every rank has attached: from
+/// the union of the resume states they attached with (merge_states), and only then are they
+/// welcomed. A client that attaches later with a state goes on from where the node is; one that
+/// attaches with a state to a node started without serve.resume is refused (it would see again
+/// what it had).
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,10 +35,16 @@ struct serve_outcome {
   std::uint64_t attaches = 0;                   ///< clients that attached
   std::uint64_t lost_clients = 0;               ///< clients gone with batches unreleased
   bool complete = false;                        ///< every job released every epoch
+  std::optional<error> start_failure;           ///< the pipeline could not start (serve.resume)
 };
 
-/// Serves `p` (created with feeds.feed_memory()) on `listener` until done; see above.
-serve_outcome serve_clients(const serve_config& config, pipeline& p, const served_feeds& feeds,
-                            unique_fd listener, stop_token& stop);
+/// Opens the node's pipeline on feeds.feed_memory(), from `resume` (null: from the start).
+using pipeline_opener = std::function<expected<pipeline>(const run_state* resume)>;
+
+/// Serves `p` on `listener` until done; see above. `p` is open already, or, with
+/// config.resume, empty: `open` opens it then. `epochs`: trainer.epochs.
+serve_outcome serve_clients(const serve_config& config, std::optional<pipeline>& p,
+                            const pipeline_opener& open, std::uint64_t epochs,
+                            const served_feeds& feeds, unique_fd listener, stop_token& stop);
 
 }  // namespace conveyor

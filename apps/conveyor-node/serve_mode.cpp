@@ -67,27 +67,38 @@ int run_serving(const topology& t, stop_token& stop) {
     logger->error("{}: serve.socket: {}", t.source, listener.error().what());
     return 2;
   }
-  auto p = create_pipeline(t, feeds->feed_memory());
-  if (!p) {
-    ::unlink(t.serve.socket.c_str());
-    logger->error("{}", p.error().what());
-    return 2;
+  pipeline_opener open = [&](const run_state* resume) {
+    return create_pipeline(t, feeds->feed_memory(), resume, "the ranks' resume states");
+  };
+  std::optional<pipeline> p;
+  if (!t.serve.resume) {  // else it starts once every rank has attached
+    auto opened = open(nullptr);
+    if (!opened) {
+      ::unlink(t.serve.socket.c_str());
+      logger->error("{}", opened.error().what());
+      return 2;
+    }
+    p.emplace(std::move(*opened));
   }
-  auto info = p->info();
   logger->info(
       "serving {} ranks x {} jobs on {} ({} slots of {} bytes per rank, in memfd "
-      "regions); {} preprocessors",
-      info.gpus, t.serve.jobs, t.serve.socket, feeds->slots(), feeds->layout().slot_bytes,
-      info.preprocessors);
+      "regions){}",
+      *ranks, t.serve.jobs, t.serve.socket, feeds->slots(), feeds->layout().slot_bytes,
+      t.serve.resume ? "; the pipeline starts once every rank has attached (serve.resume)" : "");
   auto start = std::chrono::steady_clock::now();
-  auto outcome = serve_clients(t.serve, *p, *feeds, std::move(*listener), stop);
+  auto outcome = serve_clients(t.serve, p, open, static_cast<std::uint64_t>(t.trainer.epochs),
+                               *feeds, std::move(*listener), stop);
   ::unlink(t.serve.socket.c_str());
   auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  auto report = p->report();
-  auto failure = p->failure();
+  auto info = p ? p->info() : pipeline_info{};
+  auto report = p ? p->report() : pipeline_report{};
+  auto failure = p ? p->failure() : std::nullopt;
   bool interrupted = stop.requested();
   std::printf("%s\n", serve_json(info, outcome, report, wall, interrupted).c_str());
   std::fflush(stdout);
+  if (outcome.start_failure) {
+    return 2;  // logged: the ranks' states could not start the pipeline
+  }
   if (failure) {
     logger->error("the pipeline stopped: {}", failure->what());
     return 1;

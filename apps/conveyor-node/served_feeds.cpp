@@ -1,5 +1,6 @@
 #include "apps/conveyor-node/served_feeds.hpp"
 
+#include "api/batch_source.hpp"
 #include "core/base/monotonic_clock.hpp"
 #include "core/transforms/output_geometry.hpp"
 
@@ -45,6 +46,10 @@ std::vector<external_slots> served_feeds::feed_memory() const {
 }
 
 std::int64_t served_feeds::slot_of(int rank, const batch& b) const {
+  if (b.size() == 0) {  // an end-of-epoch marker: its slot, but no data to locate it by
+    auto slot = batch_access::slot(b);
+    return slot >= 0 && static_cast<std::uint64_t>(slot) < slots_ ? slot : -1;
+  }
   const auto* at = static_cast<const std::uint8_t*>(b.tensor().data);
   const auto* first = slot_at(rank, 0) + layout_.tensor_offset;
   if (at < first) {

@@ -6,8 +6,10 @@
 
 namespace conveyor {
 
-delivery_tracker::delivery_tracker(resume_state start, int gpus)
-    : run_(std::move(start)), ended_(static_cast<std::size_t>(gpus), run_.first_epoch) {
+delivery_tracker::delivery_tracker(resume_state start, int gpus, std::uint64_t keep_ended)
+    : run_(std::move(start)),
+      keep_ended_(keep_ended),
+      ended_(static_cast<std::size_t>(gpus), run_.first_epoch) {
   for (std::size_t i = 0; i < run_.begun.size(); ++i) {
     epochs_[run_.first_epoch + i].delivered = std::move(run_.begun[i]);
   }
@@ -45,14 +47,15 @@ void delivery_tracker::record(int gpu, std::uint64_t epoch,
   }
 }
 
-// Epochs every GPU has ended need no record any more.
+// Epochs every GPU has ended need no record any more (but the last keep_ended_ of them).
 void delivery_tracker::forget_ended() {
-  auto first = first_epoch_locked();
-  epochs_.erase(epochs_.begin(), epochs_.lower_bound(first));
+  epochs_.erase(epochs_.begin(), epochs_.lower_bound(first_epoch_locked()));
 }
 
+// The first epoch recorded: the first one some GPU has not ended, less keep_ended_.
 std::uint64_t delivery_tracker::first_epoch_locked() const {
-  return ended_.empty() ? run_.first_epoch : *std::min_element(ended_.begin(), ended_.end());
+  auto ended = ended_.empty() ? run_.first_epoch : *std::min_element(ended_.begin(), ended_.end());
+  return std::max(run_.first_epoch, ended - std::min(ended, keep_ended_));
 }
 
 std::uint64_t delivery_tracker::first_epoch() const {

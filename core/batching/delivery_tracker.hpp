@@ -22,8 +22,11 @@ namespace conveyor {
 class delivery_tracker {
  public:
   /// Tracks a run of `gpus` GPUs (or ranks) from `start`: a resume state, whose deliveries
-  /// count as made, or a fresh one (first_epoch 0, nothing begun) naming the run.
-  delivery_tracker(resume_state start, int gpus);
+  /// count as made, or a fresh one (first_epoch 0, nothing begun) naming the run. `keep_ended`:
+  /// epochs still recorded after every GPU ended them. One rank of several keeps the last one
+  /// it ended (1): its state is merged with the other ranks' (merge_states), which may still be
+  /// in that epoch.
+  delivery_tracker(resume_state start, int gpus, std::uint64_t keep_ended = 0);
 
   /// GPU `gpu` received a batch of epoch `epoch` holding `sample_ids` (each < the dataset
   /// size); `last_in_epoch`: it was that GPU's last batch of the epoch.
@@ -45,6 +48,7 @@ class delivery_tracker {
 
   mutable std::mutex mutex_;
   resume_state run_;  ///< the run's identity (its begun epochs are moved into epochs_)
+  std::uint64_t keep_ended_;
   std::map<std::uint64_t, epoch_record> epochs_;  ///< begun and not ended by every GPU
   std::vector<std::uint64_t> ended_;              ///< per GPU: epochs it has ended
 };

@@ -1,5 +1,7 @@
 #include "core/batching/resume_state.hpp"
 
+#include <algorithm>
+
 #include <xxhash.h>
 
 #include <cstring>
@@ -168,6 +170,59 @@ expected<resume_state> decode(const std::vector<std::uint8_t>& blob, const std::
     s.begun.push_back(std::move(*d));
   }
   return s;
+}
+
+namespace {
+
+// Adds every position of `from` to `into` (both over the same positions).
+void add_all(delivered_set& into, const delivered_set& from) {
+  for (std::uint64_t p = 0; p < from.size(); ++p) {
+    if (from.contains(p)) {
+      into.add(p);
+    }
+  }
+}
+
+// Rank states of one run: the first one's identity, checked against every other.
+expected<void> check_one_run(const std::vector<resume_state>& states, const std::string& source) {
+  if (states.empty()) {
+    return error{errc::invalid_argument, source + ": no states to merge"};
+  }
+  const auto& a = states.front();
+  for (std::size_t i = 1; i < states.size(); ++i) {
+    if (auto same = check_same_run(states[i], a.dataset_size, a.seed, a.shuffle, a.epochs); !same) {
+      return error{errc::invalid_argument,
+                   source + ": state " + std::to_string(i) +
+                       " is of another run than state 0: " + same.error().message()};
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+expected<resume_state> merge_states(const std::vector<resume_state>& states,
+                                    const std::string& source) {
+  if (auto ok = check_one_run(states, source); !ok) {
+    return std::move(ok).error();
+  }
+  resume_state out = states.front();
+  out.begun.clear();
+  std::uint64_t last = 0;
+  for (const auto& s : states) {
+    out.first_epoch = std::min(out.first_epoch, s.first_epoch);
+    last = std::max<std::uint64_t>(last, s.first_epoch + s.begun.size());
+  }
+  for (auto e = out.first_epoch; e < last; ++e) {
+    delivered_set merged(out.dataset_size);
+    for (const auto& s : states) {
+      if (e >= s.first_epoch && e - s.first_epoch < s.begun.size()) {
+        add_all(merged, s.begun[e - s.first_epoch]);
+      }
+    }
+    out.begun.push_back(std::move(merged));
+  }
+  return out;
 }
 
 expected<void> check_same_run(const resume_state& state, std::uint64_t dataset_size,

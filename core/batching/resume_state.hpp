@@ -46,6 +46,17 @@ std::vector<std::uint8_t> encode(const resume_state& state);
 /// file, "the state given to open()").
 expected<resume_state> decode(const std::vector<std::uint8_t>& blob, const std::string& source);
 
+/// The union of the states of a run's ranks (each rank's own: what its trainer received), as
+/// the state to resume the whole run from: epochs before the earliest first_epoch are complete;
+/// from there, a position is delivered when a rank that still records the epoch had it. A rank
+/// that no longer records an epoch another rank is still in adds nothing to it (its samples
+/// there come again, rather than risk losing any): ranks of one data-parallel job step
+/// together, and each keeps the last epoch it ended (delivery_tracker's keep_ended), so that
+/// happens only to ranks more than an epoch apart. errc::invalid_argument for no states, or
+/// states of different runs (naming `source` and the index).
+expected<resume_state> merge_states(const std::vector<resume_state>& states,
+                                    const std::string& source);
+
 /// errc::invalid_config naming the first field that differs when `state` belongs to another run
 /// than one of `dataset_size` samples seeded `seed` (shuffled or not) over `epochs` epochs.
 expected<void> check_same_run(const resume_state& state, std::uint64_t dataset_size,

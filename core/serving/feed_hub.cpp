@@ -5,9 +5,10 @@
 
 namespace conveyor {
 
-feed_hub::feed_hub(int jobs, int ranks, std::uint64_t epochs)
+feed_hub::feed_hub(int jobs, int ranks, std::uint64_t epochs, std::uint64_t first_epoch)
     : jobs_(jobs), epochs_(epochs), feeds_(static_cast<std::size_t>(ranks)) {
   for (auto& f : feeds_) {
+    f.epochs_published = first_epoch;
     f.clients.resize(static_cast<std::size_t>(jobs));
     f.ended.assign(static_cast<std::size_t>(jobs), false);
   }

@@ -32,8 +32,9 @@ class feed_hub {
   /// will detach it when it sees the socket close).
   using sender = std::function<bool(const serve::message&)>;
 
-  /// `epochs`: of each rank, for the epoch a fresh client starts in.
-  feed_hub(int jobs, int ranks, std::uint64_t epochs);
+  /// `epochs`: of each rank, for the epoch a fresh client starts in; `first_epoch`: the epoch
+  /// the ranks' batches begin in (a resumed run's first epoch not ended).
+  feed_hub(int jobs, int ranks, std::uint64_t epochs, std::uint64_t first_epoch = 0);
 
   /// Told the epoch a client starts in (the epoch of the first batch it will get), before
   /// any batch is sent to it: the server sends `attached` here.

@@ -77,6 +77,7 @@ template <class F>
 void fields(F& f, attach& m) {
   f.field(m.job);
   f.field(m.rank);
+  f.field(m.state_bytes);
 }
 template <class F>
 void fields(F& f, attached& m) {
@@ -94,6 +95,8 @@ void fields(F& f, attached& m) {
   f.field(m.key_bytes);
   f.field(m.writable);
   f.field(m.start_epoch);
+  f.field(m.seed);
+  f.field(m.shuffle);
 }
 template <class F>
 void fields(F& f, batch_ready& m) {

@@ -6,7 +6,7 @@
 /// its fields, little-endian; a failure carries a bounded text.
 ///
 ///   client                                  node
-///   attach{job, rank}               ->
+///   attach{job, rank, state_bytes}  ->    + a resume state's memfd when state_bytes > 0
 ///                                   <-      attached{geometry} + the region's descriptor
 ///                                   <-      batch{slot, epoch, index, samples, last}  (repeated)
 ///   release{slot}                   ->                                               (repeated)
@@ -30,16 +30,19 @@
 namespace conveyor::serve {
 
 inline constexpr std::uint32_t magic = 0x52595643;  // "CVYR" in memory order
-inline constexpr std::uint16_t version = 1;
+inline constexpr std::uint16_t version = 2;
 /// No message is longer: receive buffers of this size never truncate.
 inline constexpr std::size_t max_message_size = 1024;
 /// A failure's text is cut to fit.
 inline constexpr std::size_t max_failure_text = max_message_size - 8 - 1 - 2;
 
-/// Client -> node: attach as rank `rank` of job `job`.
+/// Client -> node: attach as rank `rank` of job `job`; with state_bytes > 0, the descriptor
+/// sent with it is a memfd whose first state_bytes bytes are the rank's resume state
+/// (conveyor/run_state.hpp: what this rank received before a stop).
 struct attach {
   std::uint32_t job = 0;
   std::uint32_t rank = 0;
+  std::uint32_t state_bytes = 0;
 };
 
 /// Node -> client, with the region's descriptor: how the feed is laid out and what it serves.
@@ -58,6 +61,8 @@ struct attached {
   std::uint32_t key_bytes = 0;    ///< each slot's room for its samples' keys (slot_layout.hpp)
   bool writable = false;          ///< the client may map the region read-write (one job only)
   std::uint64_t start_epoch = 0;  ///< the epoch of the first batch this client will get
+  std::uint64_t seed = 0;         ///< the run's (dataset.seed): the client's resume state names it
+  bool shuffle = true;
 };
 
 /// Node -> client: slot `slot` holds the next batch (its layout is in the slot).

@@ -33,6 +33,7 @@
 #include "conveyor/batch.hpp"
 #include "conveyor/dtype.hpp"
 #include "conveyor/error.hpp"
+#include "conveyor/run_state.hpp"
 
 namespace conveyor {
 
@@ -40,8 +41,14 @@ struct client_options {
   /// How long attach() waits for a node to listen on the socket (a trainer that starts before
   /// its node); 0: fail at once when none does.
   double attach_timeout_s = 0;
-  /// next() waits at most this long for a batch.
+  /// next() waits at most this long for a batch (and attach() for the node's answer).
   double next_timeout_s = 300;
+  /// Resume: this rank's state() from before a stop (bytes empty: a fresh start). A node with
+  /// serve.resume = true starts once a client of every rank has attached, from the union of the
+  /// states they attached with: each rank then gets its share of exactly the samples no rank
+  /// had received, then the later epochs as if never interrupted. Errors as
+  /// pipeline::open(..., resume)'s, naming the socket.
+  run_state resume{};
 };
 
 /// What the node serves this client.
@@ -107,6 +114,10 @@ class client {
   /// The node's own figures (its ledger, the steps it ran for all jobs); waits for the answer
   /// as next() waits for a batch.
   expected<pipeline_report> report();
+  /// What this rank received so far (every batch next() returned, and what the state it
+  /// resumed from had), to save with the trainer's checkpoint and attach with after a restart
+  /// (client_options::resume). Every rank of a job saves its own.
+  run_state state() const;
   /// The shared memory batches lie in (see mapped_memory).
   mapped_memory memory() const noexcept;
   /// Detaches: the node takes back every batch not yet released, and hands them to the next
@@ -115,9 +126,9 @@ class client {
   void close() noexcept;
 
  private:
-  struct state;
-  explicit client(std::shared_ptr<state> s);
-  std::shared_ptr<state> state_;
+  struct shared_state;
+  explicit client(std::shared_ptr<shared_state> s);
+  std::shared_ptr<shared_state> state_;
 };
 
 }  // namespace conveyor

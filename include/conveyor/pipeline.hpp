@@ -69,6 +69,8 @@ struct pipeline_info {
   std::uint64_t start_epoch = 0;
   /// Samples a resumed run had delivered before it stopped (over every epoch); 0 otherwise.
   std::uint64_t delivered_before = 0;
+  std::uint64_t seed = 0;  ///< dataset.seed: of the epoch order and the random transforms
+  bool shuffle = true;     ///< dataset.shuffle
 
   std::size_t classes() const noexcept { return class_names.size(); }
 };
