@@ -7,6 +7,7 @@ Environment: PYTHONPATH (the built module), CONVEYOR_NODE, CONVEYOR_PACK, CONVEY
 import gc
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -298,6 +299,45 @@ class ClientTest(unittest.TestCase):
                     y.release()
                 self.assertEqual(sorted(ids), list(range(SAMPLES)))
         self.assert_node_ok(node)
+
+    def test_resume_from_state_dict(self):
+        # A trainer takes 3 batches and checkpoints the feed's state_dict() with its model
+        # (pickled, as torch.save does); its node dies. A new node with serve.resume = true
+        # and the trainer attached with that state deliver exactly the rest of each epoch.
+        node, socket = self.node("resume-before")
+        received = {e: [] for e in range(EPOCHS)}
+        with conveyor.attach(socket, timeout=30) as feed:
+            for _ in range(3):
+                with feed.next() as b:
+                    received[b.epoch].extend(int(i) for i in b.sample_ids)
+            saved = pickle.dumps({"model": {}, "loader": feed.state_dict()})
+        node.kill()
+        state = pickle.loads(saved)["loader"]
+        self.assertEqual(sorted(state), ["conveyor_state"])
+        self.assertIsInstance(state["conveyor_state"], bytes)
+        self.assertLess(len(state["conveyor_state"]), 200)
+
+        node, socket = self.node("resume-after", "--set", "serve.resume=true")
+        with conveyor.attach(socket, timeout=30, state=state) as feed:
+            for e in range(feed.info()["start_epoch"], feed.epochs):
+                for b in feed.epoch(e):
+                    received[b.epoch].extend(int(i) for i in b.sample_ids)
+                    b.release()
+        self.assert_node_ok(node)
+        for e in range(EPOCHS):
+            self.assertEqual(sorted(received[e]), list(range(SAMPLES)), f"epoch {e}")
+
+    def test_bad_states(self):
+        node, socket = self.node("bad-state", "--set", "serve.resume=true")
+        for bad in ({"other": b"x"}, b"", 42):
+            with self.assertRaises(conveyor.Error) as caught:
+                conveyor.attach(socket, timeout=30, state=bad)
+            self.assertIn("state", str(caught.exception))
+        damaged = {"conveyor_state": b"CVYRESUM" + bytes(40)}
+        with self.assertRaises(conveyor.Error) as caught:
+            conveyor.attach(socket, timeout=30, next_timeout=30, state=damaged)
+        self.assertIn("resume state", str(caught.exception))
+        node.kill()
 
     def test_timeout(self):
         # A node whose batches take far longer than next_timeout: next() raises
