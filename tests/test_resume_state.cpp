@@ -155,5 +155,35 @@ TEST(ResumeState, AStateOfAnotherRunIsRefusedNamingTheField) {
   EXPECT_FALSE(check_same_run(s, 1000, 42, true, 4));
 }
 
+// Ranks' own states merge into the run's: the union of what each rank that still records an
+// epoch received; epochs before the earliest rank's first are complete.
+TEST(ResumeState, RankStatesMergeIntoTheUnionOfWhatTheyReceived) {
+  auto rank0 = sample_state();  // epochs 1 and 2 recorded
+  auto rank1 = sample_state();
+  rank1.first_epoch = 2;  // it ended epoch 1 and no longer records it
+  delivered_set e2(1000);
+  e2.add(4);
+  e2.add(998);
+  rank1.begun = {e2};
+  auto merged = merge_states({rank0, rank1}, "test");
+  ASSERT_TRUE(merged) << merged.error().what();
+  EXPECT_EQ(merged->first_epoch, 1u);
+  ASSERT_EQ(merged->begun.size(), 2u);
+  EXPECT_EQ(merged->begun[0].count(), 703u);  // rank 0's alone: rank 1 adds nothing there
+  EXPECT_TRUE(merged->delivered(2, 3));
+  EXPECT_TRUE(merged->delivered(2, 4));
+  EXPECT_TRUE(merged->delivered(2, 998));
+  EXPECT_FALSE(merged->delivered(2, 5));
+  EXPECT_EQ(merged->delivered_count(), 1000u + 703u + 3u);
+
+  auto other = rank1;
+  other.seed = 43;
+  auto refused = merge_states({rank0, other}, "the ranks' states");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("state 1 is of another run"), std::string::npos)
+      << refused.error().what();
+  EXPECT_FALSE(merge_states({}, "none"));
+}
+
 }  // namespace
 }  // namespace conveyor

@@ -5,6 +5,9 @@
 /// epoch's order were delivered. Only what was recorded counts: a batch prepared but not handed
 /// out is delivered again after a resume.
 ///
+/// Recording is cheap (a bit per sample id, on the trainers' next()); the epoch's order, to
+/// turn ids into positions, is computed only when a state is taken (and kept for the epoch).
+///
 /// An epoch counts as done once every GPU received its end of that epoch (last_in_epoch), not
 /// once every sample was delivered: quarantined samples never are. A sample quarantined in an
 /// epoch that had not ended is tried again after a resume.
@@ -39,10 +42,11 @@ class delivery_tracker {
 
  private:
   struct epoch_record {
-    delivered_set delivered;
-    std::vector<std::uint64_t> position_of;  ///< sample id -> position; filled on first use
+    std::vector<std::uint64_t> ids;  ///< bit i: sample id i was delivered
   };
   epoch_record& epoch_at(std::uint64_t epoch);
+  const std::vector<std::uint64_t>& order_of(std::uint64_t epoch) const;
+  delivered_set positions_of(std::uint64_t epoch) const;
   std::uint64_t first_epoch_locked() const;
   void forget_ended();
 
@@ -50,7 +54,8 @@ class delivery_tracker {
   resume_state run_;  ///< the run's identity (its begun epochs are moved into epochs_)
   std::uint64_t keep_ended_;
   std::map<std::uint64_t, epoch_record> epochs_;  ///< begun and not ended by every GPU
-  std::vector<std::uint64_t> ended_;              ///< per GPU: epochs it has ended
+  mutable std::map<std::uint64_t, std::vector<std::uint64_t>> orders_;  ///< of epochs_, as used
+  std::vector<std::uint64_t> ended_;  ///< per GPU: epochs it has ended
 };
 
 }  // namespace conveyor
