@@ -4,8 +4,11 @@
 // - attached to a serving node (include/conveyor/client.hpp), as one process per rank does:
 //   the same loop over the same batch type, and the hand-over latency of its batches.
 //
-//   example-trainer config/default.toml [key=value ...]
-//   example-trainer --attach SOCKET [RANK [JOB]]
+// Embedded, it can stop after N batches per GPU and save where it stands (pipeline::state), and
+// resume from such a state: the two runs together deliver every sample of every epoch once.
+//
+//   example-trainer config/default.toml [--stop-after N --state FILE] [--resume FILE] [key=value
+//   ...] example-trainer --attach SOCKET [RANK [JOB]]
 #include <conveyor/client.hpp>
 #include <conveyor/pipeline.hpp>
 
@@ -16,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
 
 namespace {
@@ -35,13 +39,18 @@ double tensor_mean(const conveyor::tensor_view& t) {
   return n ? sum / static_cast<double>(n) : 0.0;
 }
 
-void train_gpu(conveyor::pipeline& p, int gpu, std::mutex& print) {
-  for (std::uint64_t e = 0; e < p.epochs(); ++e) {
+// Trains `gpu` from the pipeline's start epoch on; with stop_after > 0, only that many batches.
+void train_gpu(conveyor::pipeline& p, int gpu, std::size_t stop_after, std::mutex& print) {
+  std::size_t batches = 0;
+  for (auto e = p.info().start_epoch; e < p.epochs(); ++e) {
     std::size_t samples = 0;
     double mean = 0;
     for (auto& batch : p.epoch(e, gpu)) {
       samples += batch.size();
       mean = tensor_mean(batch.tensor());  // the batch goes back to the loader after this
+      if (++batches == stop_after) {
+        return;  // a preemption: the state taken now covers this batch
+      }
     }
     std::lock_guard<std::mutex> lock(print);
     std::printf("gpu %d epoch %llu: %zu samples, last batch mean %.4f\n", gpu,
@@ -97,6 +106,54 @@ int train_attached(const char* socket, int rank, int job) {
   return 0;
 }
 
+struct embedded_options {
+  std::string topology;
+  std::vector<std::string> overrides;
+  std::size_t stop_after = 0;  ///< batches per GPU, then save the state; 0: the whole run
+  std::string state_file;      ///< --state: where the stopped run's state goes
+  std::string resume_file;     ///< --resume: the state to go on from
+};
+
+bool parse_embedded(int argc, char** argv, embedded_options& o) {
+  o.topology = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    bool has_value = i + 1 < argc;
+    if (arg == "--stop-after" && has_value) {
+      o.stop_after = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--state" && has_value) {
+      o.state_file = argv[++i];
+    } else if (arg == "--resume" && has_value) {
+      o.resume_file = argv[++i];
+    } else {
+      o.overrides.push_back(arg);
+    }
+  }
+  return (o.stop_after == 0) == o.state_file.empty();
+}
+
+conveyor::expected<conveyor::pipeline> open_pipeline(const embedded_options& o) {
+  if (o.resume_file.empty()) {
+    return conveyor::pipeline::open(o.topology, o.overrides);
+  }
+  auto state = conveyor::run_state::load(o.resume_file);
+  if (!state) {
+    return state.error();
+  }
+  return conveyor::pipeline::open(o.topology, o.overrides, *state);
+}
+
+// The stopped run's state, saved: 0, or 1 when it could not be.
+int save_state(const conveyor::pipeline& p, const std::string& file) {
+  auto state = p.state();
+  if (auto saved = state.save(file); !saved) {
+    std::fprintf(stderr, "%s\n", saved.error().what().c_str());
+    return 1;
+  }
+  std::printf("stopped; state saved to %s (%zu bytes)\n", file.c_str(), state.bytes.size());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,11 +163,17 @@ int main(int argc, char** argv) {
   }
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: example-trainer TOPOLOGY.toml [key=value ...]\n"
+                 "usage: example-trainer TOPOLOGY.toml [--stop-after N --state FILE] "
+                 "[--resume FILE] [key=value ...]\n"
                  "       example-trainer --attach SOCKET [RANK [JOB]]\n");
     return 2;
   }
-  auto p = conveyor::pipeline::open(argv[1], std::vector<std::string>(argv + 2, argv + argc));
+  embedded_options options;
+  if (!parse_embedded(argc, argv, options)) {
+    std::fprintf(stderr, "example-trainer: --stop-after N and --state FILE go together\n");
+    return 2;
+  }
+  auto p = open_pipeline(options);
   if (!p) {
     std::fprintf(stderr, "%s\n", p.error().what().c_str());
     return 2;
@@ -118,10 +181,13 @@ int main(int argc, char** argv) {
   std::mutex print;
   std::vector<std::thread> gpus;
   for (int g = 0; g < p->gpus(); ++g) {
-    gpus.emplace_back([&, g] { train_gpu(*p, g, print); });
+    gpus.emplace_back([&, g] { train_gpu(*p, g, options.stop_after, print); });
   }
   for (auto& t : gpus) {
     t.join();
+  }
+  if (options.stop_after > 0) {
+    return save_state(*p, options.state_file);
   }
   auto report = p->report();
   std::printf("delivered %llu, quarantined %llu, duplicates %llu, lost %llu\n",
