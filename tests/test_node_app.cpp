@@ -72,13 +72,7 @@ TEST(NodeApp, TheIdsFileListsEverySampleOfEveryEpochOnce) {
   auto r = run_node(dir, "--topology " + write_topology(dir, topology_text(images)).string() +
                              " --set trainer.ids_file=" + ids.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::ifstream in(ids);
-  std::map<std::uint64_t, std::multiset<std::uint64_t>> seen;
-  std::uint64_t epoch = 0;
-  std::uint64_t id = 0;
-  while (in >> epoch >> id) {
-    seen[epoch].insert(id);
-  }
+  auto seen = testing::read_ids_file(ids);
   ASSERT_EQ(seen.size(), 2u);
   for (const auto& [e, got] : seen) {
     std::multiset<std::uint64_t> want;

@@ -24,7 +24,8 @@ using testing::temp_dir;
 
 constexpr std::uint64_t images = 37;
 constexpr std::uint64_t epochs = 2;
-using ids_by_epoch = std::map<std::uint64_t, std::multiset<std::uint64_t>>;
+using ids_by_epoch = testing::epoch_ids;
+using testing::read_ids_file;
 
 std::filesystem::path topology(const temp_dir& dir) {
   auto folder = testing::make_image_folder(dir, static_cast<int>(images));
@@ -37,17 +38,6 @@ std::filesystem::path topology(const temp_dir& dir) {
                "[[transform]]\nop = \"decode\"\n"
                "[[transform]]\nop = \"random_resized_crop\"\nsize = 16\n"
                "[[transform]]\nop = \"to_uint8\"\n");
-}
-
-ids_by_epoch read_ids(const std::filesystem::path& file) {
-  ids_by_epoch out;
-  std::ifstream in(file);
-  std::uint64_t epoch = 0;
-  std::uint64_t id = 0;
-  while (in >> epoch >> id) {
-    out[epoch].insert(id);
-  }
-  return out;
 }
 
 // The samples a checkpoint file says were delivered, by epoch.
@@ -109,10 +99,10 @@ TEST(NodeResume, AKilledNodeResumesWithExactlyWhatItsCheckpointHadNot) {
   auto saved = checkpointed(checkpoint);
   ASSERT_FALSE(saved.empty());
   resume(dir, file, dir / "ids2");
-  expect_each_sample_once(saved, read_ids(dir / "ids2"));
+  expect_each_sample_once(saved, read_ids_file(dir / "ids2"));
   // What the killed node's trainers had received covers the checkpoint (they received more:
   // the batches after it, delivered again now).
-  auto received = read_ids(dir / "ids1");
+  auto received = read_ids_file(dir / "ids1");
   for (const auto& [e, ids] : saved) {
     for (auto id : ids) {
       EXPECT_EQ(received[e].count(id), 1u) << "epoch " << e << " sample " << id;
@@ -135,7 +125,7 @@ TEST(NodeResume, CtrlCSavesTheStateAndTheResumedRunDeliversEachSampleOnce) {
   }
   // The state written at the stop covers every batch the trainers received: nothing twice.
   resume(dir, file, dir / "ids2");
-  expect_each_sample_once(read_ids(dir / "ids1"), read_ids(dir / "ids2"));
+  expect_each_sample_once(read_ids_file(dir / "ids1"), read_ids_file(dir / "ids2"));
 }
 
 TEST(NodeResume, ADamagedMissingOrForeignCheckpointStopsStartUpWithExitTwo) {

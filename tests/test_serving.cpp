@@ -173,19 +173,8 @@ child spawn_client(Work work) {
 }
 
 ids_per_epoch parse_ids(const std::string& text) {
-  ids_per_epoch out;
   std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    EXPECT_NE(line.rfind("error", 0), 0u) << line;
-    std::istringstream fields(line);
-    std::uint64_t e = 0;
-    std::uint64_t id = 0;
-    if (fields >> e >> id) {
-      out[e].insert(id);
-    }
-  }
-  return out;
+  return testing::read_ids(in);
 }
 
 void expect_each_sample_once(const ids_per_epoch& seen) {

@@ -1,7 +1,10 @@
 #include "support/test_support.hpp"
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
 #include <opencv2/imgcodecs.hpp>
@@ -80,6 +83,26 @@ std::filesystem::path make_image_folder(const temp_dir& dir, int images) {
                make_jpeg(64 + (i % 5) * 9, 48 + (i % 3) * 11, static_cast<std::uint64_t>(i)));
   }
   return root;
+}
+
+epoch_ids read_ids(std::istream& in) {
+  epoch_ids out;
+  std::string line;
+  while (std::getline(in, line)) {
+    EXPECT_NE(line.rfind("error", 0), 0u) << line;
+    std::istringstream fields(line);
+    std::uint64_t epoch = 0;
+    std::uint64_t id = 0;
+    if (fields >> epoch >> id) {
+      out[epoch].insert(id);
+    }
+  }
+  return out;
+}
+
+epoch_ids read_ids_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return read_ids(in);
 }
 
 }  // namespace conveyor::testing

@@ -3,6 +3,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <istream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,5 +39,13 @@ void write_file(const std::filesystem::path& path, const std::vector<std::uint8_
 /// An image folder dataset under `dir`/images: `images` JPEGs of assorted sizes in two classes.
 std::filesystem::path make_image_folder(const temp_dir& dir, int images);
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
+
+/// Sample ids by epoch (each as often as it came).
+using epoch_ids = std::map<std::uint64_t, std::multiset<std::uint64_t>>;
+/// "<epoch> <id>" lines; a line that starts with "error" (a child process's report) fails the
+/// test, naming it.
+epoch_ids read_ids(std::istream& in);
+/// An audit file of such lines (trainer.ids_file); empty when it does not open.
+epoch_ids read_ids_file(const std::filesystem::path& path);
 
 }  // namespace conveyor::testing
