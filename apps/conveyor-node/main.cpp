@@ -58,6 +58,98 @@ std::optional<pipeline> open_pipeline(const arguments& args, const topology& t) 
   return std::move(*p);
 }
 
+// trainer.ids_file, when set, into `out`; false (logged) when it cannot be opened.
+bool open_audit(const topology& t, std::optional<delivery_audit>& out) {
+  if (t.trainer.ids_file.empty()) {
+    return true;
+  }
+  auto opened = delivery_audit::open(t.trainer.ids_file);
+  if (!opened) {
+    log("node")->error("{}", opened.error().what());
+    return false;
+  }
+  out.emplace(std::move(*opened));
+  return true;
+}
+
+// --checkpoint, when given, into `out` (its first state written); false (logged) on failure.
+bool start_checkpoints(const arguments& args, const topology& t, const pipeline& p,
+                       std::optional<checkpointer>& out) {
+  if (args.checkpoint_file.empty()) {
+    return true;
+  }
+  auto started = checkpointer::start(p, args.checkpoint_file,
+                                     static_cast<std::uint64_t>(t.trainer.checkpoint_every));
+  if (!started) {
+    return false;
+  }
+  out.emplace(std::move(*started));
+  return true;
+}
+
+/// What the node's own trainers write besides the JSON line: both optional.
+struct run_records {
+  std::optional<delivery_audit> audit;
+  std::optional<checkpointer> checkpoints;
+};
+
+// A simulated trainer per GPU until the run ends or `stop` is requested; wall seconds.
+double train_all(pipeline& p, const topology& t, training_record& record, run_records& records,
+                 stop_token& stop) {
+  const auto info = p.info();
+  auto step = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double, std::milli>(t.trainer.step_ms));
+  // Batches over all GPUs and epochs still to come, for the progress bar (on a terminal only).
+  auto samples_left = info.dataset_size * info.epochs - info.delivered_before;
+  progress_bar bar("train", (samples_left + info.batch_size - 1) / info.batch_size);
+  std::mutex bar_mutex;
+  std::uint64_t batches_done = 0;
+  auto on_batch = [&] {
+    if (records.checkpoints && !records.checkpoints->on_batch()) {
+      stop.request();  // a run that cannot save its state stops (the error is logged)
+    }
+    std::lock_guard<std::mutex> lock(bar_mutex);
+    bar.update(++batches_done);
+  };
+  auto* audit = records.audit ? &*records.audit : nullptr;
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> trainers;
+  for (int g = 0; g < info.gpus; ++g) {
+    trainers.emplace_back(
+        [&, g] { run_simulated_trainer(p, g, step, record, audit, on_batch, stop); });
+  }
+  for (auto& th : trainers) {
+    th.join();
+  }
+  bar.finish();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The exit code of a run that printed its JSON line (see the top of this file).
+int outcome_code(const arguments& args, const run_records& records, bool saved,
+                 const run_facts& facts, const training_record::totals& seen,
+                 const pipeline_report& report, const std::optional<error>& failure) {
+  auto logger = log("node");
+  if (!saved) {
+    return 1;  // logged
+  }
+  if (facts.interrupted) {
+    logger->warn(
+        "interrupted: in-flight work abandoned{}",
+        records.checkpoints ? "; --resume " + args.checkpoint_file + " goes on from here" : "");
+    return 1;  // main turns this into 128 + the signal's number
+  }
+  if (failure) {
+    logger->error("the pipeline stopped: {}", failure->what());
+    return 1;
+  }
+  if (auto lost = records.audit ? records.audit->failure() : std::nullopt) {
+    logger->error("{} (the audit is incomplete)", lost->what());
+    return 1;
+  }
+  return run_is_clean(facts, seen, report) ? 0 : 1;
+}
+
 int run(const arguments& args, stop_token& stop) {
   auto logger = log("node");
   auto t = load_topology_file(args.topology_file, args.overrides);
@@ -75,27 +167,13 @@ int run(const arguments& args, stop_token& stop) {
     }
     return run_serving(*t, stop);
   }
-  std::optional<delivery_audit> audit;
-  if (!t->trainer.ids_file.empty()) {
-    auto opened = delivery_audit::open(t->trainer.ids_file);
-    if (!opened) {
-      logger->error("{}", opened.error().what());
-      return 2;
-    }
-    audit.emplace(std::move(*opened));
-  }
-  auto p = open_pipeline(args, *t);
-  if (!p) {
+  run_records records;
+  if (!open_audit(*t, records.audit)) {
     return 2;
   }
-  std::optional<checkpointer> checkpoints;
-  if (!args.checkpoint_file.empty()) {
-    auto started = checkpointer::start(*p, args.checkpoint_file,
-                                       static_cast<std::uint64_t>(t->trainer.checkpoint_every));
-    if (!started) {
-      return 2;  // logged
-    }
-    checkpoints.emplace(std::move(*started));
+  auto p = open_pipeline(args, *t);
+  if (!p || !start_checkpoints(args, *t, *p, records.checkpoints)) {
+    return 2;  // logged
   }
   std::thread stopper([&] {
     stop.wait();  // a signal's stop request, or the one the end of the run makes below
@@ -104,35 +182,12 @@ int run(const arguments& args, stop_token& stop) {
   auto info = p->info();
   logger->info("{} preprocessors, {} readers, {} feeders, window {} samples, policy {}",
                info.preprocessors, info.readers, info.gpus, info.window_samples, info.policy);
-  auto step = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double, std::milli>(t->trainer.step_ms));
   training_record record(info.dataset_size, info.epochs);
   auto start = std::chrono::steady_clock::now();
-  // Batches over all GPUs and epochs, for the progress bar (drawn only on a terminal).
-  auto batches_per_epoch = (info.dataset_size + info.batch_size - 1) / info.batch_size;
-  progress_bar bar("train", batches_per_epoch * info.epochs);
-  std::mutex bar_mutex;
-  std::uint64_t batches_done = 0;
-  auto on_batch = [&] {
-    if (checkpoints && !checkpoints->on_batch()) {
-      stop.request();  // a run that cannot save its state stops (the error is logged)
-    }
-    std::lock_guard<std::mutex> lock(bar_mutex);
-    bar.update(++batches_done);
-  };
-  std::vector<std::thread> trainers;
-  for (int g = 0; g < info.gpus; ++g) {
-    trainers.emplace_back([&, g] {
-      run_simulated_trainer(*p, g, step, record, audit ? &*audit : nullptr, on_batch, stop);
-    });
-  }
-  for (auto& th : trainers) {
-    th.join();
-  }
-  bar.finish();
-  auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto wall = train_all(*p, *t, record, records, stop);
   bool interrupted = stop.requested();
-  bool saved = !checkpoints || checkpoints->write_now();  // what the trainers received, all of it
+  // What the trainers received, all of it.
+  bool saved = !records.checkpoints || records.checkpoints->write_now();
   auto report = p->report();
   auto failure = p->failure();
   stop.request();
@@ -141,23 +196,7 @@ int run(const arguments& args, stop_token& stop) {
   auto seen = record.summarize(start);
   std::printf("%s\n", summary_json(facts, seen, report).c_str());
   std::fflush(stdout);
-  if (!saved) {
-    return 1;  // logged
-  }
-  if (interrupted) {
-    logger->warn("interrupted: in-flight work abandoned{}",
-                 checkpoints ? "; --resume " + args.checkpoint_file + " goes on from here" : "");
-    return 1;  // main turns this into 128 + the signal's number
-  }
-  if (failure) {
-    logger->error("the pipeline stopped: {}", failure->what());
-    return 1;
-  }
-  if (auto lost = audit ? audit->failure() : std::nullopt) {
-    logger->error("{} (the audit is incomplete)", lost->what());
-    return 1;
-  }
-  return run_is_clean(facts, seen, report) ? 0 : 1;
+  return outcome_code(args, records, saved, facts, seen, report, failure);
 }
 
 }  // namespace
