@@ -145,7 +145,8 @@ void pipeline_runtime::impl::spawn_supervisors(const reporting& report) {
         spawn_preprocessor(*sys, {c, spec.chain, batcher, spec.settings.hand_off, status, report}));
   });
   supervise(worker_role::reader, spec.settings.readers, [=](const worker_context& c) {
-    return caf::actor_cast<caf::actor>(spawn_reader(*sys, {c, spec.source, status, report}));
+    return caf::actor_cast<caf::actor>(
+        spawn_reader(*sys, {c, spec.source, status, report, spec.cache}));
   });
 }
 

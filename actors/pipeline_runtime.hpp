@@ -16,6 +16,7 @@
 #include "core/batching/quarantine_report.hpp"
 #include "core/delivery/pipeline_status.hpp"
 #include "core/feeding/host_copy_engine.hpp"
+#include "core/storage/minio_cache.hpp"
 #include "core/storage/sample_source.hpp"
 #include "core/supervision/fault_injector.hpp"
 #include "core/transforms/transform_chain.hpp"
@@ -53,6 +54,8 @@ struct pipeline_spec {
   /// The host feeders' copy engine (tests: threaded, with delays and injected faults); unset:
   /// inline and in place, the host feeder's own.
   std::optional<host_engine_options> host_engine{};
+  /// [cache]: the MinIO cache the readers read through; null: none.
+  std::shared_ptr<minio_cache> cache{};
 };
 
 /// Thread-safe: release() may be called from any trainer thread.

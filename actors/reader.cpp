@@ -12,14 +12,27 @@ struct reader_state {
 
 using reader_pointer = reader_actor::stateful_pointer<reader_state>;
 
-// The read, or the injected I/O error of a drill.
+// The read (from the cache, or storage), or the injected I/O error of a drill.
 expected<record> read_record(const reader_options& opts, const sample_ticket& ticket) {
   const auto& faults = opts.context.faults;
   if (faults && faults->read_fails(ticket)) {
     return error{errc::io_error, opts.source->locate(ticket.sample_id) +
                                      ": injected read error (faults.read_error)"};
   }
-  return opts.source->read(ticket.sample_id);
+  if (opts.cache) {
+    if (auto hit = opts.cache->find(ticket.sample_id)) {
+      opts.status->reads().hit(ticket.epoch);
+      return std::move(*hit);
+    }
+  }
+  auto r = opts.source->read(ticket.sample_id);
+  if (r) {
+    opts.status->reads().stored(ticket.epoch, r->payload.size());
+    if (opts.cache) {
+      opts.cache->fill(ticket.sample_id, *r);
+    }
+  }
+  return r;
 }
 
 raw_sample read_sample(const reader_options& opts, const sample_ticket& ticket) {

@@ -11,6 +11,7 @@
 #include "actors/reporting.hpp"
 #include "actors/worker_context.hpp"
 #include "core/delivery/pipeline_status.hpp"
+#include "core/storage/minio_cache.hpp"
 #include "core/storage/sample_source.hpp"
 #include "messages/pipeline_actors.hpp"
 
@@ -19,8 +20,11 @@ namespace conveyor {
 struct reader_options {
   worker_context context;
   std::shared_ptr<const sample_source> source;
-  std::shared_ptr<pipeline_status> status;  ///< sums read time
+  std::shared_ptr<pipeline_status> status;  ///< sums read time, counts cache hits and reads
   reporting report;
+  /// Read through: a cached sample comes from memory; one read from storage fills the cache
+  /// when it is one of the cache's samples. Null: every read goes to storage.
+  std::shared_ptr<minio_cache> cache{};
 };
 
 reader_actor spawn_reader(caf::actor_system& sys, reader_options options);

@@ -299,6 +299,15 @@ pipeline_report pipeline::report() const {
   r.hangs = rt->status()->hangs();
   r.time_per_sample_ms = time_breakdown(*rt, f);
   r.finished = f.finished;
+  for (const auto& e : rt->status()->reads().by_epoch()) {
+    r.epoch_cache_hits.push_back(e.cache_hits);
+    r.epoch_storage_reads.push_back(e.storage_reads);
+    r.epoch_storage_bytes.push_back(e.storage_bytes);
+  }
+  if (const auto& cache = rt->spec().cache) {
+    r.cached_samples = cache->cached_samples();
+    r.cached_bytes = cache->cached_bytes();
+  }
   for (const auto& q : f.quarantined) {
     r.quarantined_samples.push_back("epoch " + std::to_string(q.epoch) + " " + q.key + ": " +
                                     q.reason);

@@ -122,6 +122,14 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
     }
     spec.host_engine = copy_fault_engine(t.faults);
   }
+  if (t.cache.enabled()) {
+    spec.cache = minio_cache::plan(*spec.source, t.cache.memory, t.dataset.seed);
+    log("pipeline")
+        ->info("cache: {} of {} samples, {:.1f} MB planned of cache.memory {:.1f} MB",
+               spec.cache->member_count(), spec.source->size(),
+               static_cast<double>(spec.cache->planned_bytes()) / 1e6,
+               static_cast<double>(t.cache.memory) / 1e6);
+  }
   if (!t.supervision.quarantine_report.empty()) {
     auto report = quarantine_report::open(t.supervision.quarantine_report);
     if (!report) {

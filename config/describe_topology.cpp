@@ -133,6 +133,9 @@ std::string describe(const topology& node) {
       << " checkpoint_every=" << node.trainer.checkpoint_every << "\n"
       << "monitor: interval_ms=" << node.monitor.interval_ms << "\n"
       << "serve: " << describe_serve(node.serve) << "\n"
+      << "cache: "
+      << (node.cache.enabled() ? "memory=" + std::to_string(node.cache.memory) + " bytes" : "off")
+      << "\n"
       << "supervision: strategy=" << to_string(s.strategy) << " max_restarts=" << s.max_restarts
       << " in " << number_text(s.restart_period_s)
       << "s backoff_ms=" << number_text(s.backoff_min_ms) << ".." << number_text(s.backoff_max_ms)

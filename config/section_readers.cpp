@@ -1,5 +1,7 @@
 #include "config/section_readers.hpp"
 
+#include "core/base/byte_size.hpp"
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -156,6 +158,24 @@ serve_config read_serve(table_reader& section) {
     } else {
       out.mode = *mode;
     }
+  }
+  return out;
+}
+
+cache_config read_cache(table_reader& section) {
+  cache_config out;
+  const auto* value = section.find("memory");
+  auto text = section.string("memory", "");
+  if (value == nullptr || text.empty()) {
+    return out;
+  }
+  auto bytes = parse_byte_size(text);
+  if (!bytes) {
+    section.fail(
+        *value, "memory",
+        "must be a size such as \"512M\" or \"8G\", or \"\" for no cache (got \"" + text + "\")");
+  } else {
+    out.memory = *bytes;
   }
   return out;
 }

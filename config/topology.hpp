@@ -97,6 +97,12 @@ struct serve_config {
   bool enabled() const noexcept { return !socket.empty(); }
 };
 
+/// [cache]: CoorDL's MinIO cache of encoded samples (core/storage/minio_cache.hpp).
+struct cache_config {
+  std::uint64_t memory = 0;  ///< bytes of samples kept in memory; 0: no cache
+  bool enabled() const noexcept { return memory > 0; }
+};
+
 /// [supervision]
 struct supervision_config {
   restart_strategy strategy = restart_strategy::one_for_one;
@@ -145,6 +151,7 @@ struct topology {
   trainer_config trainer;
   monitor_config monitor;
   serve_config serve;
+  cache_config cache;
   supervision_config supervision;
   fault_config faults;
   /// The [[transform]] tables in order; not empty, accepted by transform_chain::build.

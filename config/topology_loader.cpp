@@ -37,6 +37,7 @@ topology read_topology(const toml::table& document, report& errors) {
   node.trainer = read_section(root, "trainer", config_detail::read_trainer);
   node.monitor = read_section(root, "monitor", config_detail::read_monitor);
   node.serve = read_section(root, "serve", config_detail::read_serve);
+  node.cache = read_section(root, "cache", config_detail::read_cache);
   node.supervision = read_section(root, "supervision", config_detail::read_supervision);
   node.faults = read_section(root, "faults", config_detail::read_faults);
   auto transforms = config_detail::read_transforms(root);

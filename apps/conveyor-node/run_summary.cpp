@@ -24,12 +24,21 @@ double mean_epoch_s(const std::vector<double>& ends) {
 }
 
 // [a,b,...] of `values`, as JSON.
-std::string number_list(const std::vector<double>& values) {
+template <class T>
+std::string number_list(const std::vector<T>& values) {
   std::string out = "[";
   for (std::size_t i = 0; i < values.size(); ++i) {
-    out += (i == 0 ? "" : ",") + json_number(values[i]);
+    out += (i == 0 ? "" : ",") + json_number(static_cast<double>(values[i]));
   }
   return out + "]";
+}
+
+std::vector<double> megabytes(const std::vector<std::uint64_t>& bytes) {
+  std::vector<double> out;
+  for (auto b : bytes) {
+    out.push_back(static_cast<double>(b) / 1e6);
+  }
+  return out;
 }
 
 // {"name":ms,...}, as JSON.
@@ -90,6 +99,11 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"time_ms_per_sample\":" << time_object(report.time_per_sample_ms)
       << ",\"epoch_end_s\":" << number_list(seen.epoch_end_s)
       << ",\"epoch_stall_s\":" << number_list(seen.epoch_stall_s)
+      << ",\"cache_hits\":" << number_list(report.epoch_cache_hits)
+      << ",\"storage_reads\":" << number_list(report.epoch_storage_reads)
+      << ",\"storage_mb\":" << number_list(megabytes(report.epoch_storage_bytes))
+      << ",\"cached_samples\":" << report.cached_samples
+      << ",\"cached_mb\":" << json_number(static_cast<double>(report.cached_bytes) / 1e6)
       << ",\"start_epoch\":" << i.start_epoch << ",\"delivered_before\":" << i.delivered_before
       << ",\"interrupted\":" << (f.interrupted ? "true" : "false") << "}";
   return out.str();

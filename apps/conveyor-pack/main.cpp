@@ -9,8 +9,8 @@
 
 #include <cstdio>
 
-#include "apps/common/byte_size.hpp"
 #include "apps/common/progress_bar.hpp"
+#include "core/base/byte_size.hpp"
 #include "core/base/log.hpp"
 #include "core/codecs/synthetic_images.hpp"
 #include "core/storage/dataset_packer.hpp"

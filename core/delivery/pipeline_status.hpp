@@ -13,6 +13,7 @@
 #include "conveyor/error.hpp"
 #include "core/batching/epoch_ledger.hpp"
 #include "core/delivery/batch_channel.hpp"
+#include "core/metrics/read_counts.hpp"
 
 namespace conveyor {
 
@@ -69,6 +70,9 @@ class pipeline_status {
   /// A supervisor declared a worker hung.
   void count_hang() noexcept { hangs_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t hangs() const noexcept { return hangs_.load(std::memory_order_relaxed); }
+  /// Each epoch's cache hits and storage reads (the readers count).
+  read_counts& reads() noexcept { return reads_; }
+  const read_counts& reads() const noexcept { return reads_; }
   std::optional<error> failure() const;
   const std::shared_ptr<batch_channel>& channel(int gpu) const {
     return channels_[static_cast<std::size_t>(gpu)];
@@ -86,6 +90,7 @@ class pipeline_status {
   std::atomic<std::int64_t> read_ns_{0};
   std::atomic<std::int64_t> collate_ns_{0};
   std::atomic<std::uint64_t> collated_{0};
+  read_counts reads_;
 };
 
 }  // namespace conveyor

@@ -20,6 +20,10 @@ class shard_source final : public sample_source {
     return record_location(dataset_.shards()[at.shard].name(), at.record);
   }
   expected<record> read(std::uint64_t id) const override { return dataset_.read(id); }
+  std::uint64_t stored_bytes(std::uint64_t id) const override {
+    auto at = dataset_.locate(id);
+    return dataset_.shards()[at.shard].entry(at.record).size;
+  }
 
  private:
   sharded_dataset dataset_;
@@ -45,6 +49,11 @@ class folder_source final : public sample_source {
       return std::move(ok).error();
     }
     return r;
+  }
+  std::uint64_t stored_bytes(std::uint64_t id) const override {
+    std::error_code ec;
+    auto bytes = std::filesystem::file_size(images_.entries[id].path, ec);
+    return ec ? 0 : bytes;
   }
 
  private:

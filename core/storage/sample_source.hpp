@@ -26,6 +26,9 @@ class sample_source {
   virtual std::string locate(std::uint64_t id) const = 0;
   /// Reads sample `id`; errors name its file, or its shard and record.
   virtual expected<record> read(std::uint64_t id) const = 0;
+  /// The bytes sample `id` takes in storage (its record, or its file; 0 when that cannot be
+  /// told, e.g. a file gone since the scan). A folder asks the file system each time.
+  virtual std::uint64_t stored_bytes(std::uint64_t id) const = 0;
 };
 
 /// Opens the dataset at `path`. Errors: not_found for a missing path, empty_dataset for a

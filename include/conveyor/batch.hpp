@@ -179,6 +179,13 @@ struct pipeline_report {
   std::vector<std::pair<std::string, double>> time_per_sample_ms;
   bool finished = false;                         ///< every epoch handed to the GPUs
   std::vector<std::string> quarantined_samples;  ///< "epoch <e> <key>: <reason>" (pipeline)
+  /// Per epoch (from 0): samples served by the cache ([cache]), and samples and bytes read
+  /// from storage. (Empty for a client.)
+  std::vector<std::uint64_t> epoch_cache_hits;
+  std::vector<std::uint64_t> epoch_storage_reads;
+  std::vector<std::uint64_t> epoch_storage_bytes;
+  std::uint64_t cached_samples = 0;  ///< samples the cache holds now
+  std::uint64_t cached_bytes = 0;    ///< their encoded bytes
 };
 
 }  // namespace conveyor

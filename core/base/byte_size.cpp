@@ -1,4 +1,4 @@
-#include "apps/common/byte_size.hpp"
+#include "core/base/byte_size.hpp"
 
 #include <cctype>
 #include <string>

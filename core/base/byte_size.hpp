@@ -1,6 +1,6 @@
 #pragma once
-/// Sizes on command lines: "64M", "1G", "500K", "1234" (bytes; K/M/G/T are powers of 1024,
-/// an optional trailing "B" or "iB" is accepted).
+/// Sizes on command lines and in topologies: "64M", "1G", "500K", "1234" (bytes; K/M/G/T are powers
+/// of 1024, an optional trailing "B" or "iB" is accepted).
 
 #include <cstdint>
 #include <string_view>

@@ -1,0 +1,120 @@
+// The MinIO cache (core/storage/minio_cache.hpp) as plain code over a real image folder: its
+// plan is a function of the seed and fits the capacity by stored size; it fills on first read,
+// serves copies, and never evicts or grows past its capacity, also when readers race.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "core/storage/minio_cache.hpp"
+#include "core/storage/sample_source.hpp"
+#include "support/test_support.hpp"
+
+namespace conveyor {
+namespace {
+
+using testing::temp_dir;
+
+constexpr int images = 40;
+
+std::shared_ptr<const sample_source> folder(const temp_dir& dir) {
+  auto source = open_sample_source(testing::make_image_folder(dir, images), dataset_format::folder);
+  EXPECT_TRUE(source) << source.error().what();
+  return *source;
+}
+
+std::uint64_t total_bytes(const sample_source& s) {
+  std::uint64_t bytes = 0;
+  for (std::uint64_t id = 0; id < s.size(); ++id) {
+    bytes += s.stored_bytes(id);
+  }
+  return bytes;
+}
+
+std::vector<bool> members_of(const minio_cache& c, std::uint64_t n) {
+  std::vector<bool> out;
+  for (std::uint64_t id = 0; id < n; ++id) {
+    out.push_back(c.member(id));
+  }
+  return out;
+}
+
+TEST(MinioCache, ThePlanIsAFunctionOfTheSeedAndFitsTheCapacity) {
+  temp_dir dir;
+  auto source = folder(dir);
+  const auto half = total_bytes(*source) / 2;
+  auto a = minio_cache::plan(*source, half, 7);
+  auto again = minio_cache::plan(*source, half, 7);
+  auto other = minio_cache::plan(*source, half, 8);
+  EXPECT_EQ(members_of(*a, images), members_of(*again, images));
+  EXPECT_NE(members_of(*a, images), members_of(*other, images));
+  EXPECT_LE(a->planned_bytes(), half);
+  EXPECT_GT(a->member_count(), 0u);
+  EXPECT_LT(a->member_count(), static_cast<std::uint64_t>(images));
+  std::uint64_t planned = 0;
+  for (std::uint64_t id = 0; id < images; ++id) {
+    planned += a->member(id) ? source->stored_bytes(id) : 0;
+  }
+  EXPECT_EQ(planned, a->planned_bytes());
+  EXPECT_EQ(minio_cache::plan(*source, total_bytes(*source), 7)->member_count(),
+            static_cast<std::uint64_t>(images));
+  EXPECT_EQ(minio_cache::plan(*source, 1, 7)->member_count(), 0u);
+}
+
+TEST(MinioCache, FillsOnFirstReadServesCopiesAndNeverEvicts) {
+  temp_dir dir;
+  auto source = folder(dir);
+  auto cache = minio_cache::plan(*source, total_bytes(*source) / 2, 3);
+  std::uint64_t member = 0;
+  std::uint64_t outsider = 0;
+  while (!cache->member(member)) {
+    ++member;
+  }
+  while (cache->member(outsider)) {
+    ++outsider;
+  }
+  auto r = source->read(member);
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(cache->find(member));  // filled only on its first read
+  EXPECT_TRUE(cache->fill(member, *r));
+  EXPECT_FALSE(cache->fill(member, *r));  // once
+  auto hit = cache->find(member);
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(hit->payload, r->payload);
+  EXPECT_EQ(hit->key, r->key);
+  EXPECT_EQ(hit->label, r->label);
+  auto other = source->read(outsider);
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(cache->fill(outsider, *other));  // not in the plan: never kept
+  EXPECT_FALSE(cache->find(outsider));
+  EXPECT_EQ(cache->cached_samples(), 1u);
+  EXPECT_EQ(cache->cached_bytes(), r->payload.size());
+}
+
+TEST(MinioCache, RacingReadersFillEveryMemberOnceWithinTheCapacity) {
+  temp_dir dir;
+  auto source = folder(dir);
+  auto cache = minio_cache::plan(*source, total_bytes(*source) * 3 / 4, 11);
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&] {
+      for (std::uint64_t id = 0; id < images; ++id) {
+        if (!cache->find(id)) {
+          auto r = source->read(id);
+          ASSERT_TRUE(r);
+          cache->fill(id, *r);
+        }
+      }
+    });
+  }
+  for (auto& t : readers) {
+    t.join();
+  }
+  EXPECT_EQ(cache->cached_samples(), cache->member_count());
+  EXPECT_LE(cache->cached_bytes(), cache->capacity());
+  for (std::uint64_t id = 0; id < images; ++id) {
+    EXPECT_EQ(cache->find(id).has_value(), cache->member(id)) << "sample " << id;
+  }
+}
+
+}  // namespace
+}  // namespace conveyor
