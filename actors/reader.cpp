@@ -1,6 +1,8 @@
 #include "actors/reader.hpp"
 
 #include <caf/all.hpp>
+#include <cstdio>
+#include <string>
 
 namespace conveyor {
 namespace {
@@ -52,6 +54,15 @@ raw_sample read_sample(const reader_options& opts, const sample_ticket& ticket) 
   return raw;
 }
 
+// The node's reads so far (all readers'): from the cache, and from storage.
+std::string read_figures(const reader_options& opts) {
+  auto t = opts.status->reads().totals();
+  char mb[32];
+  std::snprintf(mb, sizeof mb, "%.1f", static_cast<double>(t.storage_bytes) / 1e6);
+  return "cache_hits=" + std::to_string(t.cache_hits) +
+         " storage_reads=" + std::to_string(t.storage_reads) + " storage_mb=" + mb;
+}
+
 reader_actor::behavior_type reader(reader_pointer self, reader_options opts) {
   auto name = opts.context.name(worker_role::reader);
   self->state.metrics = std::make_unique<actor_metrics>(name);
@@ -69,7 +80,9 @@ reader_actor::behavior_type reader(reader_pointer self, reader_options opts) {
         opts.status->add_read(took);
         self->state.metrics->record(took);
       },
-      [self, opts](atoms::tick) { report_and_rearm(self, opts.report, *self->state.metrics); },
+      [self, opts](atoms::tick) {
+        report_and_rearm(self, opts.report, *self->state.metrics, read_figures(opts));
+      },
   };
 }
 
