@@ -102,6 +102,7 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"cache_hits\":" << number_list(report.epoch_cache_hits)
       << ",\"storage_reads\":" << number_list(report.epoch_storage_reads)
       << ",\"storage_mb\":" << number_list(megabytes(report.epoch_storage_bytes))
+      << ",\"disk_mb\":" << number_list(seen.epoch_disk_mb)
       << ",\"cached_samples\":" << report.cached_samples
       << ",\"cached_mb\":" << json_number(static_cast<double>(report.cached_bytes) / 1e6)
       << ",\"start_epoch\":" << i.start_epoch << ",\"delivered_before\":" << i.delivered_before

@@ -1,5 +1,7 @@
 #include "apps/conveyor-node/simulated_trainer.hpp"
 
+#include "apps/conveyor-node/process_io.hpp"
+
 #include <algorithm>
 
 namespace conveyor {
@@ -7,7 +9,12 @@ namespace conveyor {
 using clock_type = std::chrono::steady_clock;
 
 training_record::training_record(std::uint64_t dataset_size, std::uint64_t epochs)
-    : epochs_(epochs), ledger_(dataset_size), epoch_stall_(epochs), epoch_end_(epochs) {}
+    : epochs_(epochs),
+      ledger_(dataset_size),
+      epoch_stall_(epochs),
+      epoch_end_(epochs),
+      disk_at_start_(storage_read_bytes()),
+      disk_at_end_(epochs, 0) {}
 
 void training_record::add_batch(const batch& b, std::chrono::nanoseconds waited) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -31,6 +38,7 @@ void training_record::end_epoch(std::uint64_t epoch, clock_type::time_point when
   std::lock_guard<std::mutex> lock(mutex_);
   if (epoch < epoch_end_.size()) {
     epoch_end_[epoch] = std::max(epoch_end_[epoch], when);
+    disk_at_end_[epoch] = std::max(disk_at_end_[epoch], storage_read_bytes());
   }
 }
 
@@ -47,6 +55,11 @@ training_record::totals training_record::summarize(clock_type::time_point start)
       t.epoch_end_s.push_back(std::chrono::duration<double>(epoch_end_[e] - start).count());
     }
     t.epoch_stall_s.push_back(std::chrono::duration<double>(epoch_stall_[e]).count());
+  }
+  auto before = disk_at_start_;
+  for (std::uint64_t e = 0; e < epochs_ && disk_at_end_[e] != 0; ++e) {
+    t.epoch_disk_mb.push_back(static_cast<double>(disk_at_end_[e] - before) / 1e6);
+    before = disk_at_end_[e];
   }
   return t;
 }

@@ -35,6 +35,9 @@ class training_record {
     /// Since `start`, when the last GPU finished each epoch; only the epochs that ended.
     std::vector<double> epoch_end_s;
     std::vector<double> epoch_stall_s;  ///< the trainers' waits for each epoch's batches
+    /// MB the process read from storage devices between epoch ends (process_io.hpp); only the
+    /// epochs that ended.
+    std::vector<double> epoch_disk_mb;
   };
   totals summarize(std::chrono::steady_clock::time_point start) const;
 
@@ -48,6 +51,8 @@ class training_record {
   std::chrono::nanoseconds step_{0};
   std::vector<std::chrono::nanoseconds> epoch_stall_;
   std::vector<std::chrono::steady_clock::time_point> epoch_end_;
+  std::uint64_t disk_at_start_ = 0;
+  std::vector<std::uint64_t> disk_at_end_;  ///< read_bytes when each epoch ended
 };
 
 /// Trains GPU `gpu` through every epoch of `p`; `on_batch` is called after each batch (for a
