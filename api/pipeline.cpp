@@ -177,7 +177,8 @@ pipeline_info pipeline::info() const {
           s.resume ? s.resume->first_epoch : 0,
           s.resume ? s.resume->delivered_count() : 0,
           s.seed,
-          s.shuffle};
+          s.shuffle,
+          s.share.size(s.dataset_size)};
 }
 
 run_state pipeline::state() const {

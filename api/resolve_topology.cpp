@@ -66,6 +66,30 @@ int hardware_cores() noexcept {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+namespace {
+
+// This node's share of each epoch ([cluster]).
+expected<epoch_share> share_of(const topology& t, const sample_source& source) {
+  epoch_share share;
+  share.rank = static_cast<std::uint64_t>(t.cluster.rank_or_default());
+  share.world = static_cast<std::uint64_t>(t.cluster.world_or_default());
+  if (t.cluster.split != shard_by::shard || share.world == 1) {
+    return share;
+  }
+  if (source.size() > 0 && !source.shard_of(0)) {
+    return error{errc::invalid_config, t.source +
+                                           ": cluster.shard_by = \"shard\" needs a dataset in "
+                                           "record shards (dataset.format = \"shards\")"};
+  }
+  share.ids.assign(source.size(), false);
+  for (std::uint64_t id = 0; id < source.size(); ++id) {
+    share.ids[id] = *source.shard_of(id) % share.world == share.rank;
+  }
+  return share;
+}
+
+}  // namespace
+
 expected<pipeline_spec> resolve_topology(const topology& t) {
   auto source = open_sample_source(t.dataset.path, t.dataset.format);
   if (!source) {
@@ -122,6 +146,11 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
     }
     spec.host_engine = copy_fault_engine(t.faults);
   }
+  auto share = share_of(t, *spec.source);
+  if (!share) {
+    return std::move(share).error();
+  }
+  spec.settings.share = std::move(*share);
   if (t.cache.enabled()) {
     spec.cache = minio_cache::plan(*spec.source, t.cache.memory, t.dataset.seed);
     log("pipeline")

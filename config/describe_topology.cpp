@@ -133,6 +133,9 @@ std::string describe(const topology& node) {
       << " checkpoint_every=" << node.trainer.checkpoint_every << "\n"
       << "monitor: interval_ms=" << node.monitor.interval_ms << "\n"
       << "serve: " << describe_serve(node.serve) << "\n"
+      << "cluster: rank=" << node.cluster.rank_or_default()
+      << " world=" << node.cluster.world_or_default()
+      << " shard_by=" << to_string(node.cluster.split) << "\n"
       << "cache: "
       << (node.cache.enabled() ? "memory=" + std::to_string(node.cache.memory) + " bytes" : "off")
       << "\n"

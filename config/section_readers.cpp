@@ -180,6 +180,23 @@ cache_config read_cache(table_reader& section) {
   return out;
 }
 
+cluster_config read_cluster(table_reader& section) {
+  cluster_config out;
+  if (section.find("world") != nullptr) {
+    out.world = section.integer("world", 1, at_least(1));
+  }
+  if (const auto* value = section.find("rank")) {
+    out.rank = section.integer("rank", 0, at_least(0));
+    if (*out.rank >= out.world_or_default()) {
+      section.fail(*value, "rank",
+                   "must be below cluster.world = " + std::to_string(out.world_or_default()) +
+                       " (got " + std::to_string(*out.rank) + ")");
+    }
+  }
+  out.split = section.choice("shard_by", out.split, {shard_by::sample, shard_by::shard});
+  return out;
+}
+
 supervision_config read_supervision(table_reader& section) {
   supervision_config out;
   out.strategy = section.choice("strategy", out.strategy,

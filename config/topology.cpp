@@ -11,6 +11,10 @@ bool fault_config::copy_faults() const noexcept {
   return copy_fault > 0 || copy_stall > 0 || copy_delay_ms > 0.0;
 }
 
+std::string_view to_string(shard_by split) noexcept {
+  return split == shard_by::shard ? "shard" : "sample";
+}
+
 std::string_view to_string(dataset_format format) noexcept {
   switch (format) {
     case dataset_format::shards:

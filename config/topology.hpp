@@ -103,6 +103,18 @@ struct cache_config {
   bool enabled() const noexcept { return memory > 0; }
 };
 
+/// How a cluster splits each epoch among its nodes (core/batching/epoch_share.hpp).
+enum class shard_by : std::uint8_t { sample, shard };
+
+/// [cluster]: this node's place among the nodes of one job.
+struct cluster_config {
+  std::optional<int> rank;   ///< >= 0, < world; unset: $RANK (conveyor-node), else 0
+  std::optional<int> world;  ///< >= 1; unset: $WORLD_SIZE (conveyor-node), else 1
+  shard_by split = shard_by::sample;
+  int rank_or_default() const noexcept { return rank.value_or(0); }
+  int world_or_default() const noexcept { return world.value_or(1); }
+};
+
 /// [supervision]
 struct supervision_config {
   restart_strategy strategy = restart_strategy::one_for_one;
@@ -152,6 +164,7 @@ struct topology {
   monitor_config monitor;
   serve_config serve;
   cache_config cache;
+  cluster_config cluster;
   supervision_config supervision;
   fault_config faults;
   /// The [[transform]] tables in order; not empty, accepted by transform_chain::build.
@@ -165,6 +178,7 @@ struct topology {
 
 /// The configuration spelling of each value, e.g. "latency_aware".
 std::string_view to_string(dataset_format format) noexcept;
+std::string_view to_string(shard_by split) noexcept;
 std::string_view to_string(output_dtype type) noexcept;
 std::string_view to_string(interpolation interp) noexcept;
 

@@ -7,6 +7,7 @@
 #include "apps/common/command_line.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -33,6 +34,46 @@ struct arguments {
   std::string checkpoint_file;  ///< --checkpoint: where the run's state is kept
   std::string resume_file;      ///< --resume: the state to go on from
 };
+
+// A non-negative integer from the environment variable `name`; nullopt when it is not set,
+// an error naming it when it is not such a number.
+expected<std::optional<int>> environment_integer(const char* name) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') {
+    return std::optional<int>{};
+  }
+  char* end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 0 || value > 1000000) {
+    return error{errc::invalid_config,
+                 std::string("environment variable ") + name + "=\"" + text + "\" is not a count"};
+  }
+  return std::optional<int>(static_cast<int>(value));
+}
+
+// torchrun's RANK and WORLD_SIZE, for what [cluster] does not say; false (logged) when they
+// are not usable.
+bool cluster_from_environment(topology& t) {
+  auto rank = environment_integer("RANK");
+  auto world = environment_integer("WORLD_SIZE");
+  for (const auto* bad : {&rank, &world}) {
+    if (!*bad) {
+      log("node")->error("{}", bad->error().what());
+      return false;
+    }
+  }
+  auto& c = t.cluster;
+  c.rank = c.rank ? c.rank : *rank;
+  c.world = c.world ? c.world : *world;
+  if (c.rank_or_default() >= c.world_or_default()) {
+    log("node")->error(
+        "{}: cluster.rank {} is not below cluster.world {} (from the topology, "
+        "or RANK and WORLD_SIZE)",
+        t.source, c.rank_or_default(), c.world_or_default());
+    return false;
+  }
+  return true;
+}
 
 // The pipeline of `t`, resumed from --resume when given; the error (logged) otherwise.
 std::optional<pipeline> open_pipeline(const arguments& args, const topology& t) {
@@ -100,7 +141,7 @@ double train_all(pipeline& p, const topology& t, training_record& record, run_re
   auto step = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double, std::milli>(t.trainer.step_ms));
   // Batches over all GPUs and epochs still to come, for the progress bar (on a terminal only).
-  auto samples_left = info.dataset_size * info.epochs - info.delivered_before;
+  auto samples_left = info.epoch_samples * info.epochs - info.delivered_before;
   progress_bar bar("train", (samples_left + info.batch_size - 1) / info.batch_size);
   std::mutex bar_mutex;
   std::uint64_t batches_done = 0;
@@ -155,6 +196,9 @@ int run(const arguments& args, stop_token& stop) {
   auto t = load_topology_file(args.topology_file, args.overrides);
   if (!t) {
     logger->error("{}", t.error().what());
+    return 2;
+  }
+  if (!cluster_from_environment(*t)) {
     return 2;
   }
   logger->info("topology {}:\n{}", t->source, describe(*t));

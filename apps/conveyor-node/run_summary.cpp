@@ -11,7 +11,7 @@ namespace {
 // Samples the trainers never saw and the pipeline did not quarantine, over every epoch.
 std::uint64_t lost_samples(const run_facts& f, const training_record::totals& seen,
                            const pipeline_report& report) {
-  auto expected = f.info.dataset_size * f.info.epochs;
+  auto expected = f.info.epoch_samples * f.info.epochs;
   auto accounted = f.info.delivered_before + seen.ledger.delivered + report.quarantined;
   return expected > accounted ? expected - accounted : 0;
 }
@@ -91,7 +91,8 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"window_samples\":" << i.window_samples
       << ",\"peak_in_flight\":" << report.peak_in_flight
       << ",\"step_ms\":" << json_number(f.step_ms) << ",\"dataset_size\":" << i.dataset_size
-      << ",\"handoffs\":" << report.handoffs << ",\"straggler_fraction\":"
+      << ",\"epoch_samples\":" << i.epoch_samples << ",\"handoffs\":" << report.handoffs
+      << ",\"straggler_fraction\":"
       << json_number(seen.samples > 0 ? static_cast<double>(report.handoffs) / seen.samples : 0)
       << ",\"early_handoffs\":" << report.early_handoffs
       << ",\"steps_executed\":" << report.steps_executed << ",\"retries\":" << report.retries

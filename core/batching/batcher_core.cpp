@@ -13,7 +13,7 @@ batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_poli
       name_(name ? std::move(name)
                  : [](std::uint64_t id) { return "sample " + std::to_string(id); }),
       policy_(std::move(policy)),
-      ledger_(settings.dataset_size),
+      ledger_(settings.dataset_size, settings.share.size(settings.dataset_size)),
       worker_load_(static_cast<std::size_t>(settings.workers), 0),
       straggler_load_(static_cast<std::size_t>(settings.stragglers), 0),
       permit_held_(static_cast<std::size_t>(settings.workers), false),
@@ -40,22 +40,28 @@ bool batcher_core::is_up(worker_role role, int index) const {
 void batcher_core::roll_epoch() {
   while (position_ == order_.size() && begun_ < settings_.epochs) {
     order_ = epoch_order(settings_.dataset_size, settings_.seed, begun_, settings_.shuffle);
-    skip_delivered(begun_);
+    keep_what_is_due(begun_);
     policy_->begin_epoch(begun_, order_.size());
     ++begun_;
     position_ = 0;
   }
 }
 
-// A resumed run leaves out of `epoch` what it had delivered, and the ledger counts that.
-void batcher_core::skip_delivered(std::uint64_t epoch) {
+// Keeps of `epoch`'s order this node's share, less what a resumed run had delivered (the
+// ledger counts that).
+void batcher_core::keep_what_is_due(std::uint64_t epoch) {
   const auto& r = settings_.resume;
-  if (!r || epoch < r->first_epoch || epoch - r->first_epoch >= r->begun.size()) {
+  const bool resumed = r && epoch >= r->first_epoch && epoch - r->first_epoch < r->begun.size();
+  const auto& share = settings_.share;
+  if (!resumed && share.world == 1) {
     return;
   }
   std::size_t kept = 0;
   for (std::uint64_t p = 0; p < order_.size(); ++p) {
-    if (r->delivered(epoch, p)) {
+    if (!share.contains(p, order_[p])) {
+      continue;
+    }
+    if (resumed && r->delivered(epoch, p)) {
       ledger_.deliver(epoch, order_[p]);
     } else {
       order_[kept++] = order_[p];

@@ -31,6 +31,7 @@
 #include "core/batching/batch_policy.hpp"
 #include "core/batching/budget_figures.hpp"
 #include "core/batching/epoch_ledger.hpp"
+#include "core/batching/epoch_share.hpp"
 #include "core/batching/flight_table.hpp"
 #include "core/batching/latency_budget.hpp"
 #include "core/batching/prepared_sample.hpp"
@@ -62,6 +63,8 @@ struct batcher_settings {
   /// begun dispatches only the positions it had not delivered (the ledger counts those as
   /// delivered), in the order they come. Null: from the start. It must be of this run.
   std::shared_ptr<const resume_state> resume{};
+  /// This node's share of each epoch ([cluster]); by default the whole epoch.
+  epoch_share share{};
 };
 
 /// Send `ticket` to preprocessor `worker` through reader `reader`.
@@ -145,7 +148,7 @@ class batcher_core {
  private:
   std::uint64_t gpu_count() const noexcept { return static_cast<std::uint64_t>(settings_.gpus); }
   void roll_epoch();
-  void skip_delivered(std::uint64_t epoch);
+  void keep_what_is_due(std::uint64_t epoch);
   bool next_ticket(sample_ticket& out);
   int least_loaded_worker() const;
   int next_reader();
@@ -163,7 +166,8 @@ class batcher_core {
   sample_namer name_;
   std::unique_ptr<batch_policy> policy_;
   epoch_ledger ledger_;
-  /// The sampler order of epoch begun_ - 1 (without what a resumed run had delivered)
+  /// The sampler order of epoch begun_ - 1: this node's share, without what a resumed run had
+  /// delivered
   std::vector<std::uint64_t> order_;
   std::uint64_t begun_ = 0;     ///< epochs begun so far (those before a resume's first included)
   std::uint64_t position_ = 0;  ///< next position of order_ to dispatch

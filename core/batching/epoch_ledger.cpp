@@ -49,11 +49,12 @@ epoch_summary epoch_ledger::summary(std::uint64_t epoch) const {
   auto it = epochs_.find(epoch);
   if (it == epochs_.end()) {
     epoch_summary s;
-    s.lost = dataset_size_;
+    s.lost = per_epoch_;
     return s;
   }
   auto s = it->second.counts;
-  s.lost = dataset_size_ - s.delivered - s.quarantined;
+  const auto accounted = s.delivered + s.quarantined;
+  s.lost = per_epoch_ > accounted ? per_epoch_ - accounted : 0;
   return s;
 }
 

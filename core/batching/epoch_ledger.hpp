@@ -3,6 +3,7 @@
 /// quarantined with a reason. It counts what it is told and judges nothing itself, so it can
 /// check the batcher's bookkeeping as well as what a trainer actually received.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -29,7 +30,10 @@ struct epoch_summary {
 /// Single-threaded (owned by one actor or one trainer thread).
 class epoch_ledger {
  public:
-  explicit epoch_ledger(std::uint64_t dataset_size) : dataset_size_(dataset_size) {}
+  /// Sample ids are below `dataset_size`; each epoch is to account for `per_epoch` of them
+  /// (a node of a cluster prepares its share; by default, all).
+  explicit epoch_ledger(std::uint64_t dataset_size, std::uint64_t per_epoch = ~std::uint64_t{0})
+      : dataset_size_(dataset_size), per_epoch_(std::min(per_epoch, dataset_size)) {}
 
   void deliver(std::uint64_t epoch, std::uint64_t sample_id);
   void quarantine(quarantine_entry entry);
@@ -51,6 +55,7 @@ class epoch_ledger {
   epoch_marks& marks_of(std::uint64_t epoch);
 
   std::uint64_t dataset_size_;
+  std::uint64_t per_epoch_;
   std::map<std::uint64_t, epoch_marks> epochs_;
   std::vector<quarantine_entry> quarantined_;
 };

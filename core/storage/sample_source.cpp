@@ -24,6 +24,9 @@ class shard_source final : public sample_source {
     auto at = dataset_.locate(id);
     return dataset_.shards()[at.shard].entry(at.record).size;
   }
+  std::optional<std::uint64_t> shard_of(std::uint64_t id) const override {
+    return dataset_.locate(id).shard;
+  }
 
  private:
   sharded_dataset dataset_;
@@ -54,6 +57,9 @@ class folder_source final : public sample_source {
     std::error_code ec;
     auto bytes = std::filesystem::file_size(images_.entries[id].path, ec);
     return ec ? 0 : bytes;
+  }
+  std::optional<std::uint64_t> shard_of(std::uint64_t /*id*/) const override {
+    return std::nullopt;
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ class sample_source {
   /// The bytes sample `id` takes in storage (its record, or its file; 0 when that cannot be
   /// told, e.g. a file gone since the scan). A folder asks the file system each time.
   virtual std::uint64_t stored_bytes(std::uint64_t id) const = 0;
+  /// The record shard sample `id` lies in (its index in the dataset's manifest); nullopt for a
+  /// dataset that is not in shards.
+  virtual std::optional<std::uint64_t> shard_of(std::uint64_t id) const = 0;
 };
 
 /// Opens the dataset at `path`. Errors: not_found for a missing path, empty_dataset for a

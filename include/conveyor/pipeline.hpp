@@ -71,6 +71,9 @@ struct pipeline_info {
   std::uint64_t delivered_before = 0;
   std::uint64_t seed = 0;  ///< dataset.seed: of the epoch order and the random transforms
   bool shuffle = true;     ///< dataset.shuffle
+  /// Samples this pipeline delivers each epoch: dataset_size, or its node's share of a cluster
+  /// ([cluster]: rank, world).
+  std::uint64_t epoch_samples = 0;
 
   std::size_t classes() const noexcept { return class_names.size(); }
 };
