@@ -54,7 +54,9 @@ void delivery_tracker::record(int gpu, std::uint64_t epoch,
   if (!sample_ids.empty()) {
     auto& bits = epoch_at(epoch).ids;
     for (auto id : sample_ids) {
-      bits[id / word_bits] |= std::uint64_t{1} << (id % word_bits);
+      if (id < run_.dataset_size) {  // a client's ids come from shared memory: never trusted
+        bits[id / word_bits] |= std::uint64_t{1} << (id % word_bits);
+      }
     }
   }
   if (last_in_epoch) {

@@ -31,8 +31,8 @@ class delivery_tracker {
   /// in that epoch.
   delivery_tracker(resume_state start, int gpus, std::uint64_t keep_ended = 0);
 
-  /// GPU `gpu` received a batch of epoch `epoch` holding `sample_ids` (each < the dataset
-  /// size); `last_in_epoch`: it was that GPU's last batch of the epoch.
+  /// GPU `gpu` received a batch of epoch `epoch` holding `sample_ids` (ids past the dataset
+  /// are ignored); `last_in_epoch`: it was that GPU's last batch of the epoch.
   void record(int gpu, std::uint64_t epoch, const std::vector<std::uint64_t>& sample_ids,
               bool last_in_epoch);
   /// Everything recorded so far (and everything `start` had).
