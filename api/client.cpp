@@ -311,14 +311,8 @@ expected<resume_state> starting_point(const serve::attached& a, const run_state&
   if (resume.bytes.empty()) {
     return resume_state{a.dataset_size, a.seed, a.shuffle, a.epochs, 0, {}};
   }
-  auto state = decode(resume.bytes, "the state attached to the Conveyor node at " + path);
-  if (!state) {
-    return std::move(state).error();
-  }
-  if (auto same = check_same_run(*state, a.dataset_size, a.seed, a.shuffle, a.epochs); !same) {
-    return std::move(same).error();
-  }
-  return state;
+  return decode_for_run(resume.bytes, "the state attached to the Conveyor node at " + path,
+                        a.dataset_size, a.seed, a.shuffle, a.epochs);
 }
 
 }  // namespace

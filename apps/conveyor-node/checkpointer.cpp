@@ -19,7 +19,6 @@ checkpointer::checkpointer(checkpointer&& other) noexcept
       file_(std::move(other.file_)),
       every_(other.every_),
       batches_(other.batches_),
-      written_(other.written_),
       failure_(std::move(other.failure_)) {}
 
 bool checkpointer::write_locked() {
@@ -32,7 +31,6 @@ bool checkpointer::write_locked() {
     log("node")->error("{}", failure_->what());
     return false;
   }
-  ++written_;
   log("node")->debug("checkpoint {} written after {} batches ({} bytes)", file_.string(), batches_,
                      state.bytes.size());
   return true;
@@ -51,11 +49,6 @@ bool checkpointer::write_now() {
 std::optional<error> checkpointer::failure() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return failure_;
-}
-
-std::uint64_t checkpointer::written() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return written_;
 }
 
 }  // namespace conveyor

@@ -29,7 +29,6 @@ class checkpointer {
   /// Writes the state now (the end of the run). False when it failed.
   bool write_now();
   std::optional<error> failure() const;
-  std::uint64_t written() const;
 
  private:
   checkpointer(const pipeline& p, std::filesystem::path file, std::uint64_t every)
@@ -41,7 +40,6 @@ class checkpointer {
   std::filesystem::path file_;
   std::uint64_t every_;
   std::uint64_t batches_ = 0;
-  std::uint64_t written_ = 0;
   std::optional<error> failure_;
 };
 

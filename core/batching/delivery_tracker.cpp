@@ -79,11 +79,6 @@ std::uint64_t delivery_tracker::first_epoch_locked() const {
   return std::max(run_.first_epoch, ended - std::min(ended, keep_ended_));
 }
 
-std::uint64_t delivery_tracker::first_epoch() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return first_epoch_locked();
-}
-
 // The positions of `epoch`'s order whose samples were delivered.
 delivered_set delivery_tracker::positions_of(std::uint64_t epoch) const {
   delivered_set out(run_.dataset_size);

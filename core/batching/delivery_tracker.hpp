@@ -37,8 +37,6 @@ class delivery_tracker {
               bool last_in_epoch);
   /// Everything recorded so far (and everything `start` had).
   resume_state state() const;
-  /// The first epoch some GPU has not ended.
-  std::uint64_t first_epoch() const;
 
  private:
   struct epoch_record {

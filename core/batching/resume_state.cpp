@@ -172,6 +172,19 @@ expected<resume_state> decode(const std::vector<std::uint8_t>& blob, const std::
   return s;
 }
 
+expected<resume_state> decode_for_run(const std::vector<std::uint8_t>& blob,
+                                      const std::string& source, std::uint64_t dataset_size,
+                                      std::uint64_t seed, bool shuffle, std::uint64_t epochs) {
+  auto state = decode(blob, source);
+  if (!state) {
+    return state;
+  }
+  if (auto same = check_same_run(*state, dataset_size, seed, shuffle, epochs); !same) {
+    return std::move(same).error();
+  }
+  return state;
+}
+
 namespace {
 
 // Adds every position of `from` to `into` (both over the same positions).

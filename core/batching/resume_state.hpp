@@ -46,6 +46,11 @@ std::vector<std::uint8_t> encode(const resume_state& state);
 /// file, "the state given to open()").
 expected<resume_state> decode(const std::vector<std::uint8_t>& blob, const std::string& source);
 
+/// decode(), then check_same_run(): the state in `blob` if it is a sound state of that run.
+expected<resume_state> decode_for_run(const std::vector<std::uint8_t>& blob,
+                                      const std::string& source, std::uint64_t dataset_size,
+                                      std::uint64_t seed, bool shuffle, std::uint64_t epochs);
+
 /// The union of the states of a run's ranks (each rank's own: what its trainer received), as
 /// the state to resume the whole run from: epochs before the earliest first_epoch are complete;
 /// from there, a position is delivered when a rank that still records the epoch had it. A rank
