@@ -3,7 +3,10 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
 
+#include <functional>
 #include <mutex>
 
 #include "actors/batcher.hpp"
@@ -12,6 +15,10 @@
 #include "core/cuda/cuda_copy_engine.hpp"
 #endif
 #include "actors/monitor.hpp"
+#include "actors/peer_directory.hpp"
+#include "actors/peer_fetcher.hpp"
+#include "actors/peer_links.hpp"
+#include "actors/peer_server.hpp"
 #include "actors/preprocessor.hpp"
 #include "actors/reader.hpp"
 #include "actors/straggler.hpp"
@@ -23,8 +30,25 @@
 namespace conveyor {
 namespace {
 
-caf::actor_system_config make_config(int scheduler_threads) {
+// With peers: CAF's network layer (and its TLS manager with certificates), and the types that
+// cross the wire.
+void load_network(caf::actor_system_config& cfg, const peer_settings& peers) {
+  cfg.load<caf::io::middleman>();
+  if (peers.tls.enabled()) {
+    cfg.openssl_certificate = peers.tls.certificate;
+    cfg.openssl_key = peers.tls.key;
+    cfg.openssl_cafile = peers.tls.cafile;
+    cfg.load<caf::openssl::manager>();
+  }
+  peer_message_types(cfg);
+}
+
+caf::actor_system_config make_config(int scheduler_threads,
+                                     const std::optional<peer_settings>& peers) {
   caf::actor_system_config cfg;
+  if (peers) {
+    load_network(cfg, *peers);
+  }
   cfg.set("scheduler.max-threads", scheduler_threads);
   // Idle work-stealing workers spin-poll before they sleep; beside a preprocessor pool that
   // owns every core that spinning cost ~25% of the node's CPU (measured: 800 samples took
@@ -63,13 +87,17 @@ void complete_settings(pipeline_spec& spec) {
 struct pipeline_runtime::impl {
   explicit impl(pipeline_spec s)
       : spec(std::move(s)),
-        config(make_config(spec.scheduler_threads)),
+        config(make_config(spec.scheduler_threads, spec.peers)),
         system(config),
         status(std::make_shared<pipeline_status>(
             make_channels(spec.settings.gpus, spec.prefetch_batches + 1))) {}
 
   void spawn_all();
   void spawn_supervisors(const reporting& report);
+  /// With peers: the peer server (published) and the links, which start `start` once the
+  /// peers are up or the wait is over. Without: `start` at once.
+  void start_with_peers(std::function<void()> start);
+  expected<std::uint16_t> publish(const peer_cache_actor& server);
   feeder_actor spawn_feeder(feeder_options options);
   template <class Handle>
   void escalate_on_death(const Handle& handle, std::string name);
@@ -88,6 +116,11 @@ struct pipeline_runtime::impl {
   batcher_actor batcher;
   std::vector<caf::actor> supervisors;
   std::vector<feeder_actor> feeders;
+  std::shared_ptr<peer_directory> peers;          ///< null without peers
+  std::shared_ptr<const peer_fetcher> fetcher;    ///< the readers' way to the peers' caches
+  peer_cache_actor peer_server;
+  peer_links_actor peer_links;
+  std::optional<error> startup_error;
 };
 
 // The batcher and the feeders hold the pipeline's state and are not restarted: if one dies
@@ -146,7 +179,7 @@ void pipeline_runtime::impl::spawn_supervisors(const reporting& report) {
   });
   supervise(worker_role::reader, spec.settings.readers, [=](const worker_context& c) {
     return caf::actor_cast<caf::actor>(
-        spawn_reader(*sys, {c, spec.source, status, report, spec.cache}));
+        spawn_reader(*sys, {c, spec.source, status, report, spec.cache, fetcher}));
   });
 }
 
@@ -175,8 +208,52 @@ void pipeline_runtime::impl::spawn_all() {
     feeders.push_back(spawn_feeder(std::move(f)));
     escalate_on_death(feeders.back(), "the feeder of GPU " + std::to_string(g));
   }
-  caf::anon_send(batcher, atoms::connect::value, feeders);
+  start_with_peers([batcher = batcher, feeders = feeders] {
+    caf::anon_send(batcher, atoms::connect::value, feeders);
+  });
   spawn_supervisors(report);
+}
+
+expected<std::uint16_t> pipeline_runtime::impl::publish(const peer_cache_actor& server) {
+  const auto& p = *spec.peers;
+  const auto& at = p.nodes[p.rank];
+  auto port = p.tls.enabled() ? caf::openssl::publish(server, at.port, at.host.c_str(), true)
+                              : system.middleman().publish(server, at.port, at.host.c_str(), true);
+  if (!port) {
+    return error{errc::invalid_config, "cluster.peers[" + std::to_string(p.rank) + "] " +
+                                           at.text() +
+                                           ": this node cannot listen there: " +
+                                           system.render(port.error())};
+  }
+  return *port;
+}
+
+void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
+  if (!spec.peers || !spec.cache) {
+    start();
+    return;
+  }
+  const auto& p = *spec.peers;
+  const auto& plan = spec.cache->layout();
+  peer_identity identity{1, spec.source->size(), spec.settings.seed, p.nodes.size(), p.rank,
+                         plan.digest()};
+  peer_server = spawn_peer_server(system, {spec.source, spec.cache, status, identity,
+                                           spec.settings.epochs, p.server_workers});
+  if (auto port = publish(peer_server); !port) {
+    startup_error = port.error();
+    status->fail(port.error());
+    return;
+  }
+  peers = std::make_shared<peer_directory>(p.nodes, p.rank, p.retry);
+  fetcher = std::make_shared<const peer_fetcher>(system, peers, spec.cache->layout_ptr(),
+                                                 p.fetch_timeout);
+  auto connector = p.tls.enabled() ? system.openssl_manager().actor_handle()
+                                   : system.middleman().actor_handle();
+  peer_links = spawn_peer_links(
+      system, {peers, identity, connector, p.fetch_timeout, p.retry, p.wait, std::move(start)});
+  log("cluster")->info("cluster: rank {} of {} listens at {} for its peers{}", p.rank,
+                       p.nodes.size(), p.nodes[p.rank].text(),
+                       p.tls.enabled() ? " (TLS)" : "");
 }
 
 void pipeline_runtime::impl::stop() {
@@ -200,11 +277,18 @@ void pipeline_runtime::impl::stop() {
   for (auto& h : feeders) {
     stop_one(h);
   }
+  stop_one(peer_links);
+  stop_one(peer_server);
+  if (peers) {
+    peers->clear();  // the peers' proxies
+  }
   // Drop our handles so that ~actor_system does not wait on actors we keep reachable.
   batcher = nullptr;
   monitor = nullptr;
   supervisors.clear();
   feeders.clear();
+  peer_links = nullptr;
+  peer_server = nullptr;
 }
 
 pipeline_runtime::pipeline_runtime(pipeline_spec spec) {
@@ -239,6 +323,14 @@ bool pipeline_runtime::release(int gpu, std::uint64_t slot) {
 
 void pipeline_runtime::stop() {
   impl_->stop();
+}
+
+const std::optional<error>& pipeline_runtime::startup_error() const noexcept {
+  return impl_->startup_error;
+}
+
+std::vector<std::string> pipeline_runtime::failed_peers() const {
+  return impl_->peers ? impl_->peers->health().failures() : std::vector<std::string>{};
 }
 
 }  // namespace conveyor

@@ -14,6 +14,8 @@
 #include "core/batching/batch_policy.hpp"
 #include "core/batching/batcher_core.hpp"
 #include "core/batching/quarantine_report.hpp"
+#include "core/cluster/peer_address.hpp"
+#include "core/cluster/tls_files.hpp"
 #include "core/delivery/pipeline_status.hpp"
 #include "core/feeding/host_copy_engine.hpp"
 #include "core/storage/minio_cache.hpp"
@@ -22,6 +24,18 @@
 #include "core/transforms/transform_chain.hpp"
 
 namespace conveyor {
+
+/// [cluster] peers: this node among nodes whose caches serve each other's misses (the
+/// partitioned cache). The cache's plan says which node holds which sample.
+struct peer_settings {
+  std::vector<peer_address> nodes;  ///< every node in rank order; this node listens at its own
+  std::uint64_t rank = 0;
+  std::chrono::milliseconds fetch_timeout{1000};  ///< a fetch, and each step of connecting
+  std::chrono::milliseconds retry{2000};          ///< a peer that failed is asked again after
+  std::chrono::milliseconds wait{60000};          ///< reading waits this long for every peer
+  tls_files tls{};                                ///< none: plain TCP
+  int server_workers = 1;  ///< threads that serve the peers' fetches (storage reads for them)
+};
 
 struct pipeline_spec {
   std::shared_ptr<const sample_source> source;
@@ -56,6 +70,8 @@ struct pipeline_spec {
   std::optional<host_engine_options> host_engine{};
   /// [cache]: the MinIO cache the readers read through; null: none.
   std::shared_ptr<minio_cache> cache{};
+  /// Set: the node serves its cache to its peers and fetches theirs (needs `cache`).
+  std::optional<peer_settings> peers{};
 };
 
 /// Thread-safe: release() may be called from any trainer thread.
@@ -73,6 +89,12 @@ class pipeline_runtime {
   bool release(int gpu, std::uint64_t slot);
   /// Stops every actor and closes the channels; idempotent. The destructor calls it.
   void stop();
+  /// Why the pipeline could not start (its peer server could not listen, naming
+  /// cluster.peers); nullopt when it started.
+  const std::optional<error>& startup_error() const noexcept;
+  /// Every peer that failed during the run, "host:port (rank r): what happened"; empty
+  /// without peers.
+  std::vector<std::string> failed_peers() const;
 
  private:
   struct impl;

@@ -14,18 +14,29 @@ struct reader_state {
 
 using reader_pointer = reader_actor::stateful_pointer<reader_state>;
 
-// The read (from the cache, or storage), or the injected I/O error of a drill.
+// The sample from this node's cache, or a peer's; nullopt when neither has it.
+std::optional<record> cached_record(const reader_options& opts, const sample_ticket& ticket) {
+  if (!opts.cache) {
+    return std::nullopt;
+  }
+  if (auto hit = opts.cache->find(ticket.sample_id)) {
+    opts.status->reads().hit(ticket.epoch,
+                             opts.cache->layout().tier(ticket.sample_id) == cache_tier::disk);
+    return hit;
+  }
+  return opts.peers ? opts.peers->fetch(ticket.epoch, ticket.sample_id, opts.status->reads())
+                    : std::nullopt;
+}
+
+// The read (from the caches, or storage), or the injected I/O error of a drill.
 expected<record> read_record(const reader_options& opts, const sample_ticket& ticket) {
   const auto& faults = opts.context.faults;
   if (faults && faults->read_fails(ticket)) {
     return error{errc::io_error, opts.source->locate(ticket.sample_id) +
                                      ": injected read error (faults.read_error)"};
   }
-  if (opts.cache) {
-    if (auto hit = opts.cache->find(ticket.sample_id)) {
-      opts.status->reads().hit(ticket.epoch);
-      return std::move(*hit);
-    }
+  if (auto cached = cached_record(opts, ticket)) {
+    return std::move(*cached);
   }
   auto r = opts.source->read(ticket.sample_id);
   if (r) {
@@ -59,8 +70,14 @@ std::string read_figures(const reader_options& opts) {
   auto t = opts.status->reads().totals();
   char mb[32];
   std::snprintf(mb, sizeof mb, "%.1f", static_cast<double>(t.storage_bytes) / 1e6);
-  return "cache_hits=" + std::to_string(t.cache_hits) +
-         " storage_reads=" + std::to_string(t.storage_reads) + " storage_mb=" + mb;
+  auto line = "cache_hits=" + std::to_string(t.cache_hits) +
+              " storage_reads=" + std::to_string(t.storage_reads) + " storage_mb=" + mb;
+  if (opts.peers) {
+    line += " peer_fetches=" + std::to_string(t.peer_fetches) +
+            " peer_fallbacks=" + std::to_string(t.peer_fallbacks) +
+            " peer_served=" + std::to_string(t.peer_served);
+  }
+  return line;
 }
 
 reader_actor::behavior_type reader(reader_pointer self, reader_options opts) {

@@ -1,6 +1,6 @@
 #pragma once
-/// The reader: turns a sample ticket into the sample's encoded bytes (from shards or an image
-/// folder) and passes them to the preprocessor the batcher chose. A read error travels the
+/// The reader: turns a sample ticket into the sample's encoded bytes (from the cache, a peer's
+/// cache, or storage: shards or an image folder) and passes them to the preprocessor the batcher chose. A read error travels the
 /// same way, so the preprocessor's accounting stays exact. Runs on its own thread (detached):
 /// a slow disk blocks it, never the scheduler.
 
@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "actors/peer_fetcher.hpp"
 #include "actors/reporting.hpp"
 #include "actors/worker_context.hpp"
 #include "core/delivery/pipeline_status.hpp"
@@ -25,6 +26,9 @@ struct reader_options {
   /// Read through: a cached sample comes from memory; one read from storage fills the cache
   /// when it is one of the cache's samples. Null: every read goes to storage.
   std::shared_ptr<minio_cache> cache{};
+  /// The partitioned cache: a sample another node's cache holds is fetched from that node
+  /// before storage. Null: no peers.
+  std::shared_ptr<const peer_fetcher> peers{};
 };
 
 reader_actor spawn_reader(caf::actor_system& sys, reader_options options);

@@ -144,7 +144,11 @@ expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots
     spec->settings.resume = std::move(*from);
   }
   spec->feed_memory = std::move(feed_memory);
-  return pipeline(std::make_shared<pipeline_runtime>(std::move(*spec)));
+  auto runtime = std::make_shared<pipeline_runtime>(std::move(*spec));
+  if (const auto& failed = runtime->startup_error()) {
+    return *failed;
+  }
+  return pipeline(std::move(runtime));
 }
 
 int pipeline::gpus() const noexcept {
@@ -299,13 +303,20 @@ pipeline_report pipeline::report() const {
   r.finished = f.finished;
   for (const auto& e : rt->status()->reads().by_epoch()) {
     r.epoch_cache_hits.push_back(e.cache_hits);
+    r.epoch_disk_hits.push_back(e.disk_hits);
     r.epoch_storage_reads.push_back(e.storage_reads);
     r.epoch_storage_bytes.push_back(e.storage_bytes);
+    r.epoch_peer_fetches.push_back(e.peer_fetches);
+    r.epoch_peer_bytes.push_back(e.peer_bytes);
+    r.epoch_peer_fallbacks.push_back(e.peer_fallbacks);
+    r.epoch_peer_served.push_back(e.peer_served);
   }
   if (const auto& cache = rt->spec().cache) {
     r.cached_samples = cache->cached_samples();
     r.cached_bytes = cache->cached_bytes();
+    r.cached_disk_bytes = cache->disk_bytes();
   }
+  r.failed_peers = rt->failed_peers();
   for (const auto& q : f.quarantined) {
     r.quarantined_samples.push_back("epoch " + std::to_string(q.epoch) + " " + q.key + ": " +
                                     q.reason);

@@ -88,6 +88,77 @@ expected<epoch_share> share_of(const topology& t, const sample_source& source) {
   return share;
 }
 
+// How the cluster's caches split the samples (core/storage/cache_plan.hpp): a node that reads
+// only its own shards caches only them; nodes that serve each other split the whole set.
+cache_partition partition_of(const cluster_config& c) {
+  if (c.world_or_default() > 1 && c.split == shard_by::shard) {
+    return cache_partition::by_shard;
+  }
+  return c.partitioned() ? cache_partition::by_hash : cache_partition::whole;
+}
+
+// The MinIO cache of [cache], planned for this node's place in the cluster.
+expected<std::shared_ptr<minio_cache>> make_cache(const topology& t, const sample_source& source) {
+  cache_capacity capacity{t.cache.memory, t.cache.disk_size};
+  std::unique_ptr<disk_tier> disk;
+  if (!t.cache.disk.empty()) {
+    auto opened = disk_tier::open(t.cache.disk, t.cache.disk_size);
+    if (!opened) {
+      return error{errc::invalid_config, t.source + ": " + opened.error().message()};
+    }
+    disk = std::move(*opened);
+  }
+  cache_plan::shape where{static_cast<std::uint64_t>(t.cluster.rank_or_default()),
+                          static_cast<std::uint64_t>(t.cluster.world_or_default()),
+                          partition_of(t.cluster)};
+  auto plan = std::make_shared<const cache_plan>(
+      cache_plan::make(source, capacity, t.dataset.seed, where));
+  log("pipeline")
+      ->info("cache: {} of {} samples, {:.1f} MB in memory of cache.memory {:.1f} MB, {:.1f} MB on "
+             "disk of cache.disk_size {:.1f} MB",
+             plan->samples(cache_tier::memory) + plan->samples(cache_tier::disk), source.size(),
+             static_cast<double>(plan->bytes(cache_tier::memory)) / 1e6,
+             static_cast<double>(t.cache.memory) / 1e6,
+             static_cast<double>(plan->bytes(cache_tier::disk)) / 1e6,
+             static_cast<double>(t.cache.disk_size) / 1e6);
+  return std::make_shared<minio_cache>(std::move(plan), capacity, std::move(disk));
+}
+
+// [cluster] peers, checked against the rest of the topology; nullopt without peers.
+expected<std::optional<peer_settings>> peers_of(const topology& t) {
+  const auto& c = t.cluster;
+  if (!c.partitioned()) {
+    return std::optional<peer_settings>{};
+  }
+  auto bad = [&](const std::string& what) {
+    return error{errc::invalid_config, t.source + ": cluster.peers: " + what};
+  };
+  if (c.peers.size() != static_cast<std::size_t>(c.world_or_default())) {
+    return bad("lists " + std::to_string(c.peers.size()) + " nodes, but the cluster has " +
+               std::to_string(c.world_or_default()) +
+               " (cluster.world, or WORLD_SIZE): one address per node, in rank order");
+  }
+  if (!t.cache.enabled()) {
+    return bad("the nodes serve each other's cache misses, but this node has no cache: set "
+               "cache.memory (or cache.disk and cache.disk_size)");
+  }
+  if (c.peer_wait_s >= t.pipeline.next_timeout_s) {
+    return bad("cluster.peer_wait_s (" + std::to_string(c.peer_wait_s) +
+               ") must be below pipeline.next_timeout_s (" +
+               std::to_string(t.pipeline.next_timeout_s) +
+               "): trainers wait for the first batch while the node waits for its peers");
+  }
+  peer_settings p;
+  p.nodes = c.peers;
+  p.rank = static_cast<std::uint64_t>(c.rank_or_default());
+  p.fetch_timeout = std::chrono::milliseconds(c.peer_timeout_ms);
+  p.retry = std::chrono::milliseconds(c.peer_retry_ms);
+  p.wait = milliseconds(c.peer_wait_s * 1000.0);
+  p.tls = c.tls;
+  p.server_workers = t.pipeline.readers;
+  return std::optional<peer_settings>(std::move(p));
+}
+
 }  // namespace
 
 expected<pipeline_spec> resolve_topology(const topology& t) {
@@ -151,13 +222,23 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
     return std::move(share).error();
   }
   spec.settings.share = std::move(*share);
+  auto peers = peers_of(t);
+  if (!peers) {
+    return std::move(peers).error();
+  }
+  if (*peers && t.cluster.split == shard_by::shard) {
+    log("cluster")->warn(
+        "cluster.peers with cluster.shard_by = \"shard\": each node reads and caches only its "
+        "own shards, so no peer is ever asked; the nodes do not connect");
+    peers->reset();
+  }
+  spec.peers = std::move(*peers);
   if (t.cache.enabled()) {
-    spec.cache = minio_cache::plan(*spec.source, t.cache.memory, t.dataset.seed);
-    log("pipeline")
-        ->info("cache: {} of {} samples, {:.1f} MB planned of cache.memory {:.1f} MB",
-               spec.cache->member_count(), spec.source->size(),
-               static_cast<double>(spec.cache->planned_bytes()) / 1e6,
-               static_cast<double>(t.cache.memory) / 1e6);
+    auto cache = make_cache(t, *spec.source);
+    if (!cache) {
+      return std::move(cache).error();
+    }
+    spec.cache = std::move(*cache);
   }
   if (!t.supervision.quarantine_report.empty()) {
     auto report = quarantine_report::open(t.supervision.quarantine_report);

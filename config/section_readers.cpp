@@ -3,6 +3,7 @@
 #include "core/base/byte_size.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -162,23 +163,100 @@ serve_config read_serve(table_reader& section) {
   return out;
 }
 
-cache_config read_cache(table_reader& section) {
-  cache_config out;
-  const auto* value = section.find("memory");
-  auto text = section.string("memory", "");
+namespace {
+
+// A byte size at `key` ("512M", "8G"); 0 when absent or "" (or wrong: then reported).
+std::uint64_t byte_size(table_reader& section, std::string_view key) {
+  const auto* value = section.find(key);
+  auto text = section.string(key, "");
   if (value == nullptr || text.empty()) {
-    return out;
+    return 0;
   }
   auto bytes = parse_byte_size(text);
   if (!bytes) {
-    section.fail(
-        *value, "memory",
-        "must be a size such as \"512M\" or \"8G\", or \"\" for no cache (got \"" + text + "\")");
-  } else {
-    out.memory = *bytes;
+    section.fail(*value, key,
+                 "must be a size such as \"512M\" or \"8G\", or \"\" for none (got \"" + text +
+                     "\")");
+    return 0;
+  }
+  return *bytes;
+}
+
+}  // namespace
+
+cache_config read_cache(table_reader& section) {
+  cache_config out;
+  out.memory = byte_size(section, "memory");
+  out.disk = section.string("disk", out.disk);
+  out.disk_size = byte_size(section, "disk_size");
+  if (const auto* size = section.find("disk_size"); size && out.disk.empty() && out.disk_size > 0) {
+    section.fail(*size, "disk_size", "needs cache.disk, the directory of the disk tier");
+  }
+  if (const auto* disk = section.find("disk"); disk && !out.disk.empty() && out.disk_size == 0) {
+    section.fail(*disk, "disk", "needs cache.disk_size, how much of it the cache may use");
   }
   return out;
 }
+
+namespace {
+
+// cluster.peers: distinct "host:port" strings.
+std::vector<peer_address> read_peers(table_reader& section) {
+  std::vector<peer_address> out;
+  const auto* value = section.find("peers");
+  if (value == nullptr) {
+    return out;
+  }
+  const auto* list = value->as_array();
+  if (list == nullptr) {
+    section.fail(*value, "peers",
+                 std::string("must be an array of \"host:port\" strings, got ") +
+                     std::string(type_name(*value)));
+    return out;
+  }
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    auto path = section.path_of("peers") + "[" + std::to_string(i) + "]";
+    auto text = read_string(section.errors(), (*list)[i], path);
+    if (!text) {
+      continue;
+    }
+    auto address = parse_peer_address(*text);
+    if (!address) {
+      section.errors().fail(&(*list)[i].source(), path, address.error().message());
+    } else if (std::find(out.begin(), out.end(), *address) != out.end()) {
+      section.errors().fail(&(*list)[i].source(), path, *text + " is listed twice");
+    } else {
+      out.push_back(std::move(*address));
+    }
+  }
+  return out;
+}
+
+// A certificate file at `key`: "" when absent; a file that does not exist is reported.
+std::string certificate_file(table_reader& section, std::string_view key) {
+  auto path = section.string(key, "");
+  std::error_code ec;
+  if (const auto* value = section.find(key);
+      value && !path.empty() && !std::filesystem::is_regular_file(path, ec)) {
+    section.fail(*value, key, "no such file: " + path);
+  }
+  return path;
+}
+
+tls_files read_tls(table_reader& section) {
+  tls_files out{certificate_file(section, "tls_certificate"), certificate_file(section, "tls_key"),
+                certificate_file(section, "tls_cafile")};
+  const bool any = !out.certificate.empty() || !out.key.empty() || !out.cafile.empty();
+  const bool all = !out.certificate.empty() && !out.key.empty() && !out.cafile.empty();
+  if (any && !all) {
+    section.fail_here(
+        "tls_certificate, tls_key and tls_cafile go together: set all three for TLS between "
+        "the nodes, or none");
+  }
+  return all ? out : tls_files{};
+}
+
+}  // namespace
 
 cluster_config read_cluster(table_reader& section) {
   cluster_config out;
@@ -194,6 +272,18 @@ cluster_config read_cluster(table_reader& section) {
     }
   }
   out.split = section.choice("shard_by", out.split, {shard_by::sample, shard_by::shard});
+  out.peers = read_peers(section);
+  if (const auto* value = section.find("peers");
+      value && out.world && !out.peers.empty() &&
+      out.peers.size() != static_cast<std::size_t>(*out.world)) {
+    section.fail(*value, "peers",
+                 "lists " + std::to_string(out.peers.size()) + " nodes, but cluster.world = " +
+                     std::to_string(*out.world) + " (one address per node, in rank order)");
+  }
+  out.peer_timeout_ms = section.integer("peer_timeout_ms", out.peer_timeout_ms, at_least(1));
+  out.peer_retry_ms = section.integer("peer_retry_ms", out.peer_retry_ms, at_least(1));
+  out.peer_wait_s = section.number("peer_wait_s", out.peer_wait_s, closed(0.0, 86400.0));
+  out.tls = read_tls(section);
   return out;
 }
 

@@ -7,11 +7,14 @@
 /// transform_chain::build accepts.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/batching/batch_policy.hpp"
+#include "core/cluster/peer_address.hpp"
+#include "core/cluster/tls_files.hpp"
 #include "core/storage/sample_source.hpp"
 #include "core/supervision/restart_budget.hpp"
 #include "core/transforms/transform_spec.hpp"
@@ -99,8 +102,11 @@ struct serve_config {
 
 /// [cache]: CoorDL's MinIO cache of encoded samples (core/storage/minio_cache.hpp).
 struct cache_config {
-  std::uint64_t memory = 0;  ///< bytes of samples kept in memory; 0: no cache
-  bool enabled() const noexcept { return memory > 0; }
+  std::uint64_t memory = 0;  ///< bytes of samples kept in memory; 0: none
+  /// A directory on a local disk for the cache's disk tier (samples past `memory`); "": none.
+  std::string disk;
+  std::uint64_t disk_size = 0;  ///< bytes of the disk tier; > 0 exactly when `disk` is set
+  bool enabled() const noexcept { return memory > 0 || disk_size > 0; }
 };
 
 /// How a cluster splits each epoch among its nodes (core/batching/epoch_share.hpp).
@@ -111,8 +117,17 @@ struct cluster_config {
   std::optional<int> rank;   ///< >= 0, < world; unset: $RANK (conveyor-node), else 0
   std::optional<int> world;  ///< >= 1; unset: $WORLD_SIZE (conveyor-node), else 1
   shard_by split = shard_by::sample;
+  /// Every node's address in rank order, this node's own at `rank` (where it listens): the
+  /// nodes' caches serve each other's misses (the partitioned cache). Distinct; empty: they
+  /// do not. When set, world must equal its size.
+  std::vector<peer_address> peers;
+  int peer_timeout_ms = 1000;  ///< >= 1: a fetch from a peer, and each step of connecting
+  int peer_retry_ms = 2000;    ///< >= 1: a peer that failed is asked again after this long
+  double peer_wait_s = 60.0;   ///< >= 0: start waits this long at most for every peer
+  tls_files tls;               ///< tls_certificate, tls_key, tls_cafile
   int rank_or_default() const noexcept { return rank.value_or(0); }
   int world_or_default() const noexcept { return world.value_or(1); }
+  bool partitioned() const noexcept { return !peers.empty(); }
 };
 
 /// [supervision]

@@ -22,5 +22,8 @@ using finish = caf::atom_constant<caf::atom("finish")>;
 using worker_up = caf::atom_constant<caf::atom("worker_up")>;
 using worker_down = caf::atom_constant<caf::atom("worker_dn")>;
 using restart = caf::atom_constant<caf::atom("restart")>;
+using hello = caf::atom_constant<caf::atom("hello")>;
+using fetch = caf::atom_constant<caf::atom("fetch")>;
+using peers_up = caf::atom_constant<caf::atom("peers_up")>;
 
 }  // namespace conveyor::atoms

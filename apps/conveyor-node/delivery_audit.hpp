@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "conveyor/pipeline.hpp"
-#include "core/serving/unique_fd.hpp"
+#include "core/base/unique_fd.hpp"
 
 namespace conveyor {
 

@@ -25,7 +25,7 @@
 #include "apps/conveyor-node/stop_token.hpp"
 #include "config/topology.hpp"
 #include "conveyor/pipeline.hpp"
-#include "core/serving/unique_fd.hpp"
+#include "core/base/unique_fd.hpp"
 
 namespace conveyor {
 

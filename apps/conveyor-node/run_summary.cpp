@@ -23,14 +23,19 @@ double mean_epoch_s(const std::vector<double>& ends) {
   return ends.back() / static_cast<double>(ends.size());
 }
 
-// [a,b,...] of `values`, as JSON.
-template <class T>
-std::string number_list(const std::vector<T>& values) {
+// [a,b,...] of `values`, each written as JSON by `format`.
+template <class T, class Format>
+std::string json_list(const std::vector<T>& values, Format format) {
   std::string out = "[";
   for (std::size_t i = 0; i < values.size(); ++i) {
-    out += (i == 0 ? "" : ",") + json_number(static_cast<double>(values[i]));
+    out += (i == 0 ? "" : ",") + format(values[i]);
   }
   return out + "]";
+}
+
+template <class T>
+std::string number_list(const std::vector<T>& values) {
+  return json_list(values, [](const T& v) { return json_number(static_cast<double>(v)); });
 }
 
 std::vector<double> megabytes(const std::vector<std::uint64_t>& bytes) {
@@ -39,6 +44,24 @@ std::vector<double> megabytes(const std::vector<std::uint64_t>& bytes) {
     out.push_back(static_cast<double>(b) / 1e6);
   }
   return out;
+}
+
+// `text` as a JSON string, quoted and escaped.
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char code[8];
+      std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(c));
+      out += code;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 // {"name":ms,...}, as JSON.
@@ -101,11 +124,19 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"epoch_end_s\":" << number_list(seen.epoch_end_s)
       << ",\"epoch_stall_s\":" << number_list(seen.epoch_stall_s)
       << ",\"cache_hits\":" << number_list(report.epoch_cache_hits)
+      << ",\"disk_hits\":" << number_list(report.epoch_disk_hits)
       << ",\"storage_reads\":" << number_list(report.epoch_storage_reads)
       << ",\"storage_mb\":" << number_list(megabytes(report.epoch_storage_bytes))
       << ",\"disk_mb\":" << number_list(seen.epoch_disk_mb)
+      << ",\"peer_fetches\":" << number_list(report.epoch_peer_fetches)
+      << ",\"peer_mb\":" << number_list(megabytes(report.epoch_peer_bytes))
+      << ",\"peer_fallbacks\":" << number_list(report.epoch_peer_fallbacks)
+      << ",\"peer_served\":" << number_list(report.epoch_peer_served)
+      << ",\"failed_peers\":" << json_list(report.failed_peers, json_string)
       << ",\"cached_samples\":" << report.cached_samples
       << ",\"cached_mb\":" << json_number(static_cast<double>(report.cached_bytes) / 1e6)
+      << ",\"cached_disk_mb\":"
+      << json_number(static_cast<double>(report.cached_disk_bytes) / 1e6)
       << ",\"start_epoch\":" << i.start_epoch << ",\"delivered_before\":" << i.delivered_before
       << ",\"interrupted\":" << (f.interrupted ? "true" : "false") << "}";
   return out.str();

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "conveyor/error.hpp"
-#include "core/serving/unique_fd.hpp"
+#include "core/base/unique_fd.hpp"
 
 namespace conveyor {
 

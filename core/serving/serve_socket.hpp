@@ -6,7 +6,7 @@
 
 #include "conveyor/error.hpp"
 #include "core/serving/serve_protocol.hpp"
-#include "core/serving/unique_fd.hpp"
+#include "core/base/unique_fd.hpp"
 
 namespace conveyor {
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "conveyor/error.hpp"
-#include "core/serving/unique_fd.hpp"
+#include "core/base/unique_fd.hpp"
 
 namespace conveyor {
 

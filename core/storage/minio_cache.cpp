@@ -1,58 +1,68 @@
 #include "core/storage/minio_cache.hpp"
 
-#include <algorithm>
 #include <mutex>
-#include <numeric>
 
-#include "core/base/sample_seed.hpp"
+#include "core/base/log.hpp"
 
 namespace conveyor {
 
 std::shared_ptr<minio_cache> minio_cache::plan(const sample_source& source, std::uint64_t capacity,
                                                std::uint64_t seed) {
-  const auto n = source.size();
-  std::vector<std::uint64_t> ids(n);
-  std::iota(ids.begin(), ids.end(), std::uint64_t{0});
-  const auto rank = [seed](std::uint64_t id) { return sample_seed(seed, id); };
-  std::sort(ids.begin(), ids.end(),
-            [&](std::uint64_t a, std::uint64_t b) { return rank(a) < rank(b); });
-  std::vector<bool> members(n, false);
-  std::uint64_t planned = 0;
-  for (auto id : ids) {
-    auto bytes = source.stored_bytes(id);
-    if (planned + bytes <= capacity) {  // a sample too large for what is left: the next may fit
-      planned += bytes;
-      members[id] = true;
-    }
-  }
-  return std::make_shared<minio_cache>(std::move(members), planned, capacity);
+  cache_capacity memory_only{capacity, 0};
+  auto layout = std::make_shared<const cache_plan>(cache_plan::make(source, memory_only, seed, {}));
+  return std::make_shared<minio_cache>(std::move(layout), memory_only, nullptr);
 }
 
-minio_cache::minio_cache(std::vector<bool> members, std::uint64_t planned_bytes,
-                         std::uint64_t capacity)
-    : members_(std::move(members)),
-      member_count_(static_cast<std::uint64_t>(std::count(members_.begin(), members_.end(), true))),
-      planned_bytes_(planned_bytes),
-      capacity_(capacity) {}
+minio_cache::minio_cache(std::shared_ptr<const cache_plan> layout, cache_capacity capacity,
+                         std::unique_ptr<disk_tier> disk)
+    : layout_(std::move(layout)), capacity_(capacity), disk_(std::move(disk)) {}
+
+std::uint64_t minio_cache::member_count() const noexcept {
+  return layout_->samples(cache_tier::memory) + layout_->samples(cache_tier::disk);
+}
+
+std::uint64_t minio_cache::planned_bytes() const noexcept {
+  return layout_->bytes(cache_tier::memory) + layout_->bytes(cache_tier::disk);
+}
 
 std::optional<record> minio_cache::find(std::uint64_t id) const {
-  if (!member(id)) {
+  const auto tier = layout_->tier(id);
+  if (tier == cache_tier::none) {
     return std::nullopt;
   }
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  auto it = entries_.find(id);
-  if (it == entries_.end()) {
+  if (tier == cache_tier::memory) {
+    auto it = entries_.find(id);
+    return it == entries_.end() ? std::nullopt : std::optional<record>(it->second);
+  }
+  auto it = on_disk_.find(id);
+  if (it == on_disk_.end() || !it->second.written) {
     return std::nullopt;
   }
-  return it->second;
+  const auto entry = it->second;
+  lock.unlock();
+  auto payload = disk_->read(entry.offset, entry.size);
+  if (!payload) {
+    return std::nullopt;  // read from storage instead: nothing is lost
+  }
+  return record{entry.key, entry.label, std::move(*payload)};
 }
 
 bool minio_cache::fill(std::uint64_t id, const record& r) {
-  if (!member(id)) {
-    return false;
+  switch (layout_->tier(id)) {
+    case cache_tier::memory:
+      return fill_memory(id, r);
+    case cache_tier::disk:
+      return disk_ && fill_disk(id, r);
+    case cache_tier::none:
+      break;
   }
+  return false;
+}
+
+bool minio_cache::fill_memory(std::uint64_t id, const record& r) {
   std::unique_lock<std::shared_mutex> lock(mutex_);
-  if (entries_.count(id) != 0 || bytes_ + r.payload.size() > capacity_) {
+  if (entries_.count(id) != 0 || bytes_ + r.payload.size() > capacity_.memory) {
     return false;
   }
   bytes_ += r.payload.size();
@@ -60,14 +70,49 @@ bool minio_cache::fill(std::uint64_t id, const record& r) {
   return true;
 }
 
+// Claims the entry, writes outside the lock (other readers meanwhile read from storage), then
+// marks it written; a failed write gives the entry up, its reserved space lost (logged once).
+bool minio_cache::fill_disk(std::uint64_t id, const record& r) {
+  std::optional<std::uint64_t> offset;
+  {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    if (on_disk_.count(id) != 0 || !(offset = disk_->reserve(r.payload.size()))) {
+      return false;
+    }
+    on_disk_.emplace(id, disk_entry{*offset, r.payload.size(), r.key, r.label, false});
+  }
+  auto written = disk_->write(*offset, r.payload);
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  if (!written) {
+    on_disk_.erase(id);
+    if (!disk_failed_) {
+      disk_failed_ = true;
+      log("cache")->warn("{} (such samples are read from storage)", written.error().what());
+    }
+    return false;
+  }
+  on_disk_[id].written = true;
+  disk_bytes_ += r.payload.size();
+  return true;
+}
+
 std::uint64_t minio_cache::cached_samples() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  return entries_.size();
+  std::uint64_t written = 0;
+  for (const auto& [id, entry] : on_disk_) {
+    written += entry.written ? 1 : 0;
+  }
+  return entries_.size() + written;
 }
 
 std::uint64_t minio_cache::cached_bytes() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  return bytes_;
+  return bytes_ + disk_bytes_;
+}
+
+std::uint64_t minio_cache::disk_bytes() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return disk_bytes_;
 }
 
 }  // namespace conveyor

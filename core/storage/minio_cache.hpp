@@ -1,13 +1,13 @@
 #pragma once
-/// CoorDL's MinIO cache: encoded sample bytes kept in memory, filled on a sample's first read
-/// and never evicted. Every epoch reads the dataset in a new random order, so an LRU cache (the
-/// page cache) evicts items before they come around again and a cache of half the dataset hits
-/// far less than half; a cache whose contents are fixed hits exactly its share every epoch.
+/// CoorDL's MinIO cache: encoded sample bytes kept in memory (and, past it, on a local disk),
+/// filled on a sample's first read and never evicted. Every epoch reads the dataset in a new
+/// random order, so an LRU cache (the page cache) evicts items before they come around again
+/// and a cache of half the dataset hits far less than half; a cache whose contents are fixed
+/// hits exactly its share every epoch.
 ///
-/// Which samples are cached is a plan made at start, a function of the seed alone: samples in
-/// the order of a hash of (seed, id), as many as fit in the capacity by their stored size. So a
-/// run (or another node) can tell what is cached without asking, and the cache holds the same
-/// samples whatever order the first epoch reads them in.
+/// Which samples are cached is a plan made at start, a function of the seed alone
+/// (core/storage/cache_plan.hpp): so a run (or another node) can tell what is cached without
+/// asking, and the cache holds the same samples whatever order the first epoch reads them in.
 
 #include <cstdint>
 #include <memory>
@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/storage/cache_plan.hpp"
+#include "core/storage/disk_tier.hpp"
 #include "core/storage/record.hpp"
 #include "core/storage/sample_source.hpp"
 
@@ -24,34 +26,56 @@ namespace conveyor {
 /// Thread-safe: readers find and fill concurrently.
 class minio_cache {
  public:
-  /// The plan for `source` with `capacity` bytes, seeded `seed`.
+  /// A node alone: `capacity` bytes of memory over the whole of `source`, seeded `seed`.
   static std::shared_ptr<minio_cache> plan(const sample_source& source, std::uint64_t capacity,
                                            std::uint64_t seed);
-  /// A cache of the samples marked in `members` (their stored bytes adding up to
-  /// `planned_bytes`), holding at most `capacity` bytes of payload.
-  minio_cache(std::vector<bool> members, std::uint64_t planned_bytes, std::uint64_t capacity);
+  /// This node's samples of `layout`: those of its memory tier in memory, holding at most
+  /// `capacity.memory` bytes of payload; those of its disk tier in `disk` (null when the plan
+  /// puts none on disk).
+  minio_cache(std::shared_ptr<const cache_plan> layout, cache_capacity capacity,
+              std::unique_ptr<disk_tier> disk);
 
-  bool member(std::uint64_t id) const noexcept { return id < members_.size() && members_[id]; }
-  /// A copy of sample `id` when it is cached.
+  const cache_plan& layout() const noexcept { return *layout_; }
+  const std::shared_ptr<const cache_plan>& layout_ptr() const noexcept { return layout_; }
+  /// Sample `id` is one this node caches.
+  bool member(std::uint64_t id) const noexcept { return layout_->tier(id) != cache_tier::none; }
+  /// A copy of sample `id` when it is cached (in memory, or read back from the disk tier).
   std::optional<record> find(std::uint64_t id) const;
   /// Sample `id` was read from storage: kept when it is a member not cached yet and fits.
-  /// False when it was not kept.
+  /// False when it was not kept (also when the disk tier failed to write it).
   bool fill(std::uint64_t id, const record& r);
 
-  std::uint64_t capacity() const noexcept { return capacity_; }
-  std::uint64_t member_count() const noexcept { return member_count_; }
-  std::uint64_t planned_bytes() const noexcept { return planned_bytes_; }
+  std::uint64_t capacity() const noexcept { return capacity_.memory + capacity_.disk; }
+  std::uint64_t member_count() const noexcept;
+  std::uint64_t planned_bytes() const noexcept;
   std::uint64_t cached_samples() const;
+  /// Encoded bytes cached, both tiers.
   std::uint64_t cached_bytes() const;
+  /// Of those, on the disk tier.
+  std::uint64_t disk_bytes() const;
 
  private:
-  std::vector<bool> members_;
-  std::uint64_t member_count_ = 0;
-  std::uint64_t planned_bytes_ = 0;
-  std::uint64_t capacity_ = 0;
+  /// A sample on the disk tier: where its payload lies, and the rest of its record.
+  struct disk_entry {
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;
+    std::string key;
+    std::int32_t label = 0;
+    bool written = false;  ///< false while one reader writes it (others see a miss)
+  };
+
+  bool fill_memory(std::uint64_t id, const record& r);
+  bool fill_disk(std::uint64_t id, const record& r);
+
+  std::shared_ptr<const cache_plan> layout_;
+  cache_capacity capacity_;
+  std::unique_ptr<disk_tier> disk_;
   mutable std::shared_mutex mutex_;
   std::unordered_map<std::uint64_t, record> entries_;
-  std::uint64_t bytes_ = 0;  ///< payload bytes held
+  std::unordered_map<std::uint64_t, disk_entry> on_disk_;
+  std::uint64_t bytes_ = 0;       ///< payload bytes held in memory
+  std::uint64_t disk_bytes_ = 0;  ///< payload bytes written to the disk tier
+  bool disk_failed_ = false;      ///< a write to the disk tier failed (logged once)
 };
 
 }  // namespace conveyor

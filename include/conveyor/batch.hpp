@@ -179,13 +179,25 @@ struct pipeline_report {
   std::vector<std::pair<std::string, double>> time_per_sample_ms;
   bool finished = false;                         ///< every epoch handed to the GPUs
   std::vector<std::string> quarantined_samples;  ///< "epoch <e> <key>: <reason>" (pipeline)
-  /// Per epoch (from 0): samples served by the cache ([cache]), and samples and bytes read
-  /// from storage. (Empty for a client.)
+  /// Per epoch (from 0): samples served by the cache ([cache]; of those, by its disk tier),
+  /// and samples and bytes read from storage (for this node, and for its peers). (Empty for a
+  /// client.)
   std::vector<std::uint64_t> epoch_cache_hits;
+  std::vector<std::uint64_t> epoch_disk_hits;
   std::vector<std::uint64_t> epoch_storage_reads;
   std::vector<std::uint64_t> epoch_storage_bytes;
-  std::uint64_t cached_samples = 0;  ///< samples the cache holds now
-  std::uint64_t cached_bytes = 0;    ///< their encoded bytes
+  /// Per epoch, with [cluster] peers: samples (and bytes) fetched from a peer's cache, samples
+  /// a peer holds that were read from storage instead (the peer down, slow or refused), and
+  /// samples this node's cache gave its peers.
+  std::vector<std::uint64_t> epoch_peer_fetches;
+  std::vector<std::uint64_t> epoch_peer_bytes;
+  std::vector<std::uint64_t> epoch_peer_fallbacks;
+  std::vector<std::uint64_t> epoch_peer_served;
+  std::uint64_t cached_samples = 0;     ///< samples the cache holds now
+  std::uint64_t cached_bytes = 0;       ///< their encoded bytes
+  std::uint64_t cached_disk_bytes = 0;  ///< of those, on the disk tier
+  /// Each peer that failed during the run: "host:port (rank r): what happened".
+  std::vector<std::string> failed_peers;
 };
 
 }  // namespace conveyor

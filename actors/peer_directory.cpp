@@ -1,0 +1,55 @@
+#include "actors/peer_directory.hpp"
+
+#include <caf/actor_cast.hpp>
+
+#include <mutex>
+
+namespace conveyor {
+
+peer_directory::peer_directory(std::vector<peer_address> nodes, std::uint64_t self,
+                               std::chrono::milliseconds backoff)
+    : health_(std::move(nodes), self, backoff), handles_(health_.world()) {}
+
+peer_cache_actor peer_directory::usable(std::uint64_t rank,
+                                        peer_health::clock::time_point now) const {
+  if (!health_.usable(rank, now)) {
+    return {};
+  }
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return handles_[rank];
+}
+
+void peer_directory::connected(std::uint64_t rank, peer_cache_actor handle) {
+  {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    handles_[rank] = std::move(handle);
+  }
+  health_.connected(rank);
+}
+
+std::optional<std::uint64_t> peer_directory::lost(const caf::actor_addr& address,
+                                                  const std::string& reason) {
+  std::optional<std::uint64_t> rank;
+  {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    for (std::uint64_t r = 0; r < handles_.size(); ++r) {
+      if (handles_[r] && handles_[r].address() == address) {
+        rank = r;
+        handles_[r] = nullptr;
+      }
+    }
+  }
+  if (rank) {
+    health_.lost(*rank, reason);
+  }
+  return rank;
+}
+
+void peer_directory::clear() {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  for (auto& h : handles_) {
+    h = nullptr;
+  }
+}
+
+}  // namespace conveyor

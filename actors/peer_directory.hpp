@@ -1,0 +1,45 @@
+#pragma once
+/// A node's peers (the other nodes of its cluster, whose caches serve its misses): their
+/// health (core/cluster/peer_health.hpp) and the handles of those connected. The links actor
+/// (actors/peer_links.hpp) connects and watches them; readers take a handle to fetch from.
+
+#include <caf/actor_addr.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <shared_mutex>
+#include <vector>
+
+#include "core/cluster/peer_health.hpp"
+#include "messages/peer_cache.hpp"
+
+namespace conveyor {
+
+/// Thread-safe.
+class peer_directory {
+ public:
+  /// The cluster's nodes in rank order, this node at `self`; see peer_health.
+  peer_directory(std::vector<peer_address> nodes, std::uint64_t self,
+                 std::chrono::milliseconds backoff);
+
+  peer_health& health() noexcept { return health_; }
+  const peer_health& health() const noexcept { return health_; }
+
+  /// The handle of peer `rank` when it may be asked now (health().usable); null otherwise.
+  peer_cache_actor usable(std::uint64_t rank, peer_health::clock::time_point now) const;
+  /// Peer `rank` is up at `handle` (marked connected).
+  void connected(std::uint64_t rank, peer_cache_actor handle);
+  /// The connection to the peer at `address` went down: its rank, forgotten (marked lost);
+  /// nullopt for an address that is no peer's.
+  std::optional<std::uint64_t> lost(const caf::actor_addr& address, const std::string& reason);
+  /// Drops every handle (the pipeline stops).
+  void clear();
+
+ private:
+  peer_health health_;
+  mutable std::shared_mutex mutex_;
+  std::vector<peer_cache_actor> handles_;  ///< per rank; null when not connected
+};
+
+}  // namespace conveyor

@@ -1,0 +1,59 @@
+#include "actors/peer_fetcher.hpp"
+
+#include <caf/all.hpp>
+
+#include "core/base/log.hpp"
+
+namespace conveyor {
+
+peer_fetcher::peer_fetcher(caf::actor_system& system, std::shared_ptr<peer_directory> peers,
+                           std::shared_ptr<const cache_plan> plan,
+                           std::chrono::milliseconds deadline)
+    : system_(&system), peers_(std::move(peers)), plan_(std::move(plan)), deadline_(deadline) {}
+
+std::optional<record> peer_fetcher::fetch(std::uint64_t epoch, std::uint64_t id,
+                                          read_counts& counts) const {
+  auto rank = plan_->holder(id);
+  if (!rank || *rank == plan_->rank()) {
+    return std::nullopt;
+  }
+  auto holder = peers_->usable(*rank, peer_health::clock::now());
+  auto got = holder ? ask(holder, *rank, epoch, id) : std::nullopt;
+  if (got) {
+    counts.fetched(epoch, got->payload.size());
+  } else {
+    counts.fell_back(epoch);
+  }
+  return got;
+}
+
+std::optional<record> peer_fetcher::ask(const peer_cache_actor& holder, std::uint64_t rank,
+                                        std::uint64_t epoch, std::uint64_t id) const {
+  std::optional<record> out;
+  caf::scoped_actor self{*system_};
+  self->request(holder, deadline_, atoms::fetch::value, epoch, id)
+      .receive(
+          [&](peer_record& r) {
+            if (r.status == static_cast<std::uint8_t>(peer_status::found)) {
+              out = record{std::move(r.key), r.label, std::move(r.payload)};
+            } else {
+              log("cluster")->warn("{} did not give sample {}: {}", peers_->health().name(rank),
+                                   id, r.error);
+            }
+          },
+          [&](caf::error& e) {
+            if (e == caf::sec::request_timeout) {
+              peers_->health().timed_out(rank, peer_health::clock::now());
+              log("cluster")->warn(
+                  "{} did not give sample {} within cluster.peer_timeout_ms = {}: its samples "
+                  "are read from storage for a while",
+                  peers_->health().name(rank), id, deadline_.count());
+            } else {
+              log("cluster")->warn("fetch of sample {} from {} failed: {}", id,
+                                   peers_->health().name(rank), system_->render(e));
+            }
+          });
+  return out;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,88 @@
+#include "actors/peer_server.hpp"
+
+#include <caf/all.hpp>
+
+#include <vector>
+
+namespace conveyor {
+namespace {
+
+peer_record refusal(peer_status status, std::string why) {
+  peer_record r;
+  r.status = static_cast<std::uint8_t>(status);
+  r.error = std::move(why);
+  return r;
+}
+
+peer_record found(record r) {
+  peer_record out;
+  out.status = static_cast<std::uint8_t>(peer_status::found);
+  out.key = std::move(r.key);
+  out.label = r.label;
+  out.payload = std::move(r.payload);
+  return out;
+}
+
+peer_cache_actor::behavior_type worker(peer_cache_actor::pointer, peer_server_options opts) {
+  return {
+      [opts](atoms::hello, const peer_identity&) { return opts.identity; },
+      [opts](atoms::fetch, std::uint64_t epoch, std::uint64_t id) {
+        return serve_fetch(opts, epoch, id);
+      },
+  };
+}
+
+struct front_state {
+  static inline const char* name = "peer_server";
+  std::vector<peer_cache_actor> workers;
+  std::size_t next = 0;
+};
+
+peer_cache_actor::behavior_type front(
+    peer_cache_actor::stateful_pointer<front_state> self, peer_server_options opts) {
+  for (int w = 0; w < opts.workers; ++w) {
+    self->state.workers.push_back(self->spawn<caf::detached + caf::linked>(worker, opts));
+  }
+  return {
+      [opts](atoms::hello, const peer_identity&) { return opts.identity; },
+      [self](atoms::fetch, std::uint64_t epoch,
+             std::uint64_t id) -> caf::delegated<peer_record> {
+        auto& s = self->state;
+        const auto& to = s.workers[s.next++ % s.workers.size()];
+        return self->delegate(to, atoms::fetch::value, epoch, id);
+      },
+  };
+}
+
+}  // namespace
+
+peer_record serve_fetch(const peer_server_options& opts, std::uint64_t epoch, std::uint64_t id) {
+  if (id >= opts.source->size() || epoch >= opts.epochs) {
+    return refusal(peer_status::bad_request,
+                   "sample " + std::to_string(id) + " of epoch " + std::to_string(epoch) +
+                       " is outside this run (" + std::to_string(opts.source->size()) +
+                       " samples, " + std::to_string(opts.epochs) + " epochs)");
+  }
+  if (!opts.cache || !opts.cache->member(id)) {
+    return refusal(peer_status::not_held,
+                   "sample " + std::to_string(id) + " is not one this node caches");
+  }
+  if (auto hit = opts.cache->find(id)) {
+    opts.status->reads().served(epoch);
+    return found(std::move(*hit));
+  }
+  auto r = opts.source->read(id);
+  if (!r) {
+    return refusal(peer_status::read_failed, r.error().what());
+  }
+  opts.status->reads().stored(epoch, r->payload.size());
+  opts.cache->fill(id, *r);
+  opts.status->reads().served(epoch);
+  return found(std::move(*r));
+}
+
+peer_cache_actor spawn_peer_server(caf::actor_system& sys, peer_server_options options) {
+  return sys.spawn(front, std::move(options));
+}
+
+}  // namespace conveyor

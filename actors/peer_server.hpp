@@ -1,0 +1,38 @@
+#pragma once
+/// A node's cache as its peers see it (the partitioned cache): published on the node's
+/// address in cluster.peers, it answers `hello` with the node's identity and `fetch(epoch, id)`
+/// with sample `id` from the node's cache. A sample the node holds but has not cached yet is
+/// read from storage, cached and given: the cluster reads each held sample from storage once.
+/// A front actor delegates fetches to `workers` detached actors, so storage reads for peers
+/// run beside each other and never on the scheduler's threads.
+
+#include <caf/actor_system.hpp>
+
+#include <cstdint>
+#include <memory>
+
+#include "core/delivery/pipeline_status.hpp"
+#include "core/storage/minio_cache.hpp"
+#include "core/storage/sample_source.hpp"
+#include "messages/peer_cache.hpp"
+
+namespace conveyor {
+
+struct peer_server_options {
+  std::shared_ptr<const sample_source> source;
+  std::shared_ptr<minio_cache> cache;
+  std::shared_ptr<pipeline_status> status;  ///< counts reads for peers and samples served
+  peer_identity identity;                   ///< this node's
+  std::uint64_t epochs = 1;                 ///< the run's: a fetch for a later one is refused
+  int workers = 1;                          ///< >= 1
+};
+
+/// What this node answers to a fetch of sample `id` for `epoch`. Plain: callable from any
+/// thread (the server's workers call it).
+peer_record serve_fetch(const peer_server_options& options, std::uint64_t epoch,
+                        std::uint64_t id);
+
+/// The front actor, its workers linked to it: an exit of the front stops them.
+peer_cache_actor spawn_peer_server(caf::actor_system& sys, peer_server_options options);
+
+}  // namespace conveyor

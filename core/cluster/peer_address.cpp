@@ -1,0 +1,40 @@
+#include "core/cluster/peer_address.hpp"
+
+#include <charconv>
+
+namespace conveyor {
+
+std::string peer_address::text() const {
+  bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+expected<peer_address> parse_peer_address(std::string_view text) {
+  auto bad = [&](const std::string& why) {
+    return error{errc::invalid_argument,
+                 "\"" + std::string(text) + "\" is not \"host:port\" (" + why + ")"};
+  };
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return bad("no port");
+  }
+  auto host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    return bad("an IPv6 address goes in brackets: \"[::1]:7100\"");
+  }
+  if (host.empty()) {
+    return bad("no host");
+  }
+  auto digits = text.substr(colon + 1);
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || port == 0 ||
+      port > 65535) {
+    return bad("the port must be a number in 1..65535");
+  }
+  return peer_address{std::string(host), static_cast<std::uint16_t>(port)};
+}
+
+}  // namespace conveyor

@@ -1,0 +1,80 @@
+#pragma once
+/// What a node knows of each of its peers (the other nodes of its cluster, whose caches serve
+/// its misses): whether one may be asked for a sample now, and what went wrong with each, for
+/// the run's report. A peer that is down, refused, not reached yet, or that let a fetch run
+/// past its deadline in the last `backoff`, is not asked: its samples are read from storage.
+///
+/// The actors that connect to peers (actors/peer_links.cpp) and the readers that fetch from
+/// them (actors/peer_fetcher.cpp) report here; plain code with the clock passed in.
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/cluster/peer_address.hpp"
+
+namespace conveyor {
+
+/// Thread-safe.
+class peer_health {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  /// The cluster's nodes in rank order; `self` is this node (never a peer of its own).
+  /// Precondition: self < nodes.size().
+  peer_health(std::vector<peer_address> nodes, std::uint64_t self,
+              std::chrono::milliseconds backoff);
+
+  std::uint64_t world() const noexcept { return peers_.size(); }
+  std::uint64_t self() const noexcept { return self_; }
+  /// Precondition: rank < world().
+  const peer_address& address(std::uint64_t rank) const { return peers_[rank].address; }
+  /// "host:port (rank r)", for messages.
+  std::string name(std::uint64_t rank) const;
+
+  /// `rank` may be asked for a sample at `now`: it is up, and no fetch from it timed out in the
+  /// last `backoff`.
+  bool usable(std::uint64_t rank, clock::time_point now) const;
+
+  /// A connection to `rank` is up and it agreed on the cache plan.
+  void connected(std::uint64_t rank);
+  /// An attempt to connect to `rank` failed (it is retried later).
+  void unreachable(std::uint64_t rank, std::string reason);
+  /// The connection to `rank` went down (it is retried later).
+  void lost(std::uint64_t rank, std::string reason);
+  /// `rank` disagrees on the cache plan: it is never asked.
+  void refused(std::uint64_t rank, std::string reason);
+  /// A fetch from `rank` ran past its deadline at `now`: it is not asked for `backoff`.
+  void timed_out(std::uint64_t rank, clock::time_point now);
+
+  /// Every peer is up or refused: a node waiting for its peers at start can go.
+  bool settled() const;
+  /// Peers not up and not refused: those to connect (again).
+  std::vector<std::uint64_t> unconnected() const;
+  /// Every peer that failed during the run (went down, was refused, was never reached, let
+  /// fetches time out) as "host:port (rank r): what happened", in rank order.
+  std::vector<std::string> failures() const;
+
+ private:
+  enum class state : std::uint8_t { connecting, up, down, refused };
+  struct peer {
+    peer_address address;
+    state now = state::connecting;
+    std::string reason;  ///< the last thing that went wrong
+    std::uint64_t timeouts = 0;
+    std::uint64_t losses = 0;
+    clock::time_point skip_until{};
+  };
+
+  bool peer_rank(std::uint64_t rank) const noexcept { return rank < peers_.size() && rank != self_; }
+  std::string failure(const peer& p) const;
+
+  std::vector<peer> peers_;
+  std::uint64_t self_ = 0;
+  std::chrono::milliseconds backoff_;
+  mutable std::mutex mutex_;
+};
+
+}  // namespace conveyor

@@ -1,0 +1,77 @@
+#pragma once
+/// The contract between the nodes of a cluster whose caches serve each other's misses (the
+/// partitioned cache, core/storage/cache_plan.hpp): the only messages that cross the network.
+/// Bytes and integers only: CAF 0.17 corrupts floats on the wire (notes/caf-0.17.md). Every
+/// type here is announced under the same name on every node (peer_message_types).
+///
+///   node A --hello(A's identity)--> node B's peer_cache_actor --> B's identity
+///   node A --fetch(epoch, id)--> node B's peer_cache_actor --> peer_record
+
+#include <caf/actor_system_config.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "messages/atoms.hpp"
+
+namespace conveyor {
+
+/// What two nodes must agree on before one serves the other: the same protocol, dataset, seed
+/// and cluster shape, and the same cache plan (its digest). `rank` is the sender's.
+struct peer_identity {
+  std::uint32_t protocol = 1;
+  std::uint64_t dataset_size = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t world = 0;
+  std::uint64_t rank = 0;
+  std::uint64_t plan_digest = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, peer_identity& x) {
+  return f(caf::meta::type_name("conveyor::peer_identity"), x.protocol, x.dataset_size, x.seed,
+           x.world, x.rank, x.plan_digest);
+}
+
+/// How a node answered a fetch.
+enum class peer_status : std::uint8_t {
+  found = 0,        ///< `key`, `label` and `payload` are the sample
+  not_held = 1,     ///< the sample is not one this node caches
+  read_failed = 2,  ///< this node holds it but could not read it from storage (`error` says why)
+  bad_request = 3,  ///< an id or epoch outside the run (`error` says which)
+};
+
+/// A sample's record as one node sends it to another, or why it does not.
+struct peer_record {
+  std::uint8_t status = 0;  ///< a peer_status
+  std::string key;
+  std::int32_t label = 0;
+  std::vector<std::uint8_t> payload;
+  std::string error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, peer_record& x) {
+  return f(caf::meta::type_name("conveyor::peer_record"), x.status, x.key, x.label, x.payload,
+           x.error);
+}
+
+/// A node's cache as its peers see it, published on the node's address in cluster.peers.
+/// `fetch(epoch, id)` gives sample `id` from this node's cache; a sample it holds but has not
+/// cached yet is read from its storage, cached and given (so the cluster's storage is read
+/// once per sample); `epoch` is the asker's, for this node's per-epoch counts.
+using peer_cache_actor = caf::typed_actor<
+    caf::replies_to<atoms::hello, peer_identity>::with<peer_identity>,
+    caf::replies_to<atoms::fetch, std::uint64_t, std::uint64_t>::with<peer_record>>;
+
+/// Announces the types above to an actor system's configuration (every node must).
+inline void peer_message_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<peer_identity>("conveyor::peer_identity");
+  cfg.add_message_type<peer_record>("conveyor::peer_record");
+}
+
+}  // namespace conveyor
