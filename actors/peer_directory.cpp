@@ -39,7 +39,9 @@ std::optional<std::uint64_t> peer_directory::lost(const caf::actor_addr& address
       }
     }
   }
-  if (rank) {
+  if (rank && reason.empty()) {
+    health_.left(*rank);
+  } else if (rank) {
     health_.lost(*rank, reason);
   }
   return rank;

@@ -30,8 +30,9 @@ class peer_directory {
   peer_cache_actor usable(std::uint64_t rank, peer_health::clock::time_point now) const;
   /// Peer `rank` is up at `handle` (marked connected).
   void connected(std::uint64_t rank, peer_cache_actor handle);
-  /// The connection to the peer at `address` went down: its rank, forgotten (marked lost);
-  /// nullopt for an address that is no peer's.
+  /// The peer at `address` went down, its connection lost (`reason`) or, when `reason` is
+  /// empty, its run ended: its rank, forgotten (marked lost or left); nullopt for an address
+  /// that is no peer's.
   std::optional<std::uint64_t> lost(const caf::actor_addr& address, const std::string& reason);
   /// Drops every handle (the pipeline stops).
   void clear();

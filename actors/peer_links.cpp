@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -12,12 +13,25 @@
 namespace conveyor {
 namespace {
 
+using clock = std::chrono::steady_clock;
+
+// The first retry comes soon (the nodes of one job start within moments of each other), later
+// ones ever later, up to the configured retry.
+constexpr std::chrono::milliseconds first_retry{50};
+
 struct links_state {
   static inline const char* name = "peer_links";
+  peer_links_options opts;
+  peer_cache_actor server;  ///< this node's, introduced to the peers it dials
   std::set<std::uint64_t> attempting;
   std::vector<std::string> told;  ///< per rank: the last reason logged for not reaching it
+  std::vector<std::chrono::milliseconds> backoff;  ///< per rank: until the next attempt
+  std::vector<clock::time_point> next_attempt;     ///< per rank
   bool wait_over = false;
   bool ready = false;
+
+  peer_health& health() { return opts.peers->health(); }
+  bool dials(std::uint64_t rank) const { return rank > opts.identity.rank; }
 };
 
 using links_pointer = peer_links_actor::stateful_pointer<links_state>;
@@ -27,122 +41,160 @@ std::string with_key(std::string what, std::uint64_t there, std::uint64_t here) 
 }
 
 // Start-up goes on once every peer is up or refused, or the wait is over.
-void check_ready(links_pointer self, peer_links_options& opts) {
+void check_ready(links_pointer self) {
   auto& s = self->state;
-  auto& health = opts.peers->health();
-  if (s.ready || !(s.wait_over || health.settled())) {
+  if (s.ready || !(s.wait_over || s.health().settled())) {
     return;
   }
   s.ready = true;
-  auto missing = health.unconnected();
+  auto missing = s.health().unconnected();
   if (missing.empty()) {
     log("cluster")->info("cluster: every peer answered; reading starts");
   }
   for (auto rank : missing) {
     log("cluster")->warn(
-        "cluster: {} not reached within cluster.peer_wait_s: reading starts without it (its "
+        "cluster: {} not connected within cluster.peer_wait_s: reading starts without it (its "
         "samples come from storage until it is up)",
-        health.name(rank));
+        s.health().name(rank));
   }
-  if (opts.on_ready) {
-    opts.on_ready();
-    opts.on_ready = nullptr;  // drops the handles it held
+  if (s.opts.on_ready) {
+    s.opts.on_ready();
+    s.opts.on_ready = nullptr;  // drops the handles it held
   }
 }
 
-// An attempt at `rank` failed: logged when the reason is new.
-void not_reached(links_pointer self, peer_links_options& opts, std::uint64_t rank,
-                 const std::string& why) {
+// An attempt at `rank` failed: tried again after a backoff; logged when the reason is new.
+void not_reached(links_pointer self, std::uint64_t rank, const std::string& why) {
   auto& s = self->state;
   s.attempting.erase(rank);
-  opts.peers->health().unreachable(rank, why);
+  s.next_attempt[rank] = clock::now() + s.backoff[rank];
+  s.backoff[rank] = std::min(s.backoff[rank] * 2, s.opts.retry);
+  s.health().unreachable(rank, why);
   if (s.told[rank] != why) {
     s.told[rank] = why;
-    log("cluster")->info("cluster: {} not reached ({}); trying again", opts.peers->health().name(rank),
-                         why);
+    log("cluster")->info("cluster: {} not reached ({}); trying again", s.health().name(rank), why);
   }
-  check_ready(self, opts);
+  check_ready(self);
 }
 
-// The peer answered hello with `theirs`: connected, or refused for good.
-void greeted(links_pointer self, peer_links_options& opts, std::uint64_t rank,
-             const peer_cache_actor& handle, const peer_identity& theirs) {
+// `rank` said `theirs` (in a hello, or in answer to ours): used from now on, or refused.
+void admit(links_pointer self, std::uint64_t rank, const peer_cache_actor& handle,
+           const peer_identity& theirs) {
   auto& s = self->state;
   s.attempting.erase(rank);
-  auto name = opts.peers->health().name(rank);
-  if (auto why = identity_mismatch(opts.identity, theirs, rank)) {
-    opts.peers->health().refused(rank, *why);
+  auto name = s.health().name(rank);
+  if (auto why = identity_mismatch(s.opts.identity, theirs, rank)) {
+    s.health().refused(rank, *why);
     log("cluster")->error("cluster: {} is not used: {}; its samples are read from storage", name,
                           *why);
   } else {
     self->monitor(handle);
-    opts.peers->connected(rank, handle);
+    s.opts.peers->connected(rank, handle);
     s.told[rank].clear();
+    s.backoff[rank] = first_retry;
     log("cluster")->info("cluster: {} is up", name);
   }
-  check_ready(self, opts);
+  check_ready(self);
 }
 
-void say_hello(links_pointer self, peer_links_options& opts, std::uint64_t rank,
-               peer_cache_actor handle) {
-  self->request(handle, opts.attempt_timeout, atoms::hello::value, opts.identity)
-      .then([self, &opts, rank, handle](
-                const peer_identity& theirs) { greeted(self, opts, rank, handle, theirs); },
-            [self, &opts, rank](const caf::error& e) {
-              not_reached(self, opts, rank, "no answer to hello: " + self->system().render(e));
+void say_hello(links_pointer self, std::uint64_t rank, peer_cache_actor handle) {
+  auto& s = self->state;
+  self->request(handle, s.opts.attempt_timeout, atoms::hello::value, s.opts.identity,
+                caf::actor_cast<caf::strong_actor_ptr>(s.server))
+      .then([self, rank, handle](const peer_identity& theirs) { admit(self, rank, handle, theirs); },
+            [self, rank](const caf::error& e) {
+              not_reached(self, rank, "no answer to hello: " + self->system().render(e));
             });
 }
 
-void attempt(links_pointer self, peer_links_options& opts, std::uint64_t rank) {
-  const auto& address = opts.peers->health().address(rank);
-  if (auto probe = tcp_probe(address, opts.attempt_timeout); !probe) {
-    not_reached(self, opts, rank, probe.error().message());
+void dial(links_pointer self, std::uint64_t rank) {
+  auto& s = self->state;
+  const auto& address = s.health().address(rank);
+  if (auto probe = tcp_probe(address, s.opts.attempt_timeout); !probe) {
+    not_reached(self, rank, probe.error().message());
     return;
   }
-  self->state.attempting.insert(rank);
-  self->request(opts.connector, opts.attempt_timeout, caf::connect_atom::value, address.host,
+  s.attempting.insert(rank);
+  self->request(s.opts.connector, s.opts.attempt_timeout, caf::connect_atom::value, address.host,
                 address.port)
       .then(
-          [self, &opts, rank](const caf::node_id&, caf::strong_actor_ptr& ptr,
-                              const std::set<std::string>&) {
+          [self, rank](const caf::node_id&, caf::strong_actor_ptr& ptr,
+                       const std::set<std::string>&) {
             if (!ptr) {
-              not_reached(self, opts, rank, "nothing is published there");
+              not_reached(self, rank, "nothing is published there");
               return;
             }
-            say_hello(self, opts, rank, caf::actor_cast<peer_cache_actor>(std::move(ptr)));
+            say_hello(self, rank, caf::actor_cast<peer_cache_actor>(std::move(ptr)));
           },
-          [self, &opts, rank](const caf::error& e) {
-            not_reached(self, opts, rank, self->system().render(e));
-          });
+          [self, rank](const caf::error& e) { not_reached(self, rank, self->system().render(e)); });
+}
+
+// A peer of lower rank dialed this node and introduced itself with `theirs` and its server.
+void introduced(links_pointer self, const peer_identity& theirs, caf::strong_actor_ptr server) {
+  auto& s = self->state;
+  const auto rank = theirs.rank;
+  if (rank >= s.health().world() || rank == s.opts.identity.rank || s.dials(rank) || !server) {
+    log("cluster")->error(
+        "cluster: a node that says it is rank {} dialed this node (rank {} of {}): only nodes "
+        "of lower rank do; do all nodes list cluster.peers in the same order?",
+        rank, s.opts.identity.rank, s.health().world());
+    return;
+  }
+  admit(self, rank, caf::actor_cast<peer_cache_actor>(std::move(server)), theirs);
+}
+
+// The peer at `down.source` went down: its connection lost, or its run over.
+void peer_down(links_pointer self, const caf::down_msg& down) {
+  auto& s = self->state;
+  // A peer whose pipeline stopped (its run ended, or Ctrl-C) says so; a lost connection (a
+  // killed node) does not.
+  const bool ended = !down.reason || down.reason == caf::exit_reason::user_shutdown;
+  auto reason = ended ? std::string() : self->system().render(down.reason);
+  auto rank = s.opts.peers->lost(down.source, reason);
+  if (rank && ended) {
+    log("cluster")->info("cluster: {} stopped: its samples are read from storage from now on",
+                         s.health().name(*rank));
+  } else if (rank) {
+    log("cluster")->warn("cluster: {} went down ({}): its samples are read from storage{}",
+                         s.health().name(*rank), reason,
+                         s.dials(*rank) ? "; dialing it again" : " until it dials again");
+  }
 }
 
 peer_links_actor::behavior_type links(links_pointer self, peer_links_options opts) {
-  // The options live in the actor's state: handlers and callbacks refer to them there.
-  auto shared = std::make_shared<peer_links_options>(std::move(opts));
-  self->state.told.assign(shared->peers->health().world(), std::string());
-  self->set_down_handler([self, shared](const caf::down_msg& down) {
-    auto reason = self->system().render(down.reason);
-    if (auto rank = shared->peers->lost(down.source, reason)) {
-      log("cluster")->warn(
-          "cluster: {} went down ({}): its samples are read from storage; trying again every "
-          "{} ms",
-          shared->peers->health().name(*rank), reason, shared->retry.count());
-    }
-  });
-  self->send(self, atoms::tick::value);
-  self->delayed_send(self, shared->wait, atoms::peers_up::value);
+  auto& s = self->state;
+  s.opts = std::move(opts);
+  const auto world = s.health().world();
+  s.told.assign(world, std::string());
+  s.backoff.assign(world, std::min(first_retry, s.opts.retry));
+  s.next_attempt.assign(world, clock::now());
+  for (std::uint64_t rank = 0; rank < s.opts.identity.rank; ++rank) {
+    s.health().unreachable(rank, "it has not dialed this node (nodes dial those of higher rank)");
+  }
+  self->set_down_handler([self](const caf::down_msg& down) { peer_down(self, down); });
+  self->delayed_send(self, s.opts.wait, atoms::peers_up::value);
+  check_ready(self);  // a node alone has nobody to wait for
   return {
-      [self, shared](atoms::tick) {
-        for (auto rank : shared->peers->health().unconnected()) {
-          if (self->state.attempting.count(rank) == 0) {
-            attempt(self, *shared, rank);
+      [self](atoms::connect, const peer_cache_actor& server) {
+        self->state.server = server;
+        self->send(self, atoms::tick::value);
+      },
+      [self](atoms::hello, const peer_identity& theirs, caf::strong_actor_ptr& server) {
+        introduced(self, theirs, std::move(server));
+      },
+      [self](atoms::tick) {
+        auto& st = self->state;
+        for (auto rank : st.health().unconnected()) {
+          if (st.dials(rank) && st.attempting.count(rank) == 0 &&
+              clock::now() >= st.next_attempt[rank]) {
+            dial(self, rank);
           }
         }
-        self->delayed_send(self, shared->retry, atoms::tick::value);
+        self->delayed_send(self, std::min(first_retry, st.opts.retry), atoms::tick::value);
       },
-      [self, shared](atoms::peers_up) {
+      [self](atoms::peers_up) {
         self->state.wait_over = true;
-        check_ready(self, *shared);
+        check_ready(self);
       },
   };
 }

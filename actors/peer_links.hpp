@@ -1,10 +1,13 @@
 #pragma once
-/// Connects a node to its peers (the other nodes of its cluster) and keeps watching them: each
-/// peer not up is probed (a bounded TCP connect, core/cluster/tcp_probe.hpp), connected through
-/// CAF's middleman (or its TLS manager), greeted with this node's identity, and monitored once
-/// it agrees. A peer that goes down is marked so at once (readers stop asking it) and tried
-/// again every `retry`; one that disagrees on the run or the cache plan is refused for good,
-/// with an error that names the setting. Runs detached: a probe blocks its own thread only.
+/// Connects a node to its peers (the other nodes of its cluster) and keeps watching them. One
+/// connection per pair (messages/peer_cache.hpp): a node dials the peers of higher rank, each
+/// probed first (a bounded TCP connect, core/cluster/tcp_probe.hpp), connected through CAF's
+/// middleman (or its TLS manager), and greeted with this node's identity and cache server;
+/// peers of lower rank dial it and are introduced by the node's own server (`hello`). A peer
+/// that agrees on the run and the cache plan is monitored and used; one that disagrees is
+/// refused for good, with an error that names the setting. A peer that goes down is marked so
+/// at once (readers stop asking it); one this node dials is tried again, first after 50 ms,
+/// then ever less often, up to every `retry`. Runs detached: a probe blocks its own thread.
 ///
 /// At start, `on_ready` is called once every peer is up or refused, or after `wait`, whichever
 /// comes first: the pipeline starts reading then, so that the first epoch fills every node's
@@ -24,24 +27,28 @@
 
 namespace conveyor {
 
-/// `tick`: try the peers that are not up; `peers_up`: the start's wait is over.
+/// `connect(server)`: this node's own cache server, to introduce to the peers it dials (they
+/// start then); `hello(identity, server)`: a peer of lower rank introduced itself to this
+/// node's server; `tick`: try the peers not up; `peers_up`: the start's wait is over.
 using peer_links_actor =
-    caf::typed_actor<caf::reacts_to<atoms::tick>, caf::reacts_to<atoms::peers_up>>;
+    caf::typed_actor<caf::reacts_to<atoms::connect, peer_cache_actor>,
+                     caf::reacts_to<atoms::hello, peer_identity, caf::strong_actor_ptr>,
+                     caf::reacts_to<atoms::tick>, caf::reacts_to<atoms::peers_up>>;
 
 struct peer_links_options {
   std::shared_ptr<peer_directory> peers;
   peer_identity identity;  ///< this node's; a peer must agree (identity_mismatch)
   caf::io::middleman_actor connector;  ///< the middleman's actor, or the TLS manager's
   std::chrono::milliseconds attempt_timeout{1000};  ///< each of probe, connect and hello
-  std::chrono::milliseconds retry{2000};            ///< between attempts at a peer not up
-  std::chrono::milliseconds wait{60000};            ///< the longest start waits for peers
-  std::function<void()> on_ready;                   ///< called once (see above)
+  std::chrono::milliseconds retry{2000};  ///< the longest between attempts at a peer not up
+  std::chrono::milliseconds wait{60000};  ///< the longest start waits for peers
+  std::function<void()> on_ready;         ///< called once (see above)
 };
 
 peer_links_actor spawn_peer_links(caf::actor_system& sys, peer_links_options options);
 
-/// Why the node at `rank` of the cluster, which answered hello with `theirs`, cannot serve a
-/// node whose identity is `mine` (naming the setting that differs); nullopt when it can.
+/// Why the node at `rank` of the cluster, which said `theirs`, cannot serve a node whose
+/// identity is `mine` (naming the setting that differs); nullopt when it can.
 std::optional<std::string> identity_mismatch(const peer_identity& mine,
                                              const peer_identity& theirs, std::uint64_t rank);
 

@@ -23,9 +23,12 @@ peer_record found(record r) {
   return out;
 }
 
-peer_cache_actor::behavior_type worker(peer_cache_actor::pointer, peer_server_options opts) {
+/// A worker: serves fetches on its own thread (a miss reads storage).
+using fetch_worker =
+    caf::typed_actor<caf::replies_to<atoms::fetch, std::uint64_t, std::uint64_t>::with<peer_record>>;
+
+fetch_worker::behavior_type worker(fetch_worker::pointer, peer_server_options opts) {
   return {
-      [opts](atoms::hello, const peer_identity&) { return opts.identity; },
       [opts](atoms::fetch, std::uint64_t epoch, std::uint64_t id) {
         return serve_fetch(opts, epoch, id);
       },
@@ -34,7 +37,7 @@ peer_cache_actor::behavior_type worker(peer_cache_actor::pointer, peer_server_op
 
 struct front_state {
   static inline const char* name = "peer_server";
-  std::vector<peer_cache_actor> workers;
+  std::vector<fetch_worker> workers;
   std::size_t next = 0;
 };
 
@@ -44,7 +47,10 @@ peer_cache_actor::behavior_type front(
     self->state.workers.push_back(self->spawn<caf::detached + caf::linked>(worker, opts));
   }
   return {
-      [opts](atoms::hello, const peer_identity&) { return opts.identity; },
+      [self, opts](atoms::hello, const peer_identity& theirs, const caf::strong_actor_ptr& server) {
+        self->send(opts.links, atoms::hello::value, theirs, server);
+        return opts.identity;
+      },
       [self](atoms::fetch, std::uint64_t epoch,
              std::uint64_t id) -> caf::delegated<peer_record> {
         auto& s = self->state;

@@ -1,7 +1,8 @@
 #pragma once
 /// A node's cache as its peers see it (the partitioned cache): published on the node's
-/// address in cluster.peers, it answers `hello` with the node's identity and `fetch(epoch, id)`
-/// with sample `id` from the node's cache. A sample the node holds but has not cached yet is
+/// address in cluster.peers, it answers `hello` with the node's identity (and passes the
+/// introduced peer on to the node's links actor) and `fetch(epoch, id)` with sample `id` from
+/// the node's cache. A sample the node holds but has not cached yet is
 /// read from storage, cached and given: the cluster reads each held sample from storage once.
 /// A front actor delegates fetches to `workers` detached actors, so storage reads for peers
 /// run beside each other and never on the scheduler's threads.
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "actors/peer_links.hpp"
 #include "core/delivery/pipeline_status.hpp"
 #include "core/storage/minio_cache.hpp"
 #include "core/storage/sample_source.hpp"
@@ -25,6 +27,7 @@ struct peer_server_options {
   peer_identity identity;                   ///< this node's
   std::uint64_t epochs = 1;                 ///< the run's: a fetch for a later one is refused
   int workers = 1;                          ///< >= 1
+  peer_links_actor links;                   ///< where introductions (hello) go
 };
 
 /// What this node answers to a fetch of sample `id` for `epoch`. Plain: callable from any

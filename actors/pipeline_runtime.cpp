@@ -237,13 +237,6 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
   const auto& plan = spec.cache->layout();
   peer_identity identity{1, spec.source->size(), spec.settings.seed, p.nodes.size(), p.rank,
                          plan.digest()};
-  peer_server = spawn_peer_server(system, {spec.source, spec.cache, status, identity,
-                                           spec.settings.epochs, p.server_workers});
-  if (auto port = publish(peer_server); !port) {
-    startup_error = port.error();
-    status->fail(port.error());
-    return;
-  }
   peers = std::make_shared<peer_directory>(p.nodes, p.rank, p.retry);
   fetcher = std::make_shared<const peer_fetcher>(system, peers, spec.cache->layout_ptr(),
                                                  p.fetch_timeout);
@@ -251,6 +244,15 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
                                    : system.middleman().actor_handle();
   peer_links = spawn_peer_links(
       system, {peers, identity, connector, p.fetch_timeout, p.retry, p.wait, std::move(start)});
+  peer_server = spawn_peer_server(system, {spec.source, spec.cache, status, identity,
+                                           spec.settings.epochs, p.server_workers, peer_links});
+  if (auto port = publish(peer_server); !port) {
+    startup_error = port.error();
+    status->fail(port.error());
+    caf::anon_send_exit(peer_links, caf::exit_reason::user_shutdown);  // it never starts reading
+    return;
+  }
+  caf::anon_send(peer_links, atoms::connect::value, peer_server);
   log("cluster")->info("cluster: rank {} of {} listens at {} for its peers{}", p.rank,
                        p.nodes.size(), p.nodes[p.rank].text(),
                        p.tls.enabled() ? " (TLS)" : "");

@@ -4,9 +4,17 @@
 /// Bytes and integers only: CAF 0.17 corrupts floats on the wire (notes/caf-0.17.md). Every
 /// type here is announced under the same name on every node (peer_message_types).
 ///
-///   node A --hello(A's identity)--> node B's peer_cache_actor --> B's identity
+///   node A --hello(A's identity, A's peer_cache_actor)--> node B's peer_cache_actor
+///          <-- B's identity
 ///   node A --fetch(epoch, id)--> node B's peer_cache_actor --> peer_record
+///   node B --fetch(epoch, id)--> node A's peer_cache_actor --> peer_record
+///
+/// One connection per pair of nodes: the node of lower rank dials, and introduces its own
+/// server in its hello, so the other side fetches over the same connection. (Two connections
+/// between the same pair of nodes, one dialed from each side, broke down at once under CAF
+/// 0.17's TLS manager.)
 
+#include <caf/actor_control_block.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/meta/type_name.hpp>
 #include <caf/replies_to.hpp>
@@ -61,11 +69,13 @@ typename Inspector::result_type inspect(Inspector& f, peer_record& x) {
 }
 
 /// A node's cache as its peers see it, published on the node's address in cluster.peers.
-/// `fetch(epoch, id)` gives sample `id` from this node's cache; a sample it holds but has not
-/// cached yet is read from its storage, cached and given (so the cluster's storage is read
-/// once per sample); `epoch` is the asker's, for this node's per-epoch counts.
+/// `hello(identity, server)`: a node of lower rank introduces itself and its own cache server
+/// (a peer_cache_actor); the answer is this node's identity. `fetch(epoch, id)` gives sample
+/// `id` from this node's cache; a sample it holds but has not cached yet is read from its
+/// storage, cached and given (so the cluster's storage is read once per sample); `epoch` is
+/// the asker's, for this node's per-epoch counts.
 using peer_cache_actor = caf::typed_actor<
-    caf::replies_to<atoms::hello, peer_identity>::with<peer_identity>,
+    caf::replies_to<atoms::hello, peer_identity, caf::strong_actor_ptr>::with<peer_identity>,
     caf::replies_to<atoms::fetch, std::uint64_t, std::uint64_t>::with<peer_record>>;
 
 /// Announces the types above to an actor system's configuration (every node must).

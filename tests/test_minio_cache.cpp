@@ -1,8 +1,10 @@
 // The MinIO cache (core/storage/minio_cache.hpp) as plain code over a real image folder: its
 // plan is a function of the seed and fits the capacity by stored size; it fills on first read,
-// serves copies, and never evicts or grows past its capacity, also when readers race.
+// serves copies, and never evicts or grows past its capacity, also when readers race; its disk
+// tier (a real file in a real directory) gives back exactly the bytes it was given.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <thread>
 
 #include "core/storage/minio_cache.hpp"
@@ -114,6 +116,83 @@ TEST(MinioCache, RacingReadersFillEveryMemberOnceWithinTheCapacity) {
   for (std::uint64_t id = 0; id < images; ++id) {
     EXPECT_EQ(cache->find(id).has_value(), cache->member(id)) << "sample " << id;
   }
+}
+
+// A cache of this node alone with `memory` bytes in memory and `disk` on the disk tier in
+// `where`.
+std::shared_ptr<minio_cache> tiered(const sample_source& source, std::uint64_t memory,
+                                    std::uint64_t disk, const std::filesystem::path& where) {
+  cache_capacity capacity{memory, disk};
+  auto tier = disk_tier::open(where, disk);
+  EXPECT_TRUE(tier) << tier.error().what();
+  auto plan = std::make_shared<const cache_plan>(cache_plan::make(source, capacity, 5, {}));
+  return std::make_shared<minio_cache>(std::move(plan), capacity, std::move(*tier));
+}
+
+TEST(MinioCache, TheDiskTierKeepsWhatMemoryCannotAndGivesTheSameBytesBack) {
+  temp_dir dir;
+  auto source = folder(dir);
+  const auto total = total_bytes(*source);
+  auto cache = tiered(*source, total / 4, total, dir.path());
+  const auto& plan = cache->layout();
+  ASSERT_GT(plan.samples(cache_tier::memory), 0u);
+  ASSERT_GT(plan.samples(cache_tier::disk), 0u);
+  EXPECT_EQ(cache->member_count(), static_cast<std::uint64_t>(images));  // both tiers: all
+  for (std::uint64_t id = 0; id < images; ++id) {
+    auto r = source->read(id);
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(cache->fill(id, *r)) << "sample " << id;
+  }
+  EXPECT_EQ(cache->cached_samples(), static_cast<std::uint64_t>(images));
+  EXPECT_EQ(cache->cached_bytes(), total);
+  EXPECT_EQ(cache->disk_bytes(), plan.bytes(cache_tier::disk));
+  for (std::uint64_t id = 0; id < images; ++id) {
+    auto hit = cache->find(id);
+    auto r = source->read(id);
+    ASSERT_TRUE(hit && r) << "sample " << id;
+    EXPECT_EQ(hit->payload, r->payload) << "sample " << id;
+    EXPECT_EQ(hit->key, r->key);
+    EXPECT_EQ(hit->label, r->label);
+  }
+  // The tier's file has no name: nothing is left in its directory.
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_TRUE(entry.is_directory()) << entry.path();
+  }
+}
+
+TEST(MinioCache, RacingReadersFillTheDiskTierOnce) {
+  temp_dir dir;
+  auto source = folder(dir);
+  auto cache = tiered(*source, 0, total_bytes(*source), dir.path());
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&] {
+      for (std::uint64_t id = 0; id < images; ++id) {
+        if (!cache->find(id)) {
+          auto r = source->read(id);
+          ASSERT_TRUE(r);
+          cache->fill(id, *r);
+        }
+      }
+    });
+  }
+  for (auto& t : readers) {
+    t.join();
+  }
+  EXPECT_EQ(cache->cached_samples(), static_cast<std::uint64_t>(images));
+  EXPECT_EQ(cache->disk_bytes(), total_bytes(*source));  // no sample written twice
+}
+
+TEST(MinioCache, ADiskTierNeedsADirectory) {
+  temp_dir dir;
+  auto missing = disk_tier::open(dir / "nowhere", 1000);
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message().find("nowhere"), std::string::npos);
+  auto tier = disk_tier::open(dir.path(), 10);
+  ASSERT_TRUE(tier);
+  EXPECT_EQ((*tier)->reserve(6), 0u);
+  EXPECT_FALSE((*tier)->reserve(6));  // 12 > 10
+  EXPECT_EQ((*tier)->reserve(4), 6u);
 }
 
 }  // namespace

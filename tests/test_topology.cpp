@@ -15,6 +15,8 @@
 namespace conveyor {
 namespace {
 
+using testing::temp_dir;
+
 const std::string source_dir = CONVEYOR_SOURCE_DIR;
 
 constexpr std::string_view dataset_table = "[dataset]\npath = \"/data/x\"\n";
@@ -335,6 +337,53 @@ TEST(Topology, OutOfRangeValuesNameTheRange) {
                  {"transform[2].p: must be in [0, 1] (got 2)"});
   expect_invalid(load_after("[[transform]]\nop = \"center_crop\"\nsize = [0, 5]\n"),
                  {"transform[2].size[0]: must be >= 1 (got 0)"});
+}
+
+TEST(Topology, TheCacheAndTheClusterReadTheirKeys) {
+  temp_dir dir;
+  auto pem = (dir / "node.pem").string();
+  std::ofstream(pem) << "not checked here\n";
+  auto t = load_with("[cache]\nmemory = \"1G\"\ndisk = \"" + dir.path().string() +
+                     "\"\ndisk_size = \"20G\"\n[cluster]\nrank = 1\nworld = 2\n"
+                     "peers = [\"10.0.0.1:7100\", \"[::1]:7100\"]\npeer_timeout_ms = 250\n"
+                     "peer_retry_ms = 500\npeer_wait_s = 5\ntls_certificate = \"" + pem +
+                     "\"\ntls_key = \"" + pem + "\"\ntls_cafile = \"" + pem + "\"\n");
+  ASSERT_TRUE(t) << t.error().what();
+  EXPECT_EQ(t->cache.memory, 1ULL << 30U);
+  EXPECT_EQ(t->cache.disk_size, 20ULL << 30U);
+  ASSERT_EQ(t->cluster.peers.size(), 2u);
+  EXPECT_EQ(t->cluster.peers[1].host, "::1");
+  EXPECT_EQ(t->cluster.peer_timeout_ms, 250);
+  EXPECT_EQ(t->cluster.peer_retry_ms, 500);
+  EXPECT_DOUBLE_EQ(t->cluster.peer_wait_s, 5.0);
+  EXPECT_EQ(t->cluster.tls.cafile, pem);
+  EXPECT_TRUE(t->cluster.tls.enabled());
+}
+
+TEST(Topology, BadCacheAndClusterKeysAreNamed) {
+  expect_invalid(load_with("[cache]\ndisk_size = \"1G\"\n"),
+                 {"node.toml:2:13: cache.disk_size: needs cache.disk"});
+  expect_invalid(load_with("[cache]\ndisk = \"/tmp\"\n"), {"cache.disk: needs cache.disk_size"});
+  expect_invalid(load_with("[cache]\nmemory = \"lots\"\n"),
+                 {"cache.memory: must be a size such as \"512M\""});
+  expect_invalid(load_with("[cluster]\npeers = [\"a:1\", \"b\"]\n"),
+                 {"node.toml:2:17: cluster.peers[1]: \"b\" is not \"host:port\" (no port)"});
+  expect_invalid(load_with("[cluster]\npeers = [\"a:1\", \"a:1\"]\n"),
+                 {"cluster.peers[1]: a:1 is listed twice"});
+  expect_invalid(load_with("[cluster]\npeers = \"a:1\"\n"),
+                 {"cluster.peers: must be an array of \"host:port\" strings, got a string"});
+  expect_invalid(load_with("[cluster]\nworld = 3\npeers = [\"a:1\", \"b:1\"]\n"),
+                 {"cluster.peers: lists 2 nodes, but cluster.world = 3"});
+  temp_dir dir;
+  auto pem = (dir / "node.pem").string();
+  std::ofstream(pem) << "x\n";
+  expect_invalid(load_with("[cluster]\ntls_certificate = \"" + pem + "\"\ntls_key = \"" + pem +
+                           "\"\ntls_cafile = \"/no/such.pem\"\n"),
+                 {"node.toml:4:14: cluster.tls_cafile: no such file: /no/such.pem"});
+  expect_invalid(load_with("[cluster]\ntls_certificate = \"" + pem + "\"\n"),
+                 {"cluster: tls_certificate, tls_key and tls_cafile go together"});
+  expect_invalid(load_with("[cluster]\npeer_timeout_ms = 0\n"),
+                 {"cluster.peer_timeout_ms: must be >= 1 (got 0)"});
 }
 
 TEST(Topology, ParametersTheStepRejectsNameTheTable) {

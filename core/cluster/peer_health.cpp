@@ -44,6 +44,13 @@ void peer_health::lost(std::uint64_t rank, std::string reason) {
   }
 }
 
+void peer_health::left(std::uint64_t rank) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (peer_rank(rank) && peers_[rank].now == state::up) {
+    peers_[rank].now = state::left;
+  }
+}
+
 void peer_health::refused(std::uint64_t rank, std::string reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (peer_rank(rank)) {
@@ -61,13 +68,7 @@ void peer_health::timed_out(std::uint64_t rank, clock::time_point now) {
 }
 
 bool peer_health::settled() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (std::uint64_t r = 0; r < peers_.size(); ++r) {
-    if (peer_rank(r) && peers_[r].now != state::up && peers_[r].now != state::refused) {
-      return false;
-    }
-  }
-  return true;
+  return unconnected().empty();
 }
 
 std::vector<std::uint64_t> peer_health::unconnected() const {
@@ -94,6 +95,7 @@ std::string peer_health::failure(const peer& p) const {
       what = "refused: " + p.reason;
       break;
     case state::up:
+    case state::left:
       if (p.losses > 0) {
         what = "connection lost " + std::to_string(p.losses) + " time" +
                (p.losses == 1 ? "" : "s") + ", up again (last: " + p.reason + ")";

@@ -44,6 +44,9 @@ class peer_health {
   void unreachable(std::uint64_t rank, std::string reason);
   /// The connection to `rank` went down (it is retried later).
   void lost(std::uint64_t rank, std::string reason);
+  /// `rank` stopped normally (its run ended): not asked any more, tried again later, and not
+  /// a failure.
+  void left(std::uint64_t rank);
   /// `rank` disagrees on the cache plan: it is never asked.
   void refused(std::uint64_t rank, std::string reason);
   /// A fetch from `rank` ran past its deadline at `now`: it is not asked for `backoff`.
@@ -53,12 +56,12 @@ class peer_health {
   bool settled() const;
   /// Peers not up and not refused: those to connect (again).
   std::vector<std::uint64_t> unconnected() const;
-  /// Every peer that failed during the run (went down, was refused, was never reached, let
-  /// fetches time out) as "host:port (rank r): what happened", in rank order.
+  /// Every peer that failed during the run (went down other than by ending its run, was
+  /// refused, was never reached, let fetches time out) as "host:port (rank r): what happened", in rank order.
   std::vector<std::string> failures() const;
 
  private:
-  enum class state : std::uint8_t { connecting, up, down, refused };
+  enum class state : std::uint8_t { connecting, up, down, left, refused };
   struct peer {
     peer_address address;
     state now = state::connecting;

@@ -1,13 +1,18 @@
 #include "support/app_process.hpp"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <regex>
 #include <sstream>
 
@@ -41,6 +46,20 @@ std::uint64_t json_number(const std::string& json, const std::string& key) {
   return m.empty() ? 0 : static_cast<std::uint64_t>(std::stod(m[1].str()));
 }
 
+std::vector<double> json_array(const std::string& json, const std::string& key) {
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(json, m, std::regex("\"" + key + "\":\\[([^\\]]*)\\]")))
+      << key << " missing in " << json;
+  std::vector<double> out;
+  std::string items = m.empty() ? "" : m[1].str();
+  std::regex number("[0-9.e+-]+");
+  for (auto it = std::sregex_iterator(items.begin(), items.end(), number);
+       it != std::sregex_iterator(); ++it) {
+    out.push_back(std::stod(it->str()));
+  }
+  return out;
+}
+
 namespace {
 
 // One read from `fd` into `text`; false at EOF or past the deadline.
@@ -61,6 +80,29 @@ bool read_some(int fd, std::string& text, std::chrono::steady_clock::time_point 
 }
 
 }  // namespace
+
+std::vector<std::uint16_t> free_tcp_ports(int count) {
+  // Below Linux's ephemeral range (32768-60999), so that no outgoing connection takes a port
+  // between this check and the node's listen.
+  std::random_device rd;
+  std::vector<std::uint16_t> out;
+  while (static_cast<int>(out.size()) < count) {
+    auto port = static_cast<std::uint16_t>(20000 + rd() % 12000);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (free && std::find(out.begin(), out.end(), port) == out.end()) {
+      out.push_back(port);
+    }
+  }
+  return out;
+}
 
 app_process::app_process(const std::string& binary, std::vector<std::string> args) {
   int out[2];
@@ -106,9 +148,20 @@ bool app_process::wait_for_log(const std::string& needle, std::chrono::seconds l
 
 int app_process::finish(std::chrono::seconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
-  while (read_some(out_, out_text_, deadline)) {
+  // Both pipes to their ends: a child blocked on a full stderr would never close stdout.
+  bool out_open = true;
+  bool err_open = true;
+  while ((out_open || err_open) && std::chrono::steady_clock::now() < deadline) {
+    pollfd p[2] = {{out_open ? out_ : -1, POLLIN, 0}, {err_open ? err_ : -1, POLLIN, 0}};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (poll(p, 2, static_cast<int>(std::max<std::int64_t>(left.count(), 0))) <= 0) {
+      break;
+    }
+    out_open = out_open && (p[0].revents == 0 || read_some(out_, out_text_, deadline));
+    err_open = err_open && (p[1].revents == 0 || read_some(err_, err_text_, deadline));
   }
-  if (std::chrono::steady_clock::now() >= deadline) {
+  if (out_open || err_open) {
     return -1;
   }
   int status = 0;

@@ -32,6 +32,13 @@ std::filesystem::path write_topology(const temp_dir& dir, const std::string& tex
 
 /// The number after "key": in a JSON line (a failed expectation when it is missing).
 std::uint64_t json_number(const std::string& json, const std::string& key);
+/// The numbers of the array after "key": in a JSON line (a failed expectation when it is
+/// missing).
+std::vector<double> json_array(const std::string& json, const std::string& key);
+
+/// `count` distinct TCP ports on the loopback interface that nothing listens on now (for
+/// nodes that must be told each other's ports before they start).
+std::vector<std::uint16_t> free_tcp_ports(int count);
 
 /// An app started as a child process, its stdout and stderr on pipes; killed (SIGKILL) and
 /// reaped on destruction if still running.
@@ -44,8 +51,8 @@ class app_process {
 
   /// Reads stderr until `needle` appears; false at EOF or after `limit`.
   bool wait_for_log(const std::string& needle, std::chrono::seconds limit);
-  /// Reads stdout to its end, then reaps the process: its exit code, or -1 (killed, or still
-  /// running after `limit`).
+  /// Reads stdout and stderr to their ends, then reaps the process: its exit code, or -1
+  /// (killed, or still running after `limit`).
   int finish(std::chrono::seconds limit);
   void signal(int sig) const;
   const std::string& out() const { return out_text_; }

@@ -1,0 +1,121 @@
+// What a node knows of its peers (core/cluster/peer_health.hpp) as plain code with the clock
+// passed in: who may be asked when, what start-up waits for, and what the run's report says
+// about each peer that failed; and the addresses of cluster.peers.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "core/base/unique_fd.hpp"
+#include "core/cluster/peer_health.hpp"
+#include "core/cluster/tcp_probe.hpp"
+
+namespace conveyor {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::vector<peer_address> three_nodes() {
+  return {{"127.0.0.1", 7100}, {"127.0.0.1", 7101}, {"node-c", 7102}};
+}
+
+TEST(PeerHealth, OnlyPeersThatAreUpAndNotBackingOffAreAsked) {
+  peer_health h(three_nodes(), 0, 2000ms);
+  auto t0 = peer_health::clock::now();
+  EXPECT_FALSE(h.usable(1, t0));  // not connected yet
+  EXPECT_FALSE(h.usable(0, t0));  // itself
+  h.connected(1);
+  EXPECT_TRUE(h.usable(1, t0));
+  h.timed_out(1, t0);
+  EXPECT_FALSE(h.usable(1, t0 + 1999ms));
+  EXPECT_TRUE(h.usable(1, t0 + 2000ms));
+  h.connected(0);  // itself: ignored
+  EXPECT_FALSE(h.usable(0, t0));
+  EXPECT_FALSE(h.usable(7, t0));  // no such rank
+}
+
+TEST(PeerHealth, StartWaitsForEveryPeerUpOrRefused) {
+  peer_health h(three_nodes(), 1, 100ms);
+  EXPECT_FALSE(h.settled());
+  EXPECT_EQ(h.unconnected(), (std::vector<std::uint64_t>{0, 2}));
+  h.connected(0);
+  EXPECT_FALSE(h.settled());
+  h.refused(2, "another dataset.seed (7 there, 5 here)");
+  EXPECT_TRUE(h.settled());
+  EXPECT_TRUE(h.unconnected().empty());
+  h.connected(2);  // a refused peer stays refused
+  EXPECT_FALSE(h.usable(2, peer_health::clock::now()));
+}
+
+TEST(PeerHealth, TheReportNamesEachPeerThatFailedAndHow) {
+  peer_health h(three_nodes(), 0, 100ms);
+  h.unreachable(2, "Connection refused");
+  EXPECT_EQ(h.failures(),
+            (std::vector<std::string>{"127.0.0.1:7101 (rank 1): never reached",
+                                      "node-c:7102 (rank 2): never reached (Connection refused)"}));
+  h.connected(1);
+  h.connected(2);
+  EXPECT_TRUE(h.failures().empty());
+  h.lost(1, "exit_reason(remote_link_unreachable)");
+  h.unreachable(1, "Connection refused");  // trying again does not hide why it went down
+  h.timed_out(2, peer_health::clock::now());
+  EXPECT_EQ(h.failures(),
+            (std::vector<std::string>{
+                "127.0.0.1:7101 (rank 1): connection lost: exit_reason(remote_link_unreachable)",
+                "node-c:7102 (rank 2): 1 fetch timed out"}));
+  h.connected(1);
+  EXPECT_EQ(h.failures()[0],
+            "127.0.0.1:7101 (rank 1): connection lost 1 time, up again (last: "
+            "exit_reason(remote_link_unreachable))");
+  EXPECT_EQ(h.unconnected(), std::vector<std::uint64_t>{});
+}
+
+TEST(PeerHealth, APeerWhoseRunEndedIsNoFailure) {
+  peer_health h(three_nodes(), 2, 100ms);
+  h.connected(0);
+  h.connected(1);
+  h.left(0);
+  EXPECT_FALSE(h.usable(0, peer_health::clock::now()));
+  EXPECT_EQ(h.unconnected(), std::vector<std::uint64_t>{0});
+  EXPECT_TRUE(h.failures().empty());
+}
+
+TEST(PeerAddress, ParsesHostAndPortAndSaysWhatIsWrong) {
+  auto v4 = parse_peer_address("10.0.0.7:7100");
+  ASSERT_TRUE(v4);
+  EXPECT_EQ(v4->host, "10.0.0.7");
+  EXPECT_EQ(v4->port, 7100);
+  auto v6 = parse_peer_address("[::1]:80");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->text(), "[::1]:80");
+  for (const char* bad : {"node", "node:", ":7100", "node:0", "node:65536", "node:7x", "::1:80"}) {
+    auto parsed = parse_peer_address(bad);
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_NE(parsed.error().message().find(bad), std::string::npos) << parsed.error().what();
+  }
+}
+
+TEST(TcpProbe, AnswersWhetherAnythingListens) {
+  unique_fd listener(socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr*>(&a), len), 0);
+  ASSERT_EQ(listen(listener.get(), 1), 0);
+  ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  auto open = tcp_probe({"127.0.0.1", ntohs(a.sin_port)}, 1000ms);
+  EXPECT_TRUE(open) << open.error().what();
+  // A port nothing listens on: refused at once, naming the address.
+  auto refused = tcp_probe({"127.0.0.1", 1}, 1000ms);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), errc::disconnected);
+  EXPECT_NE(refused.error().message().find("127.0.0.1:1"), std::string::npos);
+  auto unknown = tcp_probe({"no-such-host.invalid", 7100}, 1000ms);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message().find("no-such-host.invalid"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace conveyor
