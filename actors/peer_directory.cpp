@@ -47,6 +47,29 @@ std::optional<std::uint64_t> peer_directory::lost(const caf::actor_addr& address
   return rank;
 }
 
+bool peer_directory::left(std::uint64_t rank) {
+  {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    if (rank >= handles_.size() || !handles_[rank]) {
+      return false;
+    }
+    handles_[rank] = nullptr;
+  }
+  health_.left(rank);
+  return true;
+}
+
+std::vector<std::pair<std::uint64_t, peer_cache_actor>> peer_directory::connected_peers() const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  std::vector<std::pair<std::uint64_t, peer_cache_actor>> out;
+  for (std::uint64_t r = 0; r < handles_.size(); ++r) {
+    if (handles_[r]) {
+      out.emplace_back(r, handles_[r]);
+    }
+  }
+  return out;
+}
+
 void peer_directory::clear() {
   std::unique_lock<std::shared_mutex> lock(mutex_);
   for (auto& h : handles_) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <shared_mutex>
 #include <vector>
 
@@ -34,6 +35,10 @@ class peer_directory {
   /// empty, its run ended: its rank, forgotten (marked lost or left); nullopt for an address
   /// that is no peer's.
   std::optional<std::uint64_t> lost(const caf::actor_addr& address, const std::string& reason);
+  /// Peer `rank` said its run is over: forgotten (marked left). False when it was not up.
+  bool left(std::uint64_t rank);
+  /// The peers connected now, by rank.
+  std::vector<std::pair<std::uint64_t, peer_cache_actor>> connected_peers() const;
   /// Drops every handle (the pipeline stops).
   void clear();
 

@@ -47,7 +47,7 @@ void check_ready(links_pointer self) {
     return;
   }
   s.ready = true;
-  auto missing = s.health().unconnected();
+  auto missing = s.health().unreached();
   if (missing.empty()) {
     log("cluster")->info("cluster: every peer answered; reading starts");
   }
@@ -97,14 +97,20 @@ void admit(links_pointer self, std::uint64_t rank, const peer_cache_actor& handl
   check_ready(self);
 }
 
-void say_hello(links_pointer self, std::uint64_t rank, peer_cache_actor handle) {
+// Greets the peer at `rank` and admits it, or tries again later. Through a scoped actor, on
+// this actor's own thread (bounded by attempt_timeout): CAF 0.17 kept a detached actor that had
+// talked to another node from being destroyed, now and then, and the node's shutdown waited for
+// it forever; this one never talks to another node itself.
+void say_hello(links_pointer self, std::uint64_t rank, const peer_cache_actor& handle) {
   auto& s = self->state;
-  self->request(handle, s.opts.attempt_timeout, atoms::hello::value, s.opts.identity,
+  caf::scoped_actor asker{self->system()};
+  asker
+      ->request(handle, s.opts.attempt_timeout, atoms::hello::value, s.opts.identity,
                 caf::actor_cast<caf::strong_actor_ptr>(s.server))
-      .then([self, rank, handle](const peer_identity& theirs) { admit(self, rank, handle, theirs); },
-            [self, rank](const caf::error& e) {
-              not_reached(self, rank, "no answer to hello: " + self->system().render(e));
-            });
+      .receive([&](const peer_identity& theirs) { admit(self, rank, handle, theirs); },
+               [&](const caf::error& e) {
+                 not_reached(self, rank, "no answer to hello: " + self->system().render(e));
+               });
 }
 
 void dial(links_pointer self, std::uint64_t rank) {
@@ -159,6 +165,7 @@ void peer_down(links_pointer self, const caf::down_msg& down) {
                          s.health().name(*rank), reason,
                          s.dials(*rank) ? "; dialing it again" : " until it dials again");
   }
+  check_ready(self);  // it was reached: start need not wait for it
 }
 
 peer_links_actor::behavior_type links(links_pointer self, peer_links_options opts) {
@@ -181,6 +188,13 @@ peer_links_actor::behavior_type links(links_pointer self, peer_links_options opt
       },
       [self](atoms::hello, const peer_identity& theirs, caf::strong_actor_ptr& server) {
         introduced(self, theirs, std::move(server));
+      },
+      [self](atoms::leave, std::uint64_t rank) {
+        if (self->state.opts.peers->left(rank)) {
+          log("cluster")->info("cluster: {} ended its run: its samples are read from storage "
+                               "from now on",
+                               self->state.health().name(rank));
+        }
       },
       [self](atoms::tick) {
         auto& st = self->state;

@@ -29,11 +29,13 @@ namespace conveyor {
 
 /// `connect(server)`: this node's own cache server, to introduce to the peers it dials (they
 /// start then); `hello(identity, server)`: a peer of lower rank introduced itself to this
-/// node's server; `tick`: try the peers not up; `peers_up`: the start's wait is over.
+/// node's server; `leave(rank)`: that peer's run is over (said to this node's server);
+/// `tick`: try the peers not up; `peers_up`: the start's wait is over.
 using peer_links_actor =
     caf::typed_actor<caf::reacts_to<atoms::connect, peer_cache_actor>,
                      caf::reacts_to<atoms::hello, peer_identity, caf::strong_actor_ptr>,
-                     caf::reacts_to<atoms::tick>, caf::reacts_to<atoms::peers_up>>;
+                     caf::reacts_to<atoms::leave, std::uint64_t>, caf::reacts_to<atoms::tick>,
+                     caf::reacts_to<atoms::peers_up>>;
 
 struct peer_links_options {
   std::shared_ptr<peer_directory> peers;

@@ -51,11 +51,25 @@ peer_cache_actor::behavior_type front(
         self->send(opts.links, atoms::hello::value, theirs, server);
         return opts.identity;
       },
-      [self](atoms::fetch, std::uint64_t epoch,
-             std::uint64_t id) -> caf::delegated<peer_record> {
+      [self, opts](atoms::leave, std::uint64_t rank) {
+        self->send(opts.links, atoms::leave::value, rank);
+        return opts.identity.rank;
+      },
+      [self, opts](atoms::fetch, std::uint64_t epoch, std::uint64_t id) {
+        // The front answers itself (the workers never talk to another node): CAF 0.17 kept a
+        // detached actor that had answered a remote request from being destroyed, now and
+        // then, and the node's shutdown waited for it forever.
         auto& s = self->state;
         const auto& to = s.workers[s.next++ % s.workers.size()];
-        return self->delegate(to, atoms::fetch::value, epoch, id);
+        auto answer = self->make_response_promise<peer_record>();
+        self->request(to, opts.deadline, atoms::fetch::value, epoch, id)
+            .then([answer](peer_record& r) mutable { answer.deliver(std::move(r)); },
+                  [answer, id](const caf::error&) mutable {
+                    answer.deliver(refusal(peer_status::read_failed,
+                                           "sample " + std::to_string(id) +
+                                               ": no answer from this node's storage in time"));
+                  });
+        return answer;
       },
   };
 }

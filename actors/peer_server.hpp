@@ -4,11 +4,12 @@
 /// introduced peer on to the node's links actor) and `fetch(epoch, id)` with sample `id` from
 /// the node's cache. A sample the node holds but has not cached yet is
 /// read from storage, cached and given: the cluster reads each held sample from storage once.
-/// A front actor delegates fetches to `workers` detached actors, so storage reads for peers
-/// run beside each other and never on the scheduler's threads.
+/// A front actor hands fetches to `workers` detached actors, so storage reads for peers run
+/// beside each other and never on the scheduler's threads; the front alone answers the peers.
 
 #include <caf/actor_system.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -28,6 +29,9 @@ struct peer_server_options {
   std::uint64_t epochs = 1;                 ///< the run's: a fetch for a later one is refused
   int workers = 1;                          ///< >= 1
   peer_links_actor links;                   ///< where introductions (hello) go
+  /// A fetch a worker has not answered by then is answered as failed (the asker has given
+  /// up by then: it waits as long).
+  std::chrono::milliseconds deadline{1000};
 };
 
 /// What this node answers to a fetch of sample `id` for `epoch`. Plain: callable from any

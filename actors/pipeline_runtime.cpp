@@ -98,6 +98,9 @@ struct pipeline_runtime::impl {
   /// peers are up or the wait is over. Without: `start` at once.
   void start_with_peers(std::function<void()> start);
   expected<std::uint16_t> publish(const peer_cache_actor& server);
+  /// Tells every connected peer that this node's run is over, waiting for their answers at
+  /// most the fetch deadline: a node that ends is no failure to them.
+  void say_goodbye();
   feeder_actor spawn_feeder(feeder_options options);
   template <class Handle>
   void escalate_on_death(const Handle& handle, std::string name);
@@ -244,8 +247,9 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
                                    : system.middleman().actor_handle();
   peer_links = spawn_peer_links(
       system, {peers, identity, connector, p.fetch_timeout, p.retry, p.wait, std::move(start)});
-  peer_server = spawn_peer_server(system, {spec.source, spec.cache, status, identity,
-                                           spec.settings.epochs, p.server_workers, peer_links});
+  peer_server =
+      spawn_peer_server(system, {spec.source, spec.cache, status, identity, spec.settings.epochs,
+                                 p.server_workers, peer_links, p.fetch_timeout});
   if (auto port = publish(peer_server); !port) {
     startup_error = port.error();
     status->fail(port.error());
@@ -258,6 +262,23 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
                        p.tls.enabled() ? " (TLS)" : "");
 }
 
+void pipeline_runtime::impl::say_goodbye() {
+  if (!peers) {
+    return;
+  }
+  caf::scoped_actor self{system};
+  using answer = decltype(self->request(peer_cache_actor{}, caf::infinite, atoms::leave::value,
+                                        std::uint64_t{}));
+  std::vector<answer> answers;  // all asked at once, so one slow peer delays no other
+  for (const auto& [rank, handle] : peers->connected_peers()) {
+    answers.push_back(self->request(handle, spec.peers->fetch_timeout, atoms::leave::value,
+                                    spec.peers->rank));
+  }
+  for (auto& a : answers) {  // each times out by the same moment
+    a.receive([](std::uint64_t) {}, [](const caf::error&) {});
+  }
+}
+
 void pipeline_runtime::impl::stop() {
   std::lock_guard<std::mutex> lock(stop_mutex);
   if (stopped) {
@@ -265,6 +286,7 @@ void pipeline_runtime::impl::stop() {
   }
   stopped = true;
   status->close_channels();
+  say_goodbye();
   auto stop_one = [](auto& handle) {
     if (handle) {
       caf::anon_send_exit(handle, caf::exit_reason::user_shutdown);

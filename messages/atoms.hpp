@@ -25,5 +25,6 @@ using restart = caf::atom_constant<caf::atom("restart")>;
 using hello = caf::atom_constant<caf::atom("hello")>;
 using fetch = caf::atom_constant<caf::atom("fetch")>;
 using peers_up = caf::atom_constant<caf::atom("peers_up")>;
+using leave = caf::atom_constant<caf::atom("leave")>;
 
 }  // namespace conveyor::atoms

@@ -8,6 +8,7 @@
 ///          <-- B's identity
 ///   node A --fetch(epoch, id)--> node B's peer_cache_actor --> peer_record
 ///   node B --fetch(epoch, id)--> node A's peer_cache_actor --> peer_record
+///   node A --leave(A's rank)--> node B's peer_cache_actor --> B's rank   (A's run is over)
 ///
 /// One connection per pair of nodes: the node of lower rank dials, and introduces its own
 /// server in its hello, so the other side fetches over the same connection. (Two connections
@@ -73,10 +74,12 @@ typename Inspector::result_type inspect(Inspector& f, peer_record& x) {
 /// (a peer_cache_actor); the answer is this node's identity. `fetch(epoch, id)` gives sample
 /// `id` from this node's cache; a sample it holds but has not cached yet is read from its
 /// storage, cached and given (so the cluster's storage is read once per sample); `epoch` is
-/// the asker's, for this node's per-epoch counts.
+/// the asker's, for this node's per-epoch counts. `leave(rank)`: that node's run is over (it
+/// stops serving): not a failure; the answer confirms that this node knows.
 using peer_cache_actor = caf::typed_actor<
     caf::replies_to<atoms::hello, peer_identity, caf::strong_actor_ptr>::with<peer_identity>,
-    caf::replies_to<atoms::fetch, std::uint64_t, std::uint64_t>::with<peer_record>>;
+    caf::replies_to<atoms::fetch, std::uint64_t, std::uint64_t>::with<peer_record>,
+    caf::replies_to<atoms::leave, std::uint64_t>::with<std::uint64_t>>;
 
 /// Announces the types above to an actor system's configuration (every node must).
 inline void peer_message_types(caf::actor_system_config& cfg) {

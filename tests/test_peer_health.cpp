@@ -38,11 +38,15 @@ TEST(PeerHealth, StartWaitsForEveryPeerUpOrRefused) {
   peer_health h(three_nodes(), 1, 100ms);
   EXPECT_FALSE(h.settled());
   EXPECT_EQ(h.unconnected(), (std::vector<std::uint64_t>{0, 2}));
+  EXPECT_EQ(h.unreached(), (std::vector<std::uint64_t>{0, 2}));
   h.connected(0);
   EXPECT_FALSE(h.settled());
   h.refused(2, "another dataset.seed (7 there, 5 here)");
   EXPECT_TRUE(h.settled());
   EXPECT_TRUE(h.unconnected().empty());
+  h.lost(0, "exit_reason(remote_link_unreachable)");  // reached once: start does not wait
+  EXPECT_TRUE(h.settled());
+  EXPECT_EQ(h.unconnected(), std::vector<std::uint64_t>{0});  // but it is dialed again
   h.connected(2);  // a refused peer stays refused
   EXPECT_FALSE(h.usable(2, peer_health::clock::now()));
 }

@@ -68,14 +68,23 @@ void peer_health::timed_out(std::uint64_t rank, clock::time_point now) {
 }
 
 bool peer_health::settled() const {
-  return unconnected().empty();
+  return unreached().empty();
+}
+
+std::vector<std::uint64_t> peer_health::unreached() const {
+  return ranks_where([](const peer& p) { return p.now == state::connecting; });
 }
 
 std::vector<std::uint64_t> peer_health::unconnected() const {
+  return ranks_where([](const peer& p) { return p.now != state::up && p.now != state::refused; });
+}
+
+template <class Predicate>
+std::vector<std::uint64_t> peer_health::ranks_where(Predicate holds) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::uint64_t> out;
   for (std::uint64_t r = 0; r < peers_.size(); ++r) {
-    if (peer_rank(r) && peers_[r].now != state::up && peers_[r].now != state::refused) {
+    if (peer_rank(r) && holds(peers_[r])) {
       out.push_back(r);
     }
   }

@@ -52,8 +52,11 @@ class peer_health {
   /// A fetch from `rank` ran past its deadline at `now`: it is not asked for `backoff`.
   void timed_out(std::uint64_t rank, clock::time_point now);
 
-  /// Every peer is up or refused: a node waiting for its peers at start can go.
+  /// Every peer was reached (it is up, or was up and went down or left) or refused: a node
+  /// waiting for its peers at start can go.
   bool settled() const;
+  /// Peers never reached yet (not refused): what start waits for.
+  std::vector<std::uint64_t> unreached() const;
   /// Peers not up and not refused: those to connect (again).
   std::vector<std::uint64_t> unconnected() const;
   /// Every peer that failed during the run (went down other than by ending its run, was
@@ -73,6 +76,9 @@ class peer_health {
 
   bool peer_rank(std::uint64_t rank) const noexcept { return rank < peers_.size() && rank != self_; }
   std::string failure(const peer& p) const;
+  // The peers' ranks (never self) for which `holds(peer)`, in order.
+  template <class Predicate>
+  std::vector<std::uint64_t> ranks_where(Predicate holds) const;
 
   std::vector<peer> peers_;
   std::uint64_t self_ = 0;
