@@ -34,7 +34,8 @@ class peer_fetcher {
   const peer_directory& peers() const noexcept { return *peers_; }
 
  private:
-  // The reply of `holder` to a fetch, or an error saying why there is none.
+  // Sample `id` from `holder` (peer `rank`); nullopt, logged, when it gave none (a timeout
+  // also puts the peer in its backoff).
   std::optional<record> ask(const peer_cache_actor& holder, std::uint64_t rank,
                             std::uint64_t epoch, std::uint64_t id) const;
 
