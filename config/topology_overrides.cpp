@@ -1,5 +1,7 @@
 #include "config/topology_overrides.hpp"
 
+#include "core/base/quoted_string.hpp"
+
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -45,25 +47,6 @@ std::optional<std::vector<std::string>> split_key_path(std::string_view path) {
   return keys;
 }
 
-/// `text` as a TOML basic string: quoted, with '"', '\' and control characters escaped.
-std::string basic_string_literal(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20 || byte == 0x7f) {
-      char escape[8];
-      std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(byte));
-      out += escape;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 /// A document whose only key "v" holds `value` parsed as TOML, else `value` as a string;
 /// nullopt when it is neither (not UTF-8). Every node carries `source` as its path.
 std::optional<toml::table> parse_value(std::string_view value, std::string_view source) {
@@ -76,7 +59,7 @@ std::optional<toml::table> parse_value(std::string_view value, std::string_view 
     // not a TOML value: a bare string
   }
   try {
-    return toml::parse("v = " + basic_string_literal(value), source);
+    return toml::parse("v = " + quoted_string(value), source);
   } catch (const toml::parse_error&) {
     return std::nullopt;
   }

@@ -40,6 +40,25 @@ std::vector<bool> members_of(const minio_cache& c, std::uint64_t n) {
   return out;
 }
 
+// 4 threads read every sample through `cache` at once, as a node's readers do.
+void read_through_from_racing_readers(minio_cache& cache, const sample_source& source) {
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&] {
+      for (std::uint64_t id = 0; id < images; ++id) {
+        if (!cache.find(id)) {
+          auto r = source.read(id);
+          ASSERT_TRUE(r);
+          cache.fill(id, *r);
+        }
+      }
+    });
+  }
+  for (auto& t : readers) {
+    t.join();
+  }
+}
+
 TEST(MinioCache, ThePlanIsAFunctionOfTheSeedAndFitsTheCapacity) {
   temp_dir dir;
   auto source = folder(dir);
@@ -96,21 +115,7 @@ TEST(MinioCache, RacingReadersFillEveryMemberOnceWithinTheCapacity) {
   temp_dir dir;
   auto source = folder(dir);
   auto cache = minio_cache::plan(*source, total_bytes(*source) * 3 / 4, 11);
-  std::vector<std::thread> readers;
-  for (int t = 0; t < 4; ++t) {
-    readers.emplace_back([&] {
-      for (std::uint64_t id = 0; id < images; ++id) {
-        if (!cache->find(id)) {
-          auto r = source->read(id);
-          ASSERT_TRUE(r);
-          cache->fill(id, *r);
-        }
-      }
-    });
-  }
-  for (auto& t : readers) {
-    t.join();
-  }
+  read_through_from_racing_readers(*cache, *source);
   EXPECT_EQ(cache->cached_samples(), cache->member_count());
   EXPECT_LE(cache->cached_bytes(), cache->capacity());
   for (std::uint64_t id = 0; id < images; ++id) {
@@ -164,21 +169,7 @@ TEST(MinioCache, RacingReadersFillTheDiskTierOnce) {
   temp_dir dir;
   auto source = folder(dir);
   auto cache = tiered(*source, 0, total_bytes(*source), dir.path());
-  std::vector<std::thread> readers;
-  for (int t = 0; t < 4; ++t) {
-    readers.emplace_back([&] {
-      for (std::uint64_t id = 0; id < images; ++id) {
-        if (!cache->find(id)) {
-          auto r = source->read(id);
-          ASSERT_TRUE(r);
-          cache->fill(id, *r);
-        }
-      }
-    });
-  }
-  for (auto& t : readers) {
-    t.join();
-  }
+  read_through_from_racing_readers(*cache, *source);
   EXPECT_EQ(cache->cached_samples(), static_cast<std::uint64_t>(images));
   EXPECT_EQ(cache->disk_bytes(), total_bytes(*source));  // no sample written twice
 }

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/base/quoted_string.hpp"
+
 namespace conveyor {
 namespace {
 
@@ -44,24 +46,6 @@ std::vector<double> megabytes(const std::vector<std::uint64_t>& bytes) {
     out.push_back(static_cast<double>(b) / 1e6);
   }
   return out;
-}
-
-// `text` as a JSON string, quoted and escaped.
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char code[8];
-      std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(c));
-      out += code;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
 }
 
 // {"name":ms,...}, as JSON.
@@ -132,7 +116,7 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"peer_mb\":" << number_list(megabytes(report.epoch_peer_bytes))
       << ",\"peer_fallbacks\":" << number_list(report.epoch_peer_fallbacks)
       << ",\"peer_served\":" << number_list(report.epoch_peer_served)
-      << ",\"failed_peers\":" << json_list(report.failed_peers, json_string)
+      << ",\"failed_peers\":" << json_list(report.failed_peers, [](const std::string& t) { return quoted_string(t); })
       << ",\"cached_samples\":" << report.cached_samples
       << ",\"cached_mb\":" << json_number(static_cast<double>(report.cached_bytes) / 1e6)
       << ",\"cached_disk_mb\":"
