@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <utility>
 #include <shared_mutex>
+#include <utility>
 #include <vector>
 
 #include "core/cluster/peer_health.hpp"

@@ -37,8 +37,8 @@ std::optional<record> peer_fetcher::ask(const peer_cache_actor& holder, std::uin
             if (r.status == static_cast<std::uint8_t>(peer_status::found)) {
               out = record{std::move(r.key), r.label, std::move(r.payload)};
             } else {
-              log("cluster")->warn("{} did not give sample {}: {}", peers_->health().name(rank),
-                                   id, r.error);
+              log("cluster")->warn("{} did not give sample {}: {}", peers_->health().name(rank), id,
+                                   r.error);
             }
           },
           [&](caf::error& e) {

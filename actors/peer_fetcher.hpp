@@ -36,8 +36,8 @@ class peer_fetcher {
  private:
   // Sample `id` from `holder` (peer `rank`); nullopt, logged, when it gave none (a timeout
   // also puts the peer in its backoff).
-  std::optional<record> ask(const peer_cache_actor& holder, std::uint64_t rank,
-                            std::uint64_t epoch, std::uint64_t id) const;
+  std::optional<record> ask(const peer_cache_actor& holder, std::uint64_t rank, std::uint64_t epoch,
+                            std::uint64_t id) const;
 
   caf::actor_system* system_;
   std::shared_ptr<peer_directory> peers_;

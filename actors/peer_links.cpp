@@ -191,9 +191,10 @@ peer_links_actor::behavior_type links(links_pointer self, peer_links_options opt
       },
       [self](atoms::leave, std::uint64_t rank) {
         if (self->state.opts.peers->left(rank)) {
-          log("cluster")->info("cluster: {} ended its run: its samples are read from storage "
-                               "from now on",
-                               self->state.health().name(rank));
+          log("cluster")->info(
+              "cluster: {} ended its run: its samples are read from storage "
+              "from now on",
+              self->state.health().name(rank));
         }
       },
       [self](atoms::tick) {
@@ -215,8 +216,8 @@ peer_links_actor::behavior_type links(links_pointer self, peer_links_options opt
 
 }  // namespace
 
-std::optional<std::string> identity_mismatch(const peer_identity& mine,
-                                             const peer_identity& theirs, std::uint64_t rank) {
+std::optional<std::string> identity_mismatch(const peer_identity& mine, const peer_identity& theirs,
+                                             std::uint64_t rank) {
   if (theirs.protocol != mine.protocol) {
     return with_key("another peer protocol version", theirs.protocol, mine.protocol);
   }

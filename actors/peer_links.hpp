@@ -39,7 +39,7 @@ using peer_links_actor =
 
 struct peer_links_options {
   std::shared_ptr<peer_directory> peers;
-  peer_identity identity;  ///< this node's; a peer must agree (identity_mismatch)
+  peer_identity identity;              ///< this node's; a peer must agree (identity_mismatch)
   caf::io::middleman_actor connector;  ///< the middleman's actor, or the TLS manager's
   std::chrono::milliseconds attempt_timeout{1000};  ///< each of probe, connect and hello
   std::chrono::milliseconds retry{2000};  ///< the longest between attempts at a peer not up
@@ -51,7 +51,7 @@ peer_links_actor spawn_peer_links(caf::actor_system& sys, peer_links_options opt
 
 /// Why the node at `rank` of the cluster, which said `theirs`, cannot serve a node whose
 /// identity is `mine` (naming the setting that differs); nullopt when it can.
-std::optional<std::string> identity_mismatch(const peer_identity& mine,
-                                             const peer_identity& theirs, std::uint64_t rank);
+std::optional<std::string> identity_mismatch(const peer_identity& mine, const peer_identity& theirs,
+                                             std::uint64_t rank);
 
 }  // namespace conveyor

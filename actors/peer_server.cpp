@@ -24,8 +24,8 @@ peer_record found(record r) {
 }
 
 /// A worker: serves fetches on its own thread (a miss reads storage).
-using fetch_worker =
-    caf::typed_actor<caf::replies_to<atoms::fetch, std::uint64_t, std::uint64_t>::with<peer_record>>;
+using fetch_worker = caf::typed_actor<
+    caf::replies_to<atoms::fetch, std::uint64_t, std::uint64_t>::with<peer_record>>;
 
 fetch_worker::behavior_type worker(fetch_worker::pointer, peer_server_options opts) {
   return {
@@ -41,8 +41,8 @@ struct front_state {
   std::size_t next = 0;
 };
 
-peer_cache_actor::behavior_type front(
-    peer_cache_actor::stateful_pointer<front_state> self, peer_server_options opts) {
+peer_cache_actor::behavior_type front(peer_cache_actor::stateful_pointer<front_state> self,
+                                      peer_server_options opts) {
   for (int w = 0; w < opts.workers; ++w) {
     self->state.workers.push_back(self->spawn<caf::detached + caf::linked>(worker, opts));
   }

@@ -36,8 +36,7 @@ struct peer_server_options {
 
 /// What this node answers to a fetch of sample `id` for `epoch`. Plain: callable from any
 /// thread (the server's workers call it).
-peer_record serve_fetch(const peer_server_options& options, std::uint64_t epoch,
-                        std::uint64_t id);
+peer_record serve_fetch(const peer_server_options& options, std::uint64_t epoch, std::uint64_t id);
 
 /// The front actor, its workers linked to it: an exit of the front stops them.
 peer_cache_actor spawn_peer_server(caf::actor_system& sys, peer_server_options options);

@@ -119,8 +119,8 @@ struct pipeline_runtime::impl {
   batcher_actor batcher;
   std::vector<caf::actor> supervisors;
   std::vector<feeder_actor> feeders;
-  std::shared_ptr<peer_directory> peers;          ///< null without peers
-  std::shared_ptr<const peer_fetcher> fetcher;    ///< the readers' way to the peers' caches
+  std::shared_ptr<peer_directory> peers;        ///< null without peers
+  std::shared_ptr<const peer_fetcher> fetcher;  ///< the readers' way to the peers' caches
   peer_cache_actor peer_server;
   peer_links_actor peer_links;
   std::optional<error> startup_error;
@@ -223,10 +223,9 @@ expected<std::uint16_t> pipeline_runtime::impl::publish(const peer_cache_actor& 
   auto port = p.tls.enabled() ? caf::openssl::publish(server, at.port, at.host.c_str(), true)
                               : system.middleman().publish(server, at.port, at.host.c_str(), true);
   if (!port) {
-    return error{errc::invalid_config, "cluster.peers[" + std::to_string(p.rank) + "] " +
-                                           at.text() +
-                                           ": this node cannot listen there: " +
-                                           system.render(port.error())};
+    return error{errc::invalid_config,
+                 "cluster.peers[" + std::to_string(p.rank) + "] " + at.text() +
+                     ": this node cannot listen there: " + system.render(port.error())};
   }
   return *port;
 }
@@ -238,13 +237,13 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
   }
   const auto& p = *spec.peers;
   const auto& plan = spec.cache->layout();
-  peer_identity identity{1, spec.source->size(), spec.settings.seed, p.nodes.size(), p.rank,
-                         plan.digest()};
+  peer_identity identity{1,      spec.source->size(), spec.settings.seed, p.nodes.size(),
+                         p.rank, plan.digest()};
   peers = std::make_shared<peer_directory>(p.nodes, p.rank, p.retry);
   fetcher = std::make_shared<const peer_fetcher>(system, peers, spec.cache->layout_ptr(),
                                                  p.fetch_timeout);
-  auto connector = p.tls.enabled() ? system.openssl_manager().actor_handle()
-                                   : system.middleman().actor_handle();
+  auto connector =
+      p.tls.enabled() ? system.openssl_manager().actor_handle() : system.middleman().actor_handle();
   peer_links = spawn_peer_links(
       system, {peers, identity, connector, p.fetch_timeout, p.retry, p.wait, std::move(start)});
   peer_server =
@@ -258,8 +257,7 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
   }
   caf::anon_send(peer_links, atoms::connect::value, peer_server);
   log("cluster")->info("cluster: rank {} of {} listens at {} for its peers{}", p.rank,
-                       p.nodes.size(), p.nodes[p.rank].text(),
-                       p.tls.enabled() ? " (TLS)" : "");
+                       p.nodes.size(), p.nodes[p.rank].text(), p.tls.enabled() ? " (TLS)" : "");
 }
 
 void pipeline_runtime::impl::say_goodbye() {
@@ -271,8 +269,8 @@ void pipeline_runtime::impl::say_goodbye() {
                                         std::uint64_t{}));
   std::vector<answer> answers;  // all asked at once, so one slow peer delays no other
   for (const auto& [rank, handle] : peers->connected_peers()) {
-    answers.push_back(self->request(handle, spec.peers->fetch_timeout, atoms::leave::value,
-                                    spec.peers->rank));
+    answers.push_back(
+        self->request(handle, spec.peers->fetch_timeout, atoms::leave::value, spec.peers->rank));
   }
   for (auto& a : answers) {  // each times out by the same moment
     a.receive([](std::uint64_t) {}, [](const caf::error&) {});

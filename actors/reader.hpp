@@ -1,8 +1,8 @@
 #pragma once
 /// The reader: turns a sample ticket into the sample's encoded bytes (from the cache, a peer's
-/// cache, or storage: shards or an image folder) and passes them to the preprocessor the batcher chose. A read error travels the
-/// same way, so the preprocessor's accounting stays exact. Runs on its own thread (detached):
-/// a slow disk blocks it, never the scheduler.
+/// cache, or storage: shards or an image folder) and passes them to the preprocessor the batcher
+/// chose. A read error travels the same way, so the preprocessor's accounting stays exact. Runs on
+/// its own thread (detached): a slow disk blocks it, never the scheduler.
 
 #include <caf/actor_system.hpp>
 

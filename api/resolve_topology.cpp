@@ -111,16 +111,17 @@ expected<std::shared_ptr<minio_cache>> make_cache(const topology& t, const sampl
   cache_plan::shape where{static_cast<std::uint64_t>(t.cluster.rank_or_default()),
                           static_cast<std::uint64_t>(t.cluster.world_or_default()),
                           partition_of(t.cluster)};
-  auto plan = std::make_shared<const cache_plan>(
-      cache_plan::make(source, capacity, t.dataset.seed, where));
+  auto plan =
+      std::make_shared<const cache_plan>(cache_plan::make(source, capacity, t.dataset.seed, where));
   log("pipeline")
-      ->info("cache: {} of {} samples, {:.1f} MB in memory of cache.memory {:.1f} MB, {:.1f} MB on "
-             "disk of cache.disk_size {:.1f} MB",
-             plan->samples(cache_tier::memory) + plan->samples(cache_tier::disk), source.size(),
-             static_cast<double>(plan->bytes(cache_tier::memory)) / 1e6,
-             static_cast<double>(t.cache.memory) / 1e6,
-             static_cast<double>(plan->bytes(cache_tier::disk)) / 1e6,
-             static_cast<double>(t.cache.disk_size) / 1e6);
+      ->info(
+          "cache: {} of {} samples, {:.1f} MB in memory of cache.memory {:.1f} MB, {:.1f} MB on "
+          "disk of cache.disk_size {:.1f} MB",
+          plan->samples(cache_tier::memory) + plan->samples(cache_tier::disk), source.size(),
+          static_cast<double>(plan->bytes(cache_tier::memory)) / 1e6,
+          static_cast<double>(t.cache.memory) / 1e6,
+          static_cast<double>(plan->bytes(cache_tier::disk)) / 1e6,
+          static_cast<double>(t.cache.disk_size) / 1e6);
   return std::make_shared<minio_cache>(std::move(plan), capacity, std::move(disk));
 }
 
@@ -139,8 +140,9 @@ expected<std::optional<peer_settings>> peers_of(const topology& t) {
                " (cluster.world, or WORLD_SIZE): one address per node, in rank order");
   }
   if (!t.cache.enabled()) {
-    return bad("the nodes serve each other's cache misses, but this node has no cache: set "
-               "cache.memory (or cache.disk and cache.disk_size)");
+    return bad(
+        "the nodes serve each other's cache misses, but this node has no cache: set "
+        "cache.memory (or cache.disk and cache.disk_size)");
   }
   if (c.peer_wait_s >= t.pipeline.next_timeout_s) {
     return bad("cluster.peer_wait_s (" + std::to_string(c.peer_wait_s) +

@@ -174,9 +174,9 @@ std::uint64_t byte_size(table_reader& section, std::string_view key) {
   }
   auto bytes = parse_byte_size(text);
   if (!bytes) {
-    section.fail(*value, key,
-                 "must be a size such as \"512M\" or \"8G\", or \"\" for none (got \"" + text +
-                     "\")");
+    section.fail(
+        *value, key,
+        "must be a size such as \"512M\" or \"8G\", or \"\" for none (got \"" + text + "\")");
     return 0;
   }
   return *bytes;

@@ -45,6 +45,8 @@ std::string_view to_string(interpolation interp) noexcept {
       return "bicubic";
     case interpolation::area:
       return "area";
+    case interpolation::opencv_bilinear:
+      return "opencv_bilinear";
   }
   return "?";
 }

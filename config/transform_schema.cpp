@@ -56,7 +56,7 @@ std::optional<size_value> read_size(table_reader& table) {
 interpolation read_interpolation(table_reader& table, interpolation fallback) {
   return table.choice("interpolation", fallback,
                       {interpolation::nearest, interpolation::bilinear, interpolation::bicubic,
-                       interpolation::area});
+                       interpolation::area, interpolation::opencv_bilinear});
 }
 
 // The parameters of each op, read into a spec that holds the defaults.

@@ -123,8 +123,8 @@ TEST(CachePlan, ByShardEachNodeHoldsTheShardsItReads) {
   ASSERT_TRUE(packed) << packed.error().what();
   auto source = open_sample_source(dir / "shards", dataset_format::shards);
   ASSERT_TRUE(source) << source.error().what();
-  auto plan = cache_plan::make(**source, {total_bytes(**source), 0}, 4,
-                               {1, 2, cache_partition::by_shard});
+  auto plan =
+      cache_plan::make(**source, {total_bytes(**source), 0}, 4, {1, 2, cache_partition::by_shard});
   for (std::uint64_t id = 0; id < images; ++id) {
     EXPECT_EQ(plan.holder(id), *(*source)->shard_of(id) % 2) << "sample " << id;
   }

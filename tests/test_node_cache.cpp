@@ -57,8 +57,8 @@ void expect_storage_reads_after_epoch_one(const std::string& json, std::uint64_t
 TEST(NodeCache, AHalfCacheLeavesExactlyTheUncachedHalfToStorageAfterEpochOne) {
   temp_dir dir;
   auto folder = testing::make_image_folder(dir, static_cast<int>(images));
-  auto file = cached_node(dir, folder,
-                          "memory = \"" + std::to_string(folder_bytes(folder) / 2) + "\"\n");
+  auto file =
+      cached_node(dir, folder, "memory = \"" + std::to_string(folder_bytes(folder) / 2) + "\"\n");
   auto r = run_node(dir, "--topology " + file.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto cached = json_number(r.out, "cached_samples");
@@ -83,10 +83,10 @@ TEST(NodeCache, ADiskTierServesWhatMemoryCannotHold) {
   auto tier = dir / "nvme";
   std::filesystem::create_directory(tier);
   const auto quarter = folder_bytes(folder) / 4;
-  auto file = cached_node(dir, folder,
-                          "memory = \"" + std::to_string(quarter) + "\"\ndisk = \"" +
-                              tier.string() + "\"\ndisk_size = \"" + std::to_string(quarter) +
-                              "\"\n");
+  auto file =
+      cached_node(dir, folder,
+                  "memory = \"" + std::to_string(quarter) + "\"\ndisk = \"" + tier.string() +
+                      "\"\ndisk_size = \"" + std::to_string(quarter) + "\"\n");
   auto r = run_node(dir, "--topology " + file.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto cached = json_number(r.out, "cached_samples");
@@ -95,8 +95,8 @@ TEST(NodeCache, ADiskTierServesWhatMemoryCannotHold) {
   ASSERT_EQ(disk_hits.size(), 3u);
   EXPECT_EQ(disk_hits[0], 0);
   EXPECT_GT(disk_hits[1], 0);
-  EXPECT_EQ(disk_hits[1], disk_hits[2]);  // the same samples every epoch
-  EXPECT_LT(disk_hits[1], cached);        // the rest came from memory
+  EXPECT_EQ(disk_hits[1], disk_hits[2]);         // the same samples every epoch
+  EXPECT_LT(disk_hits[1], cached);               // the rest came from memory
   EXPECT_TRUE(std::filesystem::is_empty(tier));  // the tier's file has no name
 
   auto gone = run_node(dir, "--topology " + file.string() + " --set cache.disk=\\\"" +

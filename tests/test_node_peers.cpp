@@ -67,9 +67,9 @@ std::filesystem::path ids_of(const temp_dir& dir, int rank) {
 // Node `rank` of the cluster of `file`, with `extra` arguments.
 std::unique_ptr<node_process> start_node(const temp_dir& dir, const std::filesystem::path& file,
                                          int rank, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"--topology", file.string(), "--set",
-                                "cluster.rank=" + std::to_string(rank), "--set",
-                                "trainer.ids_file=" + ids_of(dir, rank).string()};
+  std::vector<std::string> args{"--topology", file.string(),
+                                "--set",      "cluster.rank=" + std::to_string(rank),
+                                "--set",      "trainer.ids_file=" + ids_of(dir, rank).string()};
   args.insert(args.end(), extra.begin(), extra.end());
   return std::make_unique<node_process>(std::move(args));
 }
@@ -166,8 +166,7 @@ TEST(NodePeers, APeerOfAnotherRunIsRefusedByName) {
   for (auto* node : {a.get(), b.get()}) {
     ASSERT_EQ(node->finish(std::chrono::seconds(240)), 0) << node->err();
     EXPECT_EQ(sum(json_array(node->out(), "peer_fetches")), 0) << node->out();
-    EXPECT_NE(node->out().find("refused: another dataset.seed"), std::string::npos)
-        << node->out();
+    EXPECT_NE(node->out().find("refused: another dataset.seed"), std::string::npos) << node->out();
     EXPECT_NE(node->err().find("is not used: another dataset.seed"), std::string::npos)
         << node->err();
   }
@@ -181,8 +180,8 @@ void make_certificates(const temp_dir& dir, const std::string& name) {
   auto at = [&](const std::string& file) { return (dir / (name + file)).string(); };
   run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + name + "-ca -keyout " +
       at("-ca.key") + " -out " + at("-ca.pem"));
-  run("openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout " + at(".key") +
-      " -out " + at(".csr"));
+  run("openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout " + at(".key") + " -out " +
+      at(".csr"));
   run("openssl x509 -req -days 2 -in " + at(".csr") + " -CA " + at("-ca.pem") + " -CAkey " +
       at("-ca.key") + " -CAcreateserial -out " + at(".pem"));
 }
@@ -239,15 +238,15 @@ TEST(NodePeers, APortTakenOrAMissingCacheStopsStartUpWithExitTwo) {
                           ": this node cannot listen there"),
             std::string::npos)
       << busy.err;
-  auto no_cache = testing::run_node(dir, "--topology " + file.string() +
-                                             " --set cluster.rank=1 --set cache.memory=\\\"\\\"");
+  auto no_cache = testing::run_node(
+      dir, "--topology " + file.string() + " --set cluster.rank=1 --set cache.memory=\\\"\\\"");
   EXPECT_EQ(no_cache.exit_code, 2);
   EXPECT_NE(no_cache.err.find("cluster.peers: the nodes serve each other's cache misses, but "
                               "this node has no cache"),
             std::string::npos)
       << no_cache.err;
-  auto wide = testing::run_node(dir, "--topology " + file.string() +
-                                         " --set cluster.rank=1 --set cluster.world=3");
+  auto wide = testing::run_node(
+      dir, "--topology " + file.string() + " --set cluster.rank=1 --set cluster.world=3");
   EXPECT_EQ(wide.exit_code, 2);
   EXPECT_NE(wide.err.find("cluster.peers"), std::string::npos) << wide.err;
 }

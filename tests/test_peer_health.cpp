@@ -47,7 +47,7 @@ TEST(PeerHealth, StartWaitsForEveryPeerUpOrRefused) {
   h.lost(0, "exit_reason(remote_link_unreachable)");  // reached once: start does not wait
   EXPECT_TRUE(h.settled());
   EXPECT_EQ(h.unconnected(), std::vector<std::uint64_t>{0});  // but it is dialed again
-  h.connected(2);  // a refused peer stays refused
+  h.connected(2);                                             // a refused peer stays refused
   EXPECT_FALSE(h.usable(2, peer_health::clock::now()));
 }
 

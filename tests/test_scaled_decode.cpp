@@ -18,6 +18,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "core/codecs/jpeg_decoder.hpp"
+#include "core/transforms/antialiased_resize.hpp"
 #include "core/transforms/crop_geometry.hpp"
 #include "core/transforms/transform_chain.hpp"
 #include "support/test_support.hpp"
@@ -285,24 +286,35 @@ TEST(ScaledDecode, SameSeedSameBytesWhereverTheChainPauses) {
   EXPECT_NE(output_bytes(*chain, other), first);
 }
 
+// Unscaled, the crop is its own draw on the full decode, resampled as PIL does (the default
+// bilinear), or as OpenCV's cv::resize does with interpolation = "opencv_bilinear".
 TEST(ScaledDecode, UnscaledIsTheFullDecodeAndTheCropsOwnDraw) {
-  const auto crop = crop_spec(224, {0.08, 1.0});
-  auto chain = crop_chain(false, crop);
+  auto crop = crop_spec(224, {0.08, 1.0});
   const auto jpeg = testing::make_jpeg(2400, 1800, 3);
   auto full = decode_image(jpeg);
   ASSERT_TRUE(full);
-  for (std::uint64_t id = 0; id < 5; ++id) {
-    auto s = make_sample(id, jpeg);
-    run_next(chain, s);
-    EXPECT_FALSE(s.crop_plan);
-    EXPECT_TRUE(same_pixels(s.image, *full));
-    auto crop_rng = step_rng(s, 1);
-    crop_box box = random_resized_crop_box(2400, 1800, crop.params, crop_rng);
-    cv::Mat expected;
-    cv::resize((*full)(cv::Rect(box.left, box.top, box.width, box.height)), expected,
-               cv::Size(224, 224), 0, 0, cv::INTER_LINEAR);
-    run_next(chain, s);
-    EXPECT_TRUE(same_pixels(s.image, expected)) << "sample " << id;
+  for (auto interp : {interpolation::bilinear, interpolation::opencv_bilinear}) {
+    crop.interp = interp;
+    auto chain = crop_chain(false, crop);
+    for (std::uint64_t id = 0; id < 5; ++id) {
+      auto s = make_sample(id, jpeg);
+      run_next(chain, s);
+      EXPECT_FALSE(s.crop_plan);
+      EXPECT_TRUE(same_pixels(s.image, *full));
+      auto crop_rng = step_rng(s, 1);
+      crop_box box = random_resized_crop_box(2400, 1800, crop.params, crop_rng);
+      cv::Mat expected;
+      if (interp == interpolation::opencv_bilinear) {
+        cv::resize((*full)(cv::Rect(box.left, box.top, box.width, box.height)), expected,
+                   cv::Size(224, 224), 0, 0, cv::INTER_LINEAR);
+      } else {  // torchvision's resized_crop: the crop, then PIL's resize of it
+        cv::Mat box_pixels = (*full)(cv::Rect(box.left, box.top, box.width, box.height));
+        antialiased_resize(box_pixels, whole(box_pixels), cv::Size(224, 224),
+                           resample_filter::bilinear, expected);
+      }
+      run_next(chain, s);
+      EXPECT_TRUE(same_pixels(s.image, expected)) << "sample " << id;
+    }
   }
 }
 
@@ -357,6 +369,20 @@ TEST(ScaledDecode, APlanThatDoesNotFitTheImageIsATransformError) {
             std::string::npos)
       << failed.error().message();
   EXPECT_EQ(s.next_step, 1u);
+}
+
+// 1/2 only where the box stays 1.25x the output; 1/4 and 1/8 as smallest_scale_for_crop.
+TEST(ScaledDecode, AReductionToAHalfLeavesTheResamplerAQuarterMore) {
+  const auto scales = jpeg_fast_reduction_scales();
+  const image_extent out{224, 224};
+  auto plan = [&](int side) { return planned_decode_scale({0, 0, side, side}, out, scales); };
+  EXPECT_EQ(plan(448), (scale_ratio{1, 1}));  // 1/2 would leave exactly 224: nothing to blur
+  EXPECT_EQ(plan(559), (scale_ratio{1, 1}));
+  EXPECT_EQ(plan(560), (scale_ratio{1, 2}));  // 280 = 1.25 x 224
+  EXPECT_EQ(plan(896), (scale_ratio{1, 4}));  // 224 at 1/4: taken as it is
+  EXPECT_EQ(plan(1792), (scale_ratio{1, 8}));
+  EXPECT_EQ(planned_decode_scale({0, 0, 600, 500}, {224, 224}, scales), (scale_ratio{1, 1}));
+  EXPECT_EQ(planned_decode_scale({0, 0, 600, 560}, {224, 224}, scales), (scale_ratio{1, 2}));
 }
 
 }  // namespace

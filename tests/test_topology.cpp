@@ -116,6 +116,17 @@ TEST(Topology, DefaultTomlGivesTheDocumentedValues) {
   EXPECT_EQ(normalize.stddev, (std::array<double, 3>{0.229, 0.224, 0.225}));
 }
 
+TEST(Topology, EvalExampleLoads) {
+  auto node = load_topology_file(source_dir + "/config/examples/imagenet-eval.toml");
+  ASSERT_TRUE(node.has_value()) << node.error().what();
+  EXPECT_FALSE(node->dataset.shuffle);
+  ASSERT_EQ(node->transforms.size(), 4U);
+  const auto& resize = std::get<resize_spec>(node->transforms[1]);
+  EXPECT_EQ(resize.size, 256);
+  EXPECT_EQ(resize.interp, interpolation::bilinear);
+  EXPECT_EQ(std::get<center_crop_spec>(node->transforms[2]).width, 224);
+}
+
 TEST(Topology, FourGpuExampleLoads) {
   auto node = load_topology_file(source_dir + "/config/examples/four-gpu-node.toml");
   ASSERT_TRUE(node.has_value()) << node.error().what();
@@ -346,8 +357,8 @@ TEST(Topology, TheCacheAndTheClusterReadTheirKeys) {
   auto t = load_with("[cache]\nmemory = \"1G\"\ndisk = \"" + dir.path().string() +
                      "\"\ndisk_size = \"20G\"\n[cluster]\nrank = 1\nworld = 2\n"
                      "peers = [\"10.0.0.1:7100\", \"[::1]:7100\"]\npeer_timeout_ms = 250\n"
-                     "peer_retry_ms = 500\npeer_wait_s = 5\ntls_certificate = \"" + pem +
-                     "\"\ntls_key = \"" + pem + "\"\ntls_cafile = \"" + pem + "\"\n");
+                     "peer_retry_ms = 500\npeer_wait_s = 5\ntls_certificate = \"" +
+                     pem + "\"\ntls_key = \"" + pem + "\"\ntls_cafile = \"" + pem + "\"\n");
   ASSERT_TRUE(t) << t.error().what();
   EXPECT_EQ(t->cache.memory, 1ULL << 30U);
   EXPECT_EQ(t->cache.disk_size, 20ULL << 30U);

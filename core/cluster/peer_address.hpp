@@ -16,9 +16,7 @@ struct peer_address {
 
   /// "host:port", as it was written.
   std::string text() const;
-  bool operator==(const peer_address& o) const noexcept {
-    return host == o.host && port == o.port;
-  }
+  bool operator==(const peer_address& o) const noexcept { return host == o.host && port == o.port; }
 };
 
 /// errc::invalid_argument saying what is wrong with `text` (no port, a port outside 1..65535,

@@ -60,7 +60,8 @@ class peer_health {
   /// Peers not up and not refused: those to connect (again).
   std::vector<std::uint64_t> unconnected() const;
   /// Every peer that failed during the run (went down other than by ending its run, was
-  /// refused, was never reached, let fetches time out) as "host:port (rank r): what happened", in rank order.
+  /// refused, was never reached, let fetches time out) as "host:port (rank r): what happened", in
+  /// rank order.
   std::vector<std::string> failures() const;
 
  private:
@@ -74,7 +75,9 @@ class peer_health {
     clock::time_point skip_until{};
   };
 
-  bool peer_rank(std::uint64_t rank) const noexcept { return rank < peers_.size() && rank != self_; }
+  bool peer_rank(std::uint64_t rank) const noexcept {
+    return rank < peers_.size() && rank != self_;
+  }
   std::string failure(const peer& p) const;
   // The peers' ranks (never self) for which `holds(peer)`, in order.
   template <class Predicate>

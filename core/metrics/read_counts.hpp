@@ -11,14 +11,14 @@
 namespace conveyor {
 
 struct epoch_reads {
-  std::uint64_t cache_hits = 0;       ///< both tiers
-  std::uint64_t disk_hits = 0;        ///< of cache_hits, from the disk tier
-  std::uint64_t storage_reads = 0;    ///< for this node's own samples and for its peers'
+  std::uint64_t cache_hits = 0;     ///< both tiers
+  std::uint64_t disk_hits = 0;      ///< of cache_hits, from the disk tier
+  std::uint64_t storage_reads = 0;  ///< for this node's own samples and for its peers'
   std::uint64_t storage_bytes = 0;
-  std::uint64_t peer_fetches = 0;     ///< samples fetched from a peer's cache
+  std::uint64_t peer_fetches = 0;  ///< samples fetched from a peer's cache
   std::uint64_t peer_bytes = 0;
-  std::uint64_t peer_fallbacks = 0;   ///< samples a peer holds, read from storage instead
-  std::uint64_t peer_served = 0;      ///< samples this node gave its peers
+  std::uint64_t peer_fallbacks = 0;  ///< samples a peer holds, read from storage instead
+  std::uint64_t peer_served = 0;     ///< samples this node gave its peers
 
   epoch_reads& operator+=(const epoch_reads& o) noexcept;
 };

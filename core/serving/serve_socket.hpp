@@ -5,8 +5,8 @@
 #include <chrono>
 
 #include "conveyor/error.hpp"
-#include "core/serving/serve_protocol.hpp"
 #include "core/base/unique_fd.hpp"
+#include "core/serving/serve_protocol.hpp"
 
 namespace conveyor {
 

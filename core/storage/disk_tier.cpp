@@ -63,8 +63,8 @@ std::uint64_t disk_tier::reserved() const {
 }
 
 template <class Transfer>
-expected<void> disk_tier::whole_transfer(const char* what, std::uint64_t offset,
-                                         std::uint64_t size, Transfer step) const {
+expected<void> disk_tier::whole_transfer(const char* what, std::uint64_t offset, std::uint64_t size,
+                                         Transfer step) const {
   std::uint64_t done = 0;
   while (done < size) {
     auto n = step(static_cast<std::size_t>(done));
@@ -72,10 +72,10 @@ expected<void> disk_tier::whole_transfer(const char* what, std::uint64_t offset,
       continue;
     }
     if (n <= 0) {
-      return error{errc::io_error, "cache.disk " + dir_.string() + ": " + what + " of " +
-                                       std::to_string(size) + " bytes at " +
-                                       std::to_string(offset) + " failed: " +
-                                       (n < 0 ? why() : std::string("nothing moved"))};
+      return error{errc::io_error,
+                   "cache.disk " + dir_.string() + ": " + what + " of " + std::to_string(size) +
+                       " bytes at " + std::to_string(offset) +
+                       " failed: " + (n < 0 ? why() : std::string("nothing moved"))};
     }
     done += static_cast<std::uint64_t>(n);
   }

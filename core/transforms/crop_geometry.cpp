@@ -72,6 +72,13 @@ image_extent shorter_side_extent(int width, int height, int size) {
   return width <= height ? image_extent{size, scaled_longer} : image_extent{scaled_longer, size};
 }
 
+image_extent resize_extent(const resize_spec& spec, image_extent source) {
+  if (spec.size > 0) {
+    return shorter_side_extent(source.width, source.height, spec.size);
+  }
+  return {spec.width, spec.height};
+}
+
 image_extent scaled_extent(image_extent full, scale_ratio scale) {
   return {scaled_length(full.width, scale), scaled_length(full.height, scale)};
 }
@@ -91,6 +98,18 @@ scale_ratio smallest_scale_for_crop(const crop_box& box, image_extent out,
     }
   }
   return best;
+}
+
+scale_ratio planned_decode_scale(const crop_box& box, image_extent out,
+                                 const std::vector<scale_ratio>& candidates) {
+  constexpr scale_ratio half{1, 2};
+  scale_ratio scale = smallest_scale_for_crop(box, out, candidates);
+  if (scale != half) {
+    return scale;
+  }
+  // 1.25x the output, rounded up: the box must cover it at 1/2.
+  image_extent wider{(out.width * 5 + 3) / 4, (out.height * 5 + 3) / 4};
+  return smallest_scale_for_crop(box, wider, {half});
 }
 
 }  // namespace conveyor

@@ -6,6 +6,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include "core/transforms/crop_geometry.hpp"
+#include "core/transforms/resampler.hpp"
 #include "core/transforms/spec_checks.hpp"
 #include "core/transforms/transform_step.hpp"
 
@@ -18,8 +19,8 @@ cv::Rect to_rect(const crop_box& box) {
 
 class random_resized_crop_step final : public image_step {
  public:
-  random_resized_crop_step(const random_resized_crop_spec& spec, int interpolation)
-      : params_(spec.params), size_(spec.width, spec.height), interpolation_(interpolation) {}
+  explicit random_resized_crop_step(const random_resized_crop_spec& spec)
+      : params_(spec.params), size_(spec.width, spec.height), resample_(spec.interp) {}
 
   std::string_view name() const noexcept override { return random_resized_crop_spec::op; }
 
@@ -27,82 +28,60 @@ class random_resized_crop_step final : public image_step {
   expected<void> apply_to_image(sample_state& sample, std::mt19937_64& rng) const override {
     cv::Mat out;
     if (sample.crop_plan) {
-      if (auto ok = resample_planned(sample, out); !ok) {
+      // The box the decode step drew for this step (with this step's rng).
+      if (auto ok = check_planned_size(sample, name()); !ok) {
         return ok;
       }
+      resample_.resize_planned(sample.image, *sample.crop_plan, size_, out);
       sample.crop_plan.reset();
     } else {
-      resize_box(sample.image,
-                 random_resized_crop_box(sample.image.cols, sample.image.rows, params_, rng), out);
+      crop_box box = sample.given_box ? *sample.given_box
+                                      : random_resized_crop_box(sample.image.cols,
+                                                                sample.image.rows, params_, rng);
+      resample_.resize_box(sample.image, box, size_, out);
     }
     sample.image = std::move(out);
     return {};
   }
 
  private:
-  void resize_box(const cv::Mat& image, const crop_box& box, cv::Mat& out) const {
-    cv::resize(image(to_rect(box)), out, size_, 0, 0, interpolation_);
-  }
-
-  /// The box the decode step drew for this step (with this step's rng), from the image as it
-  /// was decoded. At 1/1 exactly what drawing the box here gives; reduced, the output pixels
-  /// sample the reduced image where the full-size resize would sample the full one, through an
-  /// affine warp: rounding the box to whole decoded pixels would shift it by up to half a
-  /// decoded pixel (4 source pixels at 1/8). warpAffine treats INTER_AREA as bilinear; the
-  /// reduced box is less than twice the output in the usual case, where the two barely differ.
-  expected<void> resample_planned(const sample_state& sample, cv::Mat& out) const {
-    const planned_crop& plan = *sample.crop_plan;
-    image_extent decoded = scaled_extent(plan.source, plan.decode_scale);
-    if (decoded.width != sample.image.cols || decoded.height != sample.image.rows) {
-      return sample_error(errc::transform_error, sample, name(),
-                          "the image is " + std::to_string(sample.image.cols) + "x" +
-                              std::to_string(sample.image.rows) + ", the decode step planned " +
-                              std::to_string(decoded.width) + "x" + std::to_string(decoded.height));
-    }
-    if (plan.decode_scale == scale_ratio{}) {
-      resize_box(sample.image, plan.source_box, out);
-      return {};
-    }
-    crop_mapping map =
-        scaled_crop_mapping(plan.source_box, {size_.width, size_.height}, plan.decode_scale);
-    cv::Matx23d inverse(map.x.step, 0, map.x.offset, 0, map.y.step, map.y.offset);
-    cv::warpAffine(sample.image, out, inverse, size_, interpolation_ | cv::WARP_INVERSE_MAP,
-                   cv::BORDER_REPLICATE);
-    return {};
-  }
-
   rrc_params params_;
   cv::Size size_;
-  int interpolation_;
+  resampler resample_;
 };
 
 class resize_step final : public image_step {
  public:
-  resize_step(const resize_spec& spec, int interpolation)
-      : shorter_side_(spec.size), size_(spec.width, spec.height), interpolation_(interpolation) {}
+  explicit resize_step(const resize_spec& spec) : spec_(spec), resample_(spec.interp) {}
 
   std::string_view name() const noexcept override { return resize_spec::op; }
 
  protected:
   expected<void> apply_to_image(sample_state& sample, std::mt19937_64& /*rng*/) const override {
-    cv::Size target = size_;
-    if (shorter_side_ > 0) {
-      image_extent e = shorter_side_extent(sample.image.cols, sample.image.rows, shorter_side_);
-      target = {e.width, e.height};
-    }
-    if (target == sample.image.size()) {
-      return {};  // torchvision also returns such an image untouched
-    }
     cv::Mat out;
-    cv::resize(sample.image, out, target, 0, 0, interpolation_);
+    if (sample.crop_plan) {
+      // Decoded reduced for this step: the output size is the full-size image's.
+      if (auto ok = check_planned_size(sample, name()); !ok) {
+        return ok;
+      }
+      image_extent target = resize_extent(spec_, sample.crop_plan->source);
+      resample_.resize_planned(sample.image, *sample.crop_plan, {target.width, target.height}, out);
+      sample.crop_plan.reset();
+    } else {
+      image_extent target = resize_extent(spec_, {sample.image.cols, sample.image.rows});
+      if (target.width == sample.image.cols && target.height == sample.image.rows) {
+        return {};  // torchvision also returns such an image untouched
+      }
+      resample_.resize_box(sample.image, {0, 0, sample.image.cols, sample.image.rows},
+                           {target.width, target.height}, out);
+    }
     sample.image = std::move(out);
     return {};
   }
 
  private:
-  int shorter_side_;  // > 0: keep the aspect ratio; 0: resize to size_
-  cv::Size size_;
-  int interpolation_;
+  resize_spec spec_;
+  resampler resample_;
 };
 
 class center_crop_step final : public image_step {
@@ -143,18 +122,14 @@ class center_crop_step final : public image_step {
 
 expected<step_ptr> make_step(const random_resized_crop_spec& spec) {
   constexpr auto op = random_resized_crop_spec::op;
-  if (auto ok = first_failure({require_positive(op, "height", spec.height),
-                               require_positive(op, "width", spec.width),
-                               require_range(op, "scale", spec.params.scale),
-                               require_range(op, "ratio", spec.params.ratio)});
+  if (auto ok = first_failure(
+          {require_positive(op, "height", spec.height), require_positive(op, "width", spec.width),
+           require_range(op, "scale", spec.params.scale),
+           require_range(op, "ratio", spec.params.ratio), require_interpolation(op, spec.interp)});
       !ok) {
     return std::move(ok).error();
   }
-  auto interpolation = opencv_interpolation(op, spec.interp);
-  if (!interpolation) {
-    return std::move(interpolation).error();
-  }
-  return step_ptr(std::make_unique<random_resized_crop_step>(spec, *interpolation));
+  return step_ptr(std::make_unique<random_resized_crop_step>(spec));
 }
 
 expected<step_ptr> make_step(const resize_spec& spec) {
@@ -168,14 +143,10 @@ expected<step_ptr> make_step(const resize_spec& spec) {
   auto sizes = spec.size != 0 ? require_positive(op, "size", spec.size)
                               : first_failure({require_positive(op, "height", spec.height),
                                                require_positive(op, "width", spec.width)});
-  if (!sizes) {
-    return std::move(sizes).error();
+  if (auto ok = first_failure({sizes, require_interpolation(op, spec.interp)}); !ok) {
+    return std::move(ok).error();
   }
-  auto interpolation = opencv_interpolation(op, spec.interp);
-  if (!interpolation) {
-    return std::move(interpolation).error();
-  }
-  return step_ptr(std::make_unique<resize_step>(spec, *interpolation));
+  return step_ptr(std::make_unique<resize_step>(spec));
 }
 
 expected<step_ptr> make_step(const center_crop_spec& spec) {

@@ -1,20 +1,23 @@
-// The decode step: encoded bytes -> RGB image, reduced in the DCT domain when the crop that
-// follows is known before decoding.
+// The decode step: encoded bytes -> RGB image, reduced in the DCT domain when the crop or
+// resize that follows is known before decoding.
 
 #include <optional>
+#include <variant>
 
 #include "core/codecs/jpeg_decoder.hpp"
 #include "core/transforms/crop_geometry.hpp"
+#include "core/transforms/resampler.hpp"
 #include "core/transforms/transform_step.hpp"
 
 namespace conveyor {
 namespace {
 
+/// The step that directly follows, when scaled decoding may serve it.
+using reducible_step = std::variant<std::monostate, random_resized_crop_spec, resize_spec>;
+
 class decode_step final : public transform_step {
  public:
-  /// `crop`: the random_resized_crop that directly follows, when scaled decoding is on.
-  decode_step(const decode_spec& spec, const std::optional<random_resized_crop_spec>& crop)
-      : crop_(crop) {
+  decode_step(const decode_spec& spec, reducible_step next) : next_(std::move(next)) {
     options_.strict = spec.strict;
   }
 
@@ -40,11 +43,13 @@ class decode_step final : public transform_step {
   }
 
  private:
-  /// The crop's box and the decode scale, for a JPEG when a crop follows; nullopt otherwise.
-  /// Other formats only reveal their size by decoding in full: the crop then draws itself. An
-  /// unreadable header is left for decode_image to report.
+  /// The box of what follows (the crop's, or the whole image for a resize) and the decode
+  /// scale, for a JPEG; nullopt otherwise. Other formats only reveal their size by decoding in
+  /// full: the step that follows then works on the full image. An unreadable header is left
+  /// for decode_image to report.
   std::optional<planned_crop> plan_crop(const sample_state& sample) const {
-    if (!crop_ || !is_jpeg(sample.encoded.data(), sample.encoded.size())) {
+    if (std::holds_alternative<std::monostate>(next_) ||
+        !is_jpeg(sample.encoded.data(), sample.encoded.size())) {
       return std::nullopt;
     }
     auto info = probe_image(sample.encoded);
@@ -52,28 +57,46 @@ class decode_step final : public transform_step {
       return std::nullopt;
     }
     image_extent source{info->width, info->height};
+    if (const auto* resize = std::get_if<resize_spec>(&next_)) {
+      return plan_for({0, 0, source.width, source.height}, source, resize_extent(*resize, source));
+    }
+    const auto& crop = std::get<random_resized_crop_spec>(next_);
     // The crop step's own generator: the box is the one it would draw on the full image.
     std::mt19937_64 crop_rng = step_rng(sample, sample.next_step + 1);
-    crop_box box = random_resized_crop_box(source.width, source.height, crop_->params, crop_rng);
-    scale_ratio scale =
-        smallest_scale_for_crop(box, {crop_->width, crop_->height}, jpeg_fast_reduction_scales());
-    return planned_crop{box, source, scale};
+    crop_box box = sample.given_box ? *sample.given_box
+                                    : random_resized_crop_box(source.width, source.height,
+                                                              crop.params, crop_rng);
+    return plan_for(box, source, {crop.width, crop.height});
+  }
+
+  static planned_crop plan_for(const crop_box& box, image_extent source, image_extent out) {
+    return {box, source, planned_decode_scale(box, out, jpeg_fast_reduction_scales())};
   }
 
   decode_options options_;
-  std::optional<random_resized_crop_spec> crop_;
+  reducible_step next_;
 };
+
+// What follows `spec`, when a reduced decode may serve it.
+reducible_step reducible(const decode_spec& spec, const transform_spec* next) {
+  if (!spec.scaled || next == nullptr) {
+    return {};
+  }
+  if (const auto* crop = std::get_if<random_resized_crop_spec>(next);
+      crop && resampler(crop->interp).takes_reduced_decodes()) {
+    return *crop;
+  }
+  if (const auto* resize = std::get_if<resize_spec>(next);
+      resize && resampler(resize->interp).takes_reduced_decodes()) {
+    return *resize;
+  }
+  return {};
+}
 
 }  // namespace
 
 expected<step_ptr> make_decode_step(const decode_spec& spec, const transform_spec* next) {
-  std::optional<random_resized_crop_spec> crop;
-  if (spec.scaled && next != nullptr) {
-    if (const auto* rrc = std::get_if<random_resized_crop_spec>(next)) {
-      crop = *rrc;
-    }
-  }
-  return step_ptr(std::make_unique<decode_step>(spec, crop));
+  return step_ptr(std::make_unique<decode_step>(spec, reducible(spec, next)));
 }
 
 expected<step_ptr> make_step(const decode_spec& spec) {

@@ -17,8 +17,9 @@
 
 namespace conveyor {
 
-/// A crop decided before decoding: the box, in the coordinates of the full-size source image,
-/// and the scale the image was then decoded at (its size is scaled_extent(source, scale)).
+/// A crop or resize decided before decoding: the box (the whole image for a resize), in the
+/// coordinates of the full-size source image, and the scale the image was then decoded at
+/// (its size is scaled_extent(source, scale)).
 struct planned_crop {
   crop_box source_box;
   image_extent source;
@@ -37,9 +38,12 @@ struct sample_state {
   cv::Mat image;                      ///< HWC uint8 RGB once decoded
   host_tensor output;                 ///< CHW, written by the final normalize / to_uint8 step
   std::int64_t source_pixels = 0;     ///< width x height from the image header; 0 if unknown
-  /// Set by a scaled decode step for the random_resized_crop right after it: the box that step
-  /// would have drawn (same rng), which it uses instead of drawing, and then clears.
+  /// Set by a scaled decode step for the random_resized_crop or resize right after it: the box
+  /// that step would have drawn (same rng), or the whole image, which it uses, and then clears.
   std::optional<planned_crop> crop_plan;
+  /// Set by the caller (parity tests): the box random_resized_crop takes, and a scaled decode
+  /// plans for, instead of drawing one. Inside the image.
+  std::optional<crop_box> given_box;
   std::size_t next_step = 0;          ///< index of the next step of the chain to run
   std::vector<std::int64_t> step_ns;  ///< wall time of each completed step, in nanoseconds
 };

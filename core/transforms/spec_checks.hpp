@@ -24,10 +24,10 @@ expected<void> require_positive(std::string_view op, std::string_view param, int
 expected<void> require_range(std::string_view op, std::string_view param,
                              const std::array<double, 2>& range);
 
+/// `interp` is one of the enum's values (not a cast from outside data).
+expected<void> require_interpolation(std::string_view op, interpolation interp);
+
 /// The first failure among `checks`, or success.
 expected<void> first_failure(std::initializer_list<expected<void>> checks);
-
-/// The OpenCV interpolation flag for `interp`; an error for a value outside the enum.
-expected<int> opencv_interpolation(std::string_view op, interpolation interp);
 
 }  // namespace conveyor

@@ -13,15 +13,21 @@
 
 namespace conveyor {
 
-enum class interpolation : std::uint8_t { nearest, bilinear, bicubic, area };
+/// How resize and random_resized_crop resample. Every name but opencv_bilinear resamples as
+/// torchvision does to PIL images (core/transforms/antialiased_resize.hpp): PIL's filters
+/// stretched by the downscale factor, so a large downscale is low-passed, not aliased (area is
+/// PIL's BOX). opencv_bilinear is OpenCV's plain bilinear (2x2 pixels whatever the factor):
+/// a little faster, and it aliases where the image shrinks more than 2x.
+enum class interpolation : std::uint8_t { nearest, bilinear, bicubic, area, opencv_bilinear };
 
 /// Encoded bytes -> RGB image.
 struct decode_spec {
   static constexpr std::string_view op = "decode";
   bool strict = true;  ///< a truncated or corrupt JPEG is an error, not a grey-filled image
-  /// When a random_resized_crop follows directly: draw its box from the JPEG header and decode
-  /// in the DCT domain at the smallest of 1/8, 1/4, 1/2 that still gives the box at least the
-  /// crop's output size (see make_decode_step). false: always decode in full.
+  /// When a random_resized_crop or a resize follows directly: plan it from the JPEG header
+  /// (the crop's box, or the resize's output size) and decode in the DCT domain at the
+  /// smallest of 1/8, 1/4, 1/2 that still gives the box at least the output size (see
+  /// make_decode_step). false: always decode in full.
   bool scaled = true;
 };
 

@@ -49,11 +49,13 @@ expected<step_ptr> make_step(const transform_spec& spec);
 expected<step_ptr> make_step(const decode_spec& spec);
 /// The decode step of a chain in which `next` (null: none) follows it. With spec.scaled and a
 /// random_resized_crop next, it draws that crop's box from a JPEG's header with the crop's own
-/// rng (step_rng of the next step: the very box the crop would draw on the full image),
-/// decodes at the smallest jpeg_fast_reduction_scales() factor (1/8, 1/4, 1/2; the other M/8
-/// are slower than a full decode) that keeps the box at least the crop's output size, and
-/// leaves box and scale in sample.crop_plan for the crop step. Other formats, and every input
-/// otherwise, decode in full as make_step(spec) does.
+/// rng (step_rng of the next step: the very box the crop would draw on the full image; or
+/// sample.given_box), decodes at the smallest jpeg_fast_reduction_scales() factor (1/8, 1/4,
+/// 1/2; the other M/8 are slower than a full decode) that keeps the box at least the crop's
+/// output size, and leaves box and scale in sample.crop_plan for the crop step. With a resize
+/// next, the same for the whole image and the resize's output size. Not for nearest
+/// interpolation (it picks source pixels, which a reduced decode averages). Other formats, and
+/// every input otherwise, decode in full as make_step(spec) does.
 expected<step_ptr> make_decode_step(const decode_spec& spec, const transform_spec* next);
 expected<step_ptr> make_step(const random_resized_crop_spec& spec);
 expected<step_ptr> make_step(const resize_spec& spec);

@@ -1,0 +1,79 @@
+// transform_probe: runs the transform chain of a topology on image files, as a node's
+// preprocessors do, and writes what comes out; the parity test (tests/python/test_parity.py)
+// holds it against torchvision.
+//
+//   transform_probe TOPOLOGY LIST OUT
+//
+// LIST: one image a line, "PATH" or "PATH LEFT TOP WIDTH HEIGHT": the box random_resized_crop
+// takes (and a scaled decode plans for) instead of drawing one (sample_state::given_box).
+// Each sample's output tensor (CHW, the chain's dtype) is appended to OUT; one line a sample
+// on stdout: "CHANNELS HEIGHT WIDTH DTYPE". Sample i has id i and epoch seed 0 (a flip with
+// 0 < p < 1 draws from them). Exit 1 on the first sample that fails, naming it; 2 on a bad
+// command line or topology.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "config/load_topology.hpp"
+#include "core/transforms/transform_chain.hpp"
+
+namespace {
+
+using namespace conveyor;
+
+std::vector<std::uint8_t> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The sample of one LIST line: its file's bytes and, when given, the crop box.
+sample_state sample_of(const std::string& line, std::uint64_t id) {
+  std::istringstream fields(line);
+  std::string path;
+  fields >> path;
+  sample_state s;
+  s.sample_id = id;
+  s.key = path;
+  s.encoded = file_bytes(path);
+  crop_box box;
+  if (fields >> box.left >> box.top >> box.width >> box.height) {
+    s.given_box = box;
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::cerr << "usage: transform_probe TOPOLOGY LIST OUT\n";
+    return 2;
+  }
+  auto topology = load_topology_file(argv[1], {});
+  if (!topology) {
+    std::cerr << topology.error().what() << "\n";
+    return 2;
+  }
+  auto chain = transform_chain::build(topology->transforms);
+  if (!chain) {
+    std::cerr << chain.error().what() << "\n";
+    return 2;
+  }
+  std::ifstream list(argv[2]);
+  std::ofstream out(argv[3], std::ios::binary);
+  std::string line;
+  for (std::uint64_t id = 0; std::getline(list, line); ++id) {
+    auto s = sample_of(line, id);
+    if (auto ok = chain->run_all(s); !ok) {
+      std::cerr << ok.error().what() << "\n";
+      return 1;
+    }
+    const auto& t = s.output;
+    out.write(reinterpret_cast<const char*>(t.bytes.data()),
+              static_cast<std::streamsize>(t.bytes.size()));
+    std::cout << t.channels << " " << t.height << " " << t.width << " "
+              << (t.type == dtype::float32 ? "float32" : "uint8") << "\n";
+  }
+  return 0;
+}
