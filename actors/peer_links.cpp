@@ -1,14 +1,13 @@
 #include "actors/peer_links.hpp"
 
 #include <caf/all.hpp>
-#include <caf/io/all.hpp>
 
 #include <algorithm>
 #include <set>
 #include <vector>
 
+#include "actors/peer_dialer.hpp"
 #include "core/base/log.hpp"
-#include "core/cluster/tcp_probe.hpp"
 
 namespace conveyor {
 namespace {
@@ -97,42 +96,11 @@ void admit(links_pointer self, std::uint64_t rank, const peer_cache_actor& handl
   check_ready(self);
 }
 
-// Greets the peer at `rank` and admits it, or tries again later. Through a scoped actor, on
-// this actor's own thread (bounded by attempt_timeout): CAF 0.17 kept a detached actor that had
-// talked to another node from being destroyed, now and then, and the node's shutdown waited for
-// it forever; this one never talks to another node itself.
-void say_hello(links_pointer self, std::uint64_t rank, const peer_cache_actor& handle) {
-  auto& s = self->state;
-  caf::scoped_actor asker{self->system()};
-  asker
-      ->request(handle, s.opts.attempt_timeout, atoms::hello::value, s.opts.identity,
-                caf::actor_cast<caf::strong_actor_ptr>(s.server))
-      .receive([&](const peer_identity& theirs) { admit(self, rank, handle, theirs); },
-               [&](const caf::error& e) {
-                 not_reached(self, rank, "no answer to hello: " + self->system().render(e));
-               });
-}
-
 void dial(links_pointer self, std::uint64_t rank) {
   auto& s = self->state;
-  const auto& address = s.health().address(rank);
-  if (auto probe = tcp_probe(address, s.opts.attempt_timeout); !probe) {
-    not_reached(self, rank, probe.error().message());
-    return;
-  }
   s.attempting.insert(rank);
-  self->request(s.opts.connector, s.opts.attempt_timeout, caf::connect_atom::value, address.host,
-                address.port)
-      .then(
-          [self, rank](const caf::node_id&, caf::strong_actor_ptr& ptr,
-                       const std::set<std::string>&) {
-            if (!ptr) {
-              not_reached(self, rank, "nothing is published there");
-              return;
-            }
-            say_hello(self, rank, caf::actor_cast<peer_cache_actor>(std::move(ptr)));
-          },
-          [self, rank](const caf::error& e) { not_reached(self, rank, self->system().render(e)); });
+  spawn_peer_dialer(self->system(), {rank, s.health().address(rank), s.opts.connector,
+                                     s.opts.identity, s.server, self, s.opts.attempt_timeout});
 }
 
 // A peer of lower rank dialed this node and introduced itself with `theirs` and its server.
@@ -188,6 +156,11 @@ peer_links_actor::behavior_type links(links_pointer self, peer_links_options opt
       },
       [self](atoms::hello, const peer_identity& theirs, caf::strong_actor_ptr& server) {
         introduced(self, theirs, std::move(server));
+      },
+      [self](atoms::greeted, std::uint64_t rank, const peer_identity& theirs,
+             const peer_cache_actor& server) { admit(self, rank, server, theirs); },
+      [self](atoms::failed, std::uint64_t rank, const std::string& why) {
+        not_reached(self, rank, why);
       },
       [self](atoms::leave, std::uint64_t rank) {
         if (self->state.opts.peers->left(rank)) {
@@ -245,7 +218,7 @@ std::optional<std::string> identity_mismatch(const peer_identity& mine, const pe
 }
 
 peer_links_actor spawn_peer_links(caf::actor_system& sys, peer_links_options options) {
-  return sys.spawn<caf::detached>(links, std::move(options));
+  return sys.spawn(links, std::move(options));
 }
 
 }  // namespace conveyor

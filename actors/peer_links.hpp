@@ -3,11 +3,13 @@
 /// connection per pair (messages/peer_cache.hpp): a node dials the peers of higher rank, each
 /// probed first (a bounded TCP connect, core/cluster/tcp_probe.hpp), connected through CAF's
 /// middleman (or its TLS manager), and greeted with this node's identity and cache server;
-/// peers of lower rank dial it and are introduced by the node's own server (`hello`). A peer
-/// that agrees on the run and the cache plan is monitored and used; one that disagrees is
-/// refused for good, with an error that names the setting. A peer that goes down is marked so
-/// at once (readers stop asking it); one this node dials is tried again, first after 50 ms,
-/// then ever less often, up to every `retry`. Runs detached: a probe blocks its own thread.
+/// peers of lower rank dial it and are introduced by the node's own server (`hello`). Each
+/// attempt runs in a dialer of its own (actors/peer_dialer.hpp), so that this actor stays free
+/// to hear of peers going down while a peer is slow to answer. A peer that agrees on the run
+/// and the cache plan is monitored and used; one that disagrees is refused for good, with an
+/// error that names the setting. A peer that goes down is marked so at once (readers stop
+/// asking it); one this node dials is tried again, first after 50 ms, then ever less often, up
+/// to every `retry`.
 ///
 /// At start, `on_ready` is called once every peer is up or refused, or after `wait`, whichever
 /// comes first: the pipeline starts reading then, so that the first epoch fills every node's
@@ -24,18 +26,9 @@
 
 #include "actors/peer_directory.hpp"
 #include "messages/peer_cache.hpp"
+#include "messages/peer_links.hpp"
 
 namespace conveyor {
-
-/// `connect(server)`: this node's own cache server, to introduce to the peers it dials (they
-/// start then); `hello(identity, server)`: a peer of lower rank introduced itself to this
-/// node's server; `leave(rank)`: that peer's run is over (said to this node's server);
-/// `tick`: try the peers not up; `peers_up`: the start's wait is over.
-using peer_links_actor =
-    caf::typed_actor<caf::reacts_to<atoms::connect, peer_cache_actor>,
-                     caf::reacts_to<atoms::hello, peer_identity, caf::strong_actor_ptr>,
-                     caf::reacts_to<atoms::leave, std::uint64_t>, caf::reacts_to<atoms::tick>,
-                     caf::reacts_to<atoms::peers_up>>;
 
 struct peer_links_options {
   std::shared_ptr<peer_directory> peers;

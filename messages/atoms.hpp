@@ -26,5 +26,6 @@ using hello = caf::atom_constant<caf::atom("hello")>;
 using fetch = caf::atom_constant<caf::atom("fetch")>;
 using peers_up = caf::atom_constant<caf::atom("peers_up")>;
 using leave = caf::atom_constant<caf::atom("leave")>;
+using greeted = caf::atom_constant<caf::atom("greeted")>;
 
 }  // namespace conveyor::atoms

@@ -128,9 +128,11 @@ TEST(NodePeers, ANodeKilledMidRunLeavesTheOthersToFinishAndNamesIt) {
   for (int rank = 0; rank < 3; ++rank) {
     nodes.push_back(start_node(dir, file, rank, {"--set", "trainer.step_ms=60"}));
   }
-  // Rank 1 reads and reports its fetches: it is mid-run.
-  ASSERT_TRUE(nodes[1]->wait_for_log("every peer answered", std::chrono::seconds(120)))
-      << nodes[1]->err();
+  // Every node has reached every other, and rank 1 reports its fetches: it is mid-run.
+  for (const auto& node : nodes) {
+    ASSERT_TRUE(node->wait_for_log("every peer answered", std::chrono::seconds(120)))
+        << node->err();
+  }
   ASSERT_TRUE(nodes[1]->wait_for_log("peer_fetches=", std::chrono::seconds(120)))
       << nodes[1]->err();
   nodes[1]->signal(SIGKILL);

@@ -79,6 +79,11 @@ class server {
   void accept_clients(std::list<session>& sessions);
   /// Reads one message of `s`; false when the session ends.
   bool on_readable(session& s);
+  void take_last_releases(session& s);
+  /// A session attached as rank `rank` of job `job` whose client has gone, though its end of
+  /// the socket was not read to its end yet (the new client came first): dropped, its last
+  /// releases taken, so that the new client takes its place.
+  void drop_gone_holder(int job, int rank);
   bool on_attach(session& s, const serve::attach& a);
   bool on_release(session& s, std::uint32_t slot);
   bool refuse(session& s, const error& why);
@@ -97,6 +102,7 @@ class server {
   std::mutex mutex_;
   std::condition_variable freed_;
   std::vector<std::vector<batch>> held_;  ///< [rank][slot]: published, not yet free
+  std::list<session> sessions_;           ///< the connected clients (the poll loop's thread)
   bool failed_ = false;                   // under mutex_
   serve_outcome outcome_;
 };
@@ -344,6 +350,7 @@ bool server::on_attach(session& s, const serve::attach& a) {
   }
   auto job = static_cast<int>(a.job);
   auto rank = static_cast<int>(a.rank);
+  drop_gone_holder(job, rank);
   int fd = s.fd.get();
   bool welcomed = true;
   auto ok = hub_->attach(
@@ -391,6 +398,7 @@ bool server::on_readable(session& s) {
       case errc::invalid_argument:
         return refuse(s, got.error());  // bytes that are not a message
       default:
+        take_last_releases(s);
         return false;  // gone, or a broken socket
     }
   }
@@ -406,6 +414,41 @@ bool server::on_readable(session& s) {
   }
   return refuse(s, error{errc::invalid_argument,
                          "message type " + std::to_string(m.index() + 1) + " from a client"});
+}
+
+// A client that died with messages of the node's unread (killed with batches announced) makes
+// Linux report ECONNRESET on the node's end before the messages the client had sent, releases
+// among them; the error is reported once, and the messages come after it. Without them, the
+// batches the client had released would go to the next client of its rank again.
+void server::take_last_releases(session& s) {
+  for (;;) {
+    auto got = receive_serve(s.fd.get(), std::chrono::milliseconds(0));
+    if (!got) {
+      return;
+    }
+    if (const auto* r = std::get_if<serve::release>(&got->message)) {
+      on_release(s, r->slot);
+    }
+  }
+}
+
+namespace {
+
+// The client at the other end of `fd` has closed it (its process died, or it detached).
+bool hung_up(int fd) {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) != 0;
+}
+
+}  // namespace
+
+void server::drop_gone_holder(int job, int rank) {
+  for (auto& t : sessions_) {
+    if (t.fd && t.job == job && t.rank == rank && hung_up(t.fd.get())) {
+      take_last_releases(t);
+      drop(t);  // its fd is reset: the poll loop forgets it
+    }
+  }
 }
 
 void server::drop(session& s) {
@@ -442,7 +485,7 @@ serve_outcome server::run() {
   if (pipeline_) {
     start_feeding(0);
   }
-  std::list<session> sessions;
+  auto& sessions = sessions_;
   while (!stop_.requested() && !outcome_.start_failure && !(running() && hub_->done())) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -463,7 +506,9 @@ serve_outcome server::run() {
     }
     std::size_t i = 1;
     for (auto it = sessions.begin(); it != sessions.end() && i < fds.size(); ++i) {
-      if (fds[i].revents != 0 && !on_readable(*it)) {
+      if (!it->fd) {
+        ++it;  // dropped while another session was read (drop_gone_holder)
+      } else if (fds[i].revents != 0 && !on_readable(*it)) {
         drop(*it);
         it = sessions.erase(it);
       } else {

@@ -1,0 +1,35 @@
+#pragma once
+/// One attempt to reach a peer the node dials: probe its address (a bounded TCP connect,
+/// core/cluster/tcp_probe.hpp), connect through CAF's middleman (or its TLS manager), and
+/// greet it with this node's identity and cache server; then tell the links actor how it went
+/// (`greeted` with the peer's identity and server, or `failed` with why) and end. A blocking
+/// actor of its own, bounded by `timeout` at each of the three steps: the links actor never
+/// waits on a slow peer, and (unlike a detached event-based actor, which CAF 0.17 sometimes kept
+/// from being destroyed after it had talked to another node, holding the node's shutdown
+/// forever) it ends when its function returns.
+
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman_actor.hpp>
+
+#include <chrono>
+#include <cstdint>
+
+#include "core/cluster/peer_address.hpp"
+#include "messages/peer_cache.hpp"
+#include "messages/peer_links.hpp"
+
+namespace conveyor {
+
+struct dial_order {
+  std::uint64_t rank = 0;
+  peer_address address;
+  caf::io::middleman_actor connector;  ///< the middleman's actor, or the TLS manager's
+  peer_identity identity;              ///< this node's, sent in hello
+  peer_cache_actor server;             ///< this node's, introduced in hello
+  peer_links_actor links;              ///< told how it went
+  std::chrono::milliseconds timeout{1000};
+};
+
+void spawn_peer_dialer(caf::actor_system& sys, dial_order order);
+
+}  // namespace conveyor
