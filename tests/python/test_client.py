@@ -20,19 +20,13 @@ except ImportError:
     sys.exit(77)
 
 import conveyor
+from ctest_env import env
 
 SAMPLES = 48
 BATCH = 8
 EPOCHS = 2
 STEPS = 4  # default.toml: decode, random_resized_crop, flip, normalize
 WAIT_S = 120
-
-
-def env(name):
-    value = os.environ.get(name)
-    if not value:
-        raise SystemExit(f"{name} is not set")
-    return value
 
 
 class Node:

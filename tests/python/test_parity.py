@@ -31,16 +31,11 @@ except ImportError as missing:
     print(f"SKIP: {missing} (Debian: python3-torchvision python3-pil)")
     sys.exit(77)
 
+from ctest_env import env
+
 IMAGES = 60
 MIN_DB = 40.0
 MEDIAN_DB = 45.0
-
-
-def env(name):
-    value = os.environ.get(name)
-    if not value:
-        raise SystemExit(f"{name} is not set")
-    return value
 
 
 def chain(*transforms):
