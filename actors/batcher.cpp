@@ -42,7 +42,8 @@ pipeline_figures figures_of(const batcher_core& core, bool with_quarantined) {
           core.finished(),
           core.retries(),
           core.step_ns(),
-          core.prepared()};
+          core.prepared(),
+          core.in_flight()};
 }
 
 // Logs the samples quarantined since the last call, appends them to the report file, and

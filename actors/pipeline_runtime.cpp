@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "actors/batcher.hpp"
+#include "actors/diagnosis.hpp"
 #include "actors/feeder.hpp"
 #if CONVEYOR_HAVE_CUDA
 #include "core/cuda/cuda_copy_engine.hpp"
@@ -116,6 +117,7 @@ struct pipeline_runtime::impl {
   std::mutex stop_mutex;
   bool stopped = false;
   monitor_actor monitor;
+  diagnosis_actor diagnosis;
   batcher_actor batcher;
   std::vector<caf::actor> supervisors;
   std::vector<feeder_actor> feeders;
@@ -191,6 +193,9 @@ void pipeline_runtime::impl::spawn_all() {
   if (spec.monitor_interval.count() > 0) {
     monitor = spawn_monitor(system);
     report = {monitor, spec.monitor_interval};
+    const auto& s = spec.settings;
+    diagnosis = spawn_diagnosis(system, {status, s.gpus, s.workers, s.readers,
+                                         s.window_samples, spec.monitor_interval});
   }
   auto source = spec.source;
   batcher = spawn_batcher(
@@ -296,6 +301,7 @@ void pipeline_runtime::impl::stop() {
   }
   stop_one(batcher);
   stop_one(monitor);
+  stop_one(diagnosis);
   for (auto& h : feeders) {
     stop_one(h);
   }
@@ -307,6 +313,7 @@ void pipeline_runtime::impl::stop() {
   // Drop our handles so that ~actor_system does not wait on actors we keep reachable.
   batcher = nullptr;
   monitor = nullptr;
+  diagnosis = nullptr;
   supervisors.clear();
   feeders.clear();
   peer_links = nullptr;

@@ -317,6 +317,15 @@ pipeline_report pipeline::report() const {
     r.cached_disk_bytes = cache->disk_bytes();
   }
   r.failed_peers = rt->failed_peers();
+  auto tally = rt->status()->bottlenecks();
+  if (tally.total_s() > 0) {
+    r.bottleneck = std::string(analysis::to_string(tally.dominant()));
+    auto shares = tally.shares();
+    for (std::size_t i = 0; i < shares.size(); ++i) {
+      r.bottleneck_shares.emplace_back(std::string(analysis::to_string(analysis::all_bottlenecks[i])),
+                                       shares[i]);
+    }
+  }
   for (const auto& q : f.quarantined) {
     r.quarantined_samples.push_back("epoch " + std::to_string(q.epoch) + " " + q.key + ": " +
                                     q.reason);

@@ -48,8 +48,8 @@ std::vector<double> megabytes(const std::vector<std::uint64_t>& bytes) {
   return out;
 }
 
-// {"name":ms,...}, as JSON.
-std::string time_object(const std::vector<std::pair<std::string, double>>& parts) {
+// {"name":number,...}, as JSON.
+std::string number_object(const std::vector<std::pair<std::string, double>>& parts) {
   std::string out = "{";
   for (std::size_t i = 0; i < parts.size(); ++i) {
     out += (i == 0 ? "\"" : ",\"") + parts[i].first + "\":" + json_number(parts[i].second);
@@ -104,7 +104,9 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"early_handoffs\":" << report.early_handoffs
       << ",\"steps_executed\":" << report.steps_executed << ",\"retries\":" << report.retries
       << ",\"restarts\":" << report.restarts << ",\"hangs\":" << report.hangs
-      << ",\"time_ms_per_sample\":" << time_object(report.time_per_sample_ms)
+      << ",\"time_ms_per_sample\":" << number_object(report.time_per_sample_ms)
+      << ",\"bottleneck\":" << quoted_string(report.bottleneck)
+      << ",\"bottleneck_shares\":" << number_object(report.bottleneck_shares)
       << ",\"epoch_end_s\":" << number_list(seen.epoch_end_s)
       << ",\"epoch_stall_s\":" << number_list(seen.epoch_stall_s)
       << ",\"cache_hits\":" << number_list(report.epoch_cache_hits)

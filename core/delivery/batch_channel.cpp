@@ -13,9 +13,23 @@ void batch_channel::push(item batch) {
   changed_.notify_all();
 }
 
+template <class Wait>
+bool batch_channel::wait_settled(std::unique_lock<std::mutex>& lock, Wait wait) {
+  if (settled_locked()) {
+    return true;
+  }
+  const auto start = clock::now();
+  const bool settled = wait(lock, [this] { return settled_locked(); });
+  waited_ += clock::now() - start;
+  return settled;
+}
+
 batch_channel::popped batch_channel::pop_until(clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!changed_.wait_until(lock, deadline, [this] { return settled_locked(); })) {
+  auto until_deadline = [&](auto& l, auto settled) {
+    return changed_.wait_until(l, deadline, settled);
+  };
+  if (!wait_settled(lock, until_deadline)) {
     return {nullptr, outcome::timed_out};
   }
   return take_locked();
@@ -23,8 +37,16 @@ batch_channel::popped batch_channel::pop_until(clock::time_point deadline) {
 
 batch_channel::item batch_channel::pop() {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [this] { return settled_locked(); });
+  wait_settled(lock, [&](auto& l, auto settled) {
+    changed_.wait(l, settled);
+    return true;
+  });
   return take_locked().batch;
+}
+
+std::chrono::nanoseconds batch_channel::waited() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waited_;
 }
 
 batch_channel::popped batch_channel::take_locked() {

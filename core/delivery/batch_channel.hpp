@@ -54,12 +54,19 @@ class batch_channel {
   void close();
   bool closed() const;
   std::size_t size() const;
+  /// How long pop_until() and pop() have waited for a batch so far, over every caller: the
+  /// trainers' wait (the node's live diagnosis reads it).
+  std::chrono::nanoseconds waited() const;
 
  private:
   bool all_held_locked() const { return buffers_ > 0 && held_.size() >= buffers_; }
   bool settled_locked() const { return !queue_.empty() || closed_ || all_held_locked(); }
   /// Precondition: settled_locked().
   popped take_locked();
+  /// Waits with `wait(lock, predicate)` until settled (true) or not (false), counting the
+  /// time in waited_.
+  template <class Wait>
+  bool wait_settled(std::unique_lock<std::mutex>& lock, Wait wait);
 
   const std::size_t buffers_;
   mutable std::mutex mutex_;
@@ -67,6 +74,7 @@ class batch_channel {
   std::deque<item> queue_;
   std::set<std::uint64_t> held_;
   bool closed_ = false;
+  std::chrono::nanoseconds waited_{0};
 };
 
 }  // namespace conveyor

@@ -39,4 +39,14 @@ std::optional<error> pipeline_status::failure() const {
   return failure_;
 }
 
+void pipeline_status::note_bottleneck(analysis::bottleneck b, double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  bottlenecks_.add(b, seconds);
+}
+
+analysis::bottleneck_tally pipeline_status::bottlenecks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return bottlenecks_;
+}
+
 }  // namespace conveyor

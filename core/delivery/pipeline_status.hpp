@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "conveyor/error.hpp"
+#include "core/analysis/live_diagnosis.hpp"
 #include "core/batching/epoch_ledger.hpp"
 #include "core/delivery/batch_channel.hpp"
 #include "core/metrics/read_counts.hpp"
@@ -27,6 +28,7 @@ struct pipeline_figures {
   std::uint64_t retries = 0;   ///< samples issued again (after a failure or a worker's death)
   std::vector<std::int64_t> step_ns;  ///< per transform step: total time over prepared samples
   std::uint64_t prepared = 0;         ///< samples whose steps step_ns sums
+  std::uint64_t in_flight = 0;        ///< samples dispatched and not yet in a batch, now
 };
 
 /// Thread-safe.
@@ -70,6 +72,10 @@ class pipeline_status {
   /// A supervisor declared a worker hung.
   void count_hang() noexcept { hangs_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t hangs() const noexcept { return hangs_.load(std::memory_order_relaxed); }
+  /// The live diagnosis (actors/diagnosis.hpp): `seconds` more of class `b`.
+  void note_bottleneck(analysis::bottleneck b, double seconds);
+  /// The time per class so far.
+  analysis::bottleneck_tally bottlenecks() const;
   /// Each epoch's cache hits and storage reads (the readers count).
   read_counts& reads() noexcept { return reads_; }
   const read_counts& reads() const noexcept { return reads_; }
@@ -91,6 +97,7 @@ class pipeline_status {
   std::atomic<std::int64_t> collate_ns_{0};
   std::atomic<std::uint64_t> collated_{0};
   read_counts reads_;
+  analysis::bottleneck_tally bottlenecks_;  ///< guarded by mutex_
 };
 
 }  // namespace conveyor

@@ -198,6 +198,11 @@ struct pipeline_report {
   std::uint64_t cached_disk_bytes = 0;  ///< of those, on the disk tier
   /// Each peer that failed during the run: "host:port (rank r): what happened".
   std::vector<std::string> failed_peers;
+  /// The live diagnosis (with a monitor interval): what held the node back for most of the
+  /// time so far, "trainer", "prep", "fetch" or "window" ("" before the first interval), and
+  /// each class's share of the time. (Empty for a client.)
+  std::string bottleneck;
+  std::vector<std::pair<std::string, double>> bottleneck_shares;
 };
 
 }  // namespace conveyor

@@ -1,0 +1,97 @@
+#include "actors/diagnosis.hpp"
+
+#include <caf/all.hpp>
+
+#include <numeric>
+
+#include "core/base/log.hpp"
+
+namespace conveyor {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// The pipeline's running totals, at one moment.
+struct totals {
+  clock::time_point at = clock::now();
+  double trainer_wait_s = 0;
+  double prep_busy_s = 0;
+  double read_busy_s = 0;
+  std::uint64_t in_flight = 0;
+};
+
+totals take_totals(const diagnosis_options& opts) {
+  totals t;
+  const auto& status = *opts.status;
+  for (int g = 0; g < opts.gpus; ++g) {
+    t.trainer_wait_s += std::chrono::duration<double>(status.channel(g)->waited()).count();
+  }
+  auto figures = status.figures();
+  t.prep_busy_s = static_cast<double>(std::accumulate(figures.step_ns.begin(),
+                                                      figures.step_ns.end(), std::int64_t{0})) /
+                  1e9;
+  t.read_busy_s = static_cast<double>(status.read_ns()) / 1e9;
+  t.in_flight = figures.in_flight;
+  return t;
+}
+
+analysis::interval_figures between(const totals& a, const totals& b,
+                                   const diagnosis_options& opts) {
+  analysis::interval_figures f;
+  f.seconds = std::chrono::duration<double>(b.at - a.at).count();
+  f.trainer_wait_s = b.trainer_wait_s - a.trainer_wait_s;
+  f.trainers = opts.gpus;
+  f.prep_busy_s = b.prep_busy_s - a.prep_busy_s;
+  f.prep_workers = opts.preprocessors;
+  f.read_busy_s = b.read_busy_s - a.read_busy_s;
+  f.readers = opts.readers;
+  f.window_fill = static_cast<double>(b.in_flight) / static_cast<double>(opts.window);
+  return f;
+}
+
+void tell(analysis::bottleneck b, const analysis::interval_figures& f) {
+  log("diagnosis")
+      ->info(
+          "now {}: in the last {:.1f} s the trainers waited {:.0f}% of the time; preprocessors "
+          "busy {:.0f}%, readers {:.0f}%; window {:.0f}% full",
+          analysis::bound_name(b), f.seconds, 100 * f.trainer_wait_s / (f.trainers * f.seconds),
+          100 * f.prep_busy_s / (f.prep_workers * f.seconds),
+          100 * f.read_busy_s / (f.readers * f.seconds), 100 * f.window_fill);
+}
+
+struct diagnosis_state {
+  static inline const char* name = "diagnosis";
+  totals last;
+  std::optional<analysis::bottleneck> current;
+};
+
+diagnosis_actor::behavior_type diagnosis(diagnosis_actor::stateful_pointer<diagnosis_state> self,
+                                         diagnosis_options opts) {
+  self->state.last = take_totals(opts);
+  self->delayed_send(self, opts.every, atoms::tick::value);
+  return {
+      [self, opts](atoms::tick) {
+        auto now = take_totals(opts);
+        auto f = between(self->state.last, now, opts);
+        self->state.last = now;
+        self->delayed_send(self, opts.every, atoms::tick::value);
+        if (f.seconds <= 0) {
+          return;
+        }
+        auto b = analysis::classify(f);
+        opts.status->note_bottleneck(b, f.seconds);
+        if (self->state.current != b) {
+          self->state.current = b;
+          tell(b, f);
+        }
+      },
+  };
+}
+
+}  // namespace
+
+diagnosis_actor spawn_diagnosis(caf::actor_system& sys, diagnosis_options options) {
+  return sys.spawn(diagnosis, std::move(options));
+}
+
+}  // namespace conveyor

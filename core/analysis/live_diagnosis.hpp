@@ -1,0 +1,55 @@
+#pragma once
+/// A running node's bottleneck, from the figures it already keeps, one monitor interval at a
+/// time (the SageMaker heuristics, made exact where the node can tell):
+///   trainer-bound  the trainers hardly wait for batches: the loader keeps up;
+///   window-bound   they wait, every credit of the window is held (in flight), and the
+///                  preprocessors and readers are mostly idle: slow samples hold the window;
+///   prep-bound     they wait, and the preprocessors are busier than the readers;
+///   fetch-bound    they wait, and the readers are busier than the preprocessors.
+/// And the time share of each class over a run. Plain code; the node's diagnosis actor feeds
+/// it (actors/diagnosis.hpp).
+
+#include <array>
+#include <cstdint>
+
+#include "core/analysis/stall_model.hpp"
+
+namespace conveyor::analysis {
+
+/// What happened in one interval, as totals over it.
+struct interval_figures {
+  double seconds = 0;         ///< the interval's length
+  double trainer_wait_s = 0;  ///< time the trainers (all of them) waited for a batch
+  int trainers = 1;
+  double prep_busy_s = 0;  ///< time spent in transform steps (preprocessors and stragglers)
+  int prep_workers = 1;
+  double read_busy_s = 0;  ///< time spent reading samples
+  int readers = 1;
+  double window_fill = 0;  ///< samples in flight over the window, at the interval's end
+};
+
+/// The trainers waited at most this share of the interval: trainer-bound.
+inline constexpr double wait_threshold = 0.05;
+/// The window at least this full, and workers at most this busy: window-bound.
+inline constexpr double full_window = 0.9;
+inline constexpr double idle_workers = 0.5;
+
+/// The class of one interval. Precondition: seconds > 0, counts >= 1.
+bottleneck classify(const interval_figures& f);
+
+/// Time per class over a run. Not synchronised.
+class bottleneck_tally {
+ public:
+  void add(bottleneck b, double seconds);
+  /// Each class's share of the time counted, in all_bottlenecks order (zeros when none).
+  std::array<double, 4> shares() const;
+  /// The class with the most time; trainer when nothing was counted.
+  bottleneck dominant() const;
+  double total_s() const noexcept { return total_; }
+
+ private:
+  std::array<double, 4> seconds_{};
+  double total_ = 0;
+};
+
+}  // namespace conveyor::analysis
