@@ -27,6 +27,13 @@ class shard_source final : public sample_source {
   std::optional<std::uint64_t> shard_of(std::uint64_t id) const override {
     return dataset_.locate(id).shard;
   }
+  std::vector<std::filesystem::path> files() const override {
+    std::vector<std::filesystem::path> out;
+    for (const auto& shard : dataset_.shards()) {
+      out.emplace_back(shard.name());  // a shard's name is its file's path
+    }
+    return out;
+  }
 
  private:
   sharded_dataset dataset_;
@@ -60,6 +67,13 @@ class folder_source final : public sample_source {
   }
   std::optional<std::uint64_t> shard_of(std::uint64_t /*id*/) const override {
     return std::nullopt;
+  }
+  std::vector<std::filesystem::path> files() const override {
+    std::vector<std::filesystem::path> out;
+    for (const auto& entry : images_.entries) {
+      out.push_back(entry.path);
+    }
+    return out;
   }
 
  private:

@@ -33,6 +33,9 @@ class sample_source {
   /// The record shard sample `id` lies in (its index in the dataset's manifest); nullopt for a
   /// dataset that is not in shards.
   virtual std::optional<std::uint64_t> shard_of(std::uint64_t id) const = 0;
+  /// The files the samples are stored in (the record shards, or every image file), for tools
+  /// that manage their pages (conveyor-analyze drops them from the page cache).
+  virtual std::vector<std::filesystem::path> files() const = 0;
 };
 
 /// Opens the dataset at `path`. Errors: not_found for a missing path, empty_dataset for a
