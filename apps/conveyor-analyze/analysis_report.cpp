@@ -29,6 +29,11 @@ std::string number(double v, const char* format = "%.3g") {
   return buf;
 }
 
+// A rate in samples/s, whole.
+std::string per_s(double v) {
+  return number(v, "%.0f");
+}
+
 std::vector<what_if_row> by_preprocessors(const analysis_inputs& in) {
   std::vector<what_if_row> out;
   const int most = std::clamp(in.cores * 4, 8, 64);
@@ -85,20 +90,20 @@ std::string recommend_for_prep(const analysis_inputs& in, const analysis_result&
   std::string text;
   if (auto workers = in.scaling.workers_for(in.ingestion)) {
     text = "prep-bound: " + std::to_string(*workers) + " preprocessors would reach the trainer's " +
-           number(in.ingestion) + " samples/s";
+           per_s(in.ingestion) + " samples/s";
     if (*workers > in.cores) {
       text += " (this machine has " + std::to_string(in.cores) + " cores: scale out, or " +
               "lighten the transforms)";
     }
   } else {
-    text = "prep-bound: the loader prepares " + number(out.steady.samples_per_s) +
+    text = "prep-bound: the loader prepares " + per_s(out.steady.samples_per_s) +
            " samples/s; each core adds about " +
-           number(in.scaling.measured().back() / static_cast<double>(in.scaling.measured().size()));
+           per_s(in.scaling.measured().back() / static_cast<double>(in.scaling.measured().size()));
   }
   if (!out.by_scaled_decode.empty() && !in.scaled_configured &&
       out.by_scaled_decode[0].outcome.samples_per_s > out.steady.samples_per_s * 1.05) {
     text += "; decode scaled = true would prepare " +
-            number(out.by_scaled_decode[0].outcome.samples_per_s) + " samples/s";
+            per_s(out.by_scaled_decode[0].outcome.samples_per_s) + " samples/s";
   }
   return text;
 }
@@ -127,9 +132,9 @@ std::string recommend(const analysis_inputs& in, const analysis_result& out) {
   switch (out.steady.limit) {
     case bottleneck::trainer: {
       auto enough = in.scaling.workers_for(in.ingestion);
-      return "trainer-bound: the loader keeps up (prep " + number(out.steady_rates.prep) +
-             ", fetch " + number(out.steady_rates.fetch) + " samples/s for " +
-             number(in.ingestion) + " asked)" +
+      return "trainer-bound: the loader keeps up (prep " + per_s(out.steady_rates.prep) +
+             ", fetch " + per_s(out.steady_rates.fetch) + " samples/s for " + per_s(in.ingestion) +
+             " asked)" +
              (enough && *enough < in.preprocessors
                   ? "; " + std::to_string(*enough) + " preprocessors would still keep up"
                   : "");
@@ -198,7 +203,7 @@ std::string render_text(const analysis_inputs& in, const analysis_result& out) {
                 in.ingestion_source.c_str());
   o << line;
   std::snprintf(line, sizeof line,
-                "prep       %12.1f      -     the transform chain on %llu samples in memory, "
+                "prep       %12.1f      -     the node's pipeline on %llu samples in memory, "
                 "%d preprocessors\n",
                 out.steady_rates.prep, static_cast<unsigned long long>(in.prep_samples),
                 in.preprocessors);

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <thread>
 
+#include "core/delivery/batch_channel.hpp"
+
 namespace conveyor {
 namespace {
 
@@ -88,25 +90,68 @@ std::vector<record> load_samples(const sample_source& source, std::uint64_t coun
   return out;
 }
 
-double chain_rate(const transform_chain& chain, const std::vector<record>& samples, int workers,
-                  sample_costs* costs, const progress_fn& progress) {
+sample_costs chain_costs(const transform_chain& chain, const std::vector<record>& samples,
+                         const progress_fn& progress) {
   std::atomic<std::uint64_t> next{0};
   std::mutex progress_mutex;
-  std::vector<worker_tally> tallies(static_cast<std::size_t>(workers));
-  const auto start = clock::now();
-  std::vector<std::thread> threads;
-  for (auto& t : tallies) {
-    threads.emplace_back(
-        [&, tally = &t] { run_worker(chain, samples, next, *tally, progress, progress_mutex); });
+  std::vector<worker_tally> tallies(1);
+  run_worker(chain, samples, next, tallies[0], progress, progress_mutex);
+  return costs_of(chain, tallies);
+}
+
+namespace {
+
+// A trainer that takes no time: every batch of every epoch of GPU `gpu`, given back at once;
+// the samples it took.
+std::uint64_t take_everything(pipeline_runtime& rt, int gpu, std::uint64_t epochs) {
+  std::uint64_t samples = 0;
+  for (std::uint64_t ended = 0; ended < epochs;) {
+    auto got = rt.status()->channel(gpu)->pop_until(clock::now() + rt.spec().next_timeout);
+    if (got.status != batch_channel::outcome::ready) {
+      break;  // closed (a failure) or nothing in next_timeout: the rate says it
+    }
+    samples += got.batch->size();
+    ended += got.batch->last_in_epoch ? 1 : 0;
+    rt.release(gpu, got.batch->slot);
   }
-  for (auto& t : threads) {
+  return samples;
+}
+
+}  // namespace
+
+double pipeline_rate(pipeline_spec spec, std::shared_ptr<const sample_source> source,
+                     const transform_chain& chain, int workers, std::uint64_t epochs,
+                     const progress_fn& progress) {
+  spec.source = std::move(source);
+  spec.chain = chain;
+  spec.settings.workers = workers;
+  spec.settings.epochs = epochs;
+  spec.settings.resume.reset();
+  spec.settings.share = {};
+  spec.cache = nullptr;
+  spec.peers.reset();
+  spec.monitor_interval = std::chrono::milliseconds(0);
+  spec.quarantine = nullptr;
+  spec.cuda_devices.clear();
+  spec.host_engine.reset();
+  spec.faults = {};
+  const auto start = clock::now();
+  pipeline_runtime rt(std::move(spec));
+  std::atomic<std::uint64_t> taken{0};
+  std::vector<std::thread> trainers;
+  for (int g = 0; g < rt.spec().settings.gpus; ++g) {
+    trainers.emplace_back([&, g] {
+      taken += take_everything(rt, g, epochs);
+      if (progress) {
+        progress(taken.load());
+      }
+    });
+  }
+  for (auto& t : trainers) {
     t.join();
   }
-  const double seconds = std::chrono::duration<double>(clock::now() - start).count();
-  if (costs != nullptr) {
-    *costs = costs_of(chain, tallies);
-  }
-  return static_cast<double>(samples.size()) / seconds;
+  return static_cast<double>(taken.load()) /
+         std::chrono::duration<double>(clock::now() - start).count();
 }
 
 }  // namespace conveyor

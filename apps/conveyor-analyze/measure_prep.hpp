@@ -1,8 +1,9 @@
 #pragma once
-/// conveyor-analyze's preparation measure: the topology's transform chain on samples held in
-/// memory (no storage in the way), with 1, 2, ... N threads, one per preprocessor, each as the
-/// node runs its preprocessors (OpenCV single-threaded inside). Also the per-sample cost
-/// distribution with one thread (the straggler tail) and each step's mean.
+/// conveyor-analyze's preparation measures, on samples held in memory (no storage in the way):
+/// the node's own pipeline (its readers, preprocessors, straggler actors, batcher, feeders) on
+/// them with a trainer that takes no time, for a given number of preprocessors: what the node
+/// prepares when nothing else holds it back; and the bare transform chain on one thread, for
+/// the per-sample cost distribution (the straggler tail) and each step's mean.
 
 #include <cstdint>
 #include <functional>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/pipeline_runtime.hpp"
 #include "core/storage/record.hpp"
 #include "core/storage/sample_source.hpp"
 #include "core/transforms/transform_chain.hpp"
@@ -33,10 +35,17 @@ using progress_fn = std::function<void(std::uint64_t)>;
 /// reads are left out (the fetch measure meets them).
 std::vector<record> load_samples(const sample_source& source, std::uint64_t count);
 
-/// Samples per second of `chain` over every one of `samples`, on `workers` threads; `costs`,
-/// when not null, gets the per-sample distribution (meant for one worker). Samples the chain
-/// refuses (corrupt) count as done: the node quarantines them at that cost too.
-double chain_rate(const transform_chain& chain, const std::vector<record>& samples, int workers,
-                  sample_costs* costs = nullptr, const progress_fn& progress = {});
+/// The per-sample costs of `chain` over every one of `samples`, on one thread. Samples the
+/// chain refuses (corrupt) count at what they cost until refused.
+sample_costs chain_costs(const transform_chain& chain, const std::vector<record>& samples,
+                         const progress_fn& progress = {});
+
+/// Samples per second of the node's pipeline of `spec` (from resolve_topology) over `source`
+/// (held in memory) for `epochs` epochs, with `workers` preprocessors and `chain` in place of
+/// the spec's, a trainer on each GPU taking every batch at once. Nothing else of the spec's
+/// run: no cache, no peers, no monitor, no CUDA (the CPU's part is what is measured).
+double pipeline_rate(pipeline_spec spec, std::shared_ptr<const sample_source> source,
+                     const transform_chain& chain, int workers, std::uint64_t epochs,
+                     const progress_fn& progress = {});
 
 }  // namespace conveyor

@@ -1,5 +1,6 @@
 #include "apps/conveyor-analyze/measurements.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -7,6 +8,7 @@
 
 #include "api/resolve_topology.hpp"
 #include "apps/common/progress_bar.hpp"
+#include "apps/conveyor-analyze/memory_source.hpp"
 #include "core/base/log.hpp"
 #include "core/batching/epoch_order.hpp"
 #include "core/transforms/opencv_threads.hpp"
@@ -14,20 +16,32 @@
 namespace conveyor {
 namespace {
 
-// The scaling curve (1 .. every core) and, with one worker, the per-sample costs.
-void measure_prep(const pipeline_spec& spec, const std::vector<record>& samples,
-                  analysis_inputs& in) {
+// Epochs of the in-memory samples that each pipeline measure runs: the first batches' start is
+// then a small part of the time.
+constexpr std::uint64_t measured_epochs = 2;
+
+// The node's pipeline on the samples in memory, with 1 .. every core of preprocessors; and,
+// on one thread, the bare chain's per-sample costs.
+void measure_prep(const pipeline_spec& spec, const std::shared_ptr<const memory_source>& memory,
+                  const std::vector<record>& samples, analysis_inputs& in) {
+  {
+    progress_bar bar("prep, per sample", samples.size());
+    in.costs = chain_costs(spec.chain, samples, [&](std::uint64_t done) { bar.update(done); });
+  }
   std::vector<double> rates;
   for (int w = 1; w <= in.cores; ++w) {
-    progress_bar bar("prep, " + std::to_string(w) + " worker" + (w > 1 ? "s" : ""), samples.size());
-    rates.push_back(chain_rate(spec.chain, samples, w, w == 1 ? &in.costs : nullptr,
-                               [&](std::uint64_t done) { bar.update(done); }));
+    progress_bar bar("prep, " + std::to_string(w) + " preprocessor" + (w > 1 ? "s" : ""),
+                     memory->size() * measured_epochs);
+    rates.push_back(pipeline_rate(spec, memory, spec.chain, w, measured_epochs,
+                                  [&](std::uint64_t done) { bar.update(done); }));
   }
   in.scaling = analysis::prep_scaling(std::move(rates));
 }
 
-// The other setting of decode's scaled, measured on every core; nullopt without a decode step.
-void measure_scaled_decode(const topology& t, const std::vector<record>& samples,
+// The other setting of decode's scaled, through the pipeline at the configured preprocessors
+// (at most every core); nothing without a decode step.
+void measure_scaled_decode(const topology& t, const pipeline_spec& spec,
+                           const std::shared_ptr<const memory_source>& memory,
                            analysis_inputs& in) {
   auto specs = t.transforms;
   auto* decode = specs.empty() ? nullptr : std::get_if<decode_spec>(&specs.front());
@@ -40,11 +54,12 @@ void measure_scaled_decode(const topology& t, const std::vector<record>& samples
   if (!other) {
     return;
   }
+  const int workers = std::min(in.preprocessors, in.cores);
   progress_bar bar(std::string("prep, decode scaled = ") + (decode->scaled ? "true" : "false"),
-                   samples.size());
-  const double rate =
-      chain_rate(*other, samples, in.cores, nullptr, [&](std::uint64_t done) { bar.update(done); });
-  const double configured = in.scaling.rate(in.cores);
+                   memory->size() * measured_epochs);
+  const double rate = pipeline_rate(spec, memory, *other, workers, measured_epochs,
+                                    [&](std::uint64_t done) { bar.update(done); });
+  const double configured = in.scaling.rate(workers);
   in.scaled_on_rate = decode->scaled ? rate : configured;
   in.scaled_off_rate = decode->scaled ? configured : rate;
 }
@@ -148,8 +163,12 @@ analysis_inputs measure_all(const topology& t, const pipeline_spec& spec,
   set_ingestion(t, spec, options, in);
   auto samples = load_samples(*spec.source, options.prep_samples);
   in.prep_samples = samples.size();
-  measure_prep(spec, samples, in);
-  measure_scaled_decode(t, samples, in);
+  if (samples.empty()) {
+    return in;  // nothing to measure: the caller says so
+  }
+  auto memory = std::make_shared<const memory_source>(samples, spec.source->class_names());
+  measure_prep(spec, memory, samples, in);
+  measure_scaled_decode(t, spec, memory, in);
   auto ids = epoch_ids(spec, options.fetch_samples);
   progress_bar bar("fetch, cold then warm", 2 * ids.size());
   in.fetch =
