@@ -18,6 +18,7 @@ struct totals {
   double prep_busy_s = 0;
   double read_busy_s = 0;
   std::uint64_t in_flight = 0;
+  std::uint64_t delivered = 0;
 };
 
 totals take_totals(const diagnosis_options& opts) {
@@ -32,6 +33,7 @@ totals take_totals(const diagnosis_options& opts) {
                   1e9;
   t.read_busy_s = static_cast<double>(status.read_ns()) / 1e9;
   t.in_flight = figures.in_flight;
+  t.delivered = figures.totals.delivered;
   return t;
 }
 
@@ -73,13 +75,14 @@ diagnosis_actor::behavior_type diagnosis(diagnosis_actor::stateful_pointer<diagn
       [self, opts](atoms::tick) {
         auto now = take_totals(opts);
         auto f = between(self->state.last, now, opts);
+        const auto taken = now.delivered - self->state.last.delivered;
         self->state.last = now;
         self->delayed_send(self, opts.every, atoms::tick::value);
         if (f.seconds <= 0) {
           return;
         }
         auto b = analysis::classify(f);
-        opts.status->note_bottleneck(b, f.seconds);
+        opts.status->note_bottleneck(b, f.seconds, taken);
         if (self->state.current != b) {
           self->state.current = b;
           tell(b, f);

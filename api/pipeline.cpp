@@ -318,6 +318,7 @@ pipeline_report pipeline::report() const {
   }
   r.failed_peers = rt->failed_peers();
   auto tally = rt->status()->bottlenecks();
+  r.trainer_samples_per_s = tally.trainer_rate().value_or(0.0);
   if (tally.total_s() > 0) {
     r.bottleneck = std::string(analysis::to_string(tally.dominant()));
     auto shares = tally.shares();

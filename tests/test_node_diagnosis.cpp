@@ -46,6 +46,7 @@ TEST(NodeDiagnosis, ASlowTrainerLeavesTheNodeTrainerBound) {
   std::string log;
   auto json = run_with_step(dir, folder, 100, 2, &log);  // 12 steps of 0.1 s
   EXPECT_NE(json.find("\"bottleneck\":\"trainer\""), std::string::npos) << json;
+  EXPECT_GT(testing::json_number(json, "trainer_samples_per_s"), 0u) << json;
   EXPECT_NE(log.find("[diagnosis] now trainer-bound"), std::string::npos) << log;
 }
 

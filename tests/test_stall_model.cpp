@@ -92,13 +92,15 @@ TEST(LiveDiagnosis, TheTallyNamesTheClassWithMostTime) {
   bottleneck_tally t;
   EXPECT_EQ(t.dominant(), bottleneck::trainer);
   EXPECT_EQ(t.shares(), (std::array<double, 4>{0, 0, 0, 0}));
-  t.add(bottleneck::prep, 3);
-  t.add(bottleneck::trainer, 1);
+  EXPECT_FALSE(t.trainer_rate());
+  t.add(bottleneck::prep, 3, 900);  // not the trainers' own rate: they waited
+  t.add(bottleneck::trainer, 1, 250);
   t.add(bottleneck::prep, 1);
   t.add(bottleneck::fetch, 5);
   EXPECT_EQ(t.dominant(), bottleneck::fetch);
   EXPECT_EQ(t.shares(), (std::array<double, 4>{0.1, 0.4, 0.5, 0}));
   EXPECT_DOUBLE_EQ(t.total_s(), 10);
+  EXPECT_DOUBLE_EQ(*t.trainer_rate(), 250);
 }
 
 }  // namespace

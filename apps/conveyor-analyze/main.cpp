@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
                  "samples read cold, then warm, for the fetch measure (default 2000)")
       ->check(CLI::PositiveNumber);
   app.add_option("--ingestion", args.ingestion,
-                 "the trainer's rate in samples/s, when trainer.step_ms does not tell it")
+                 "the trainer's rate in samples/s, when trainer.step_ms does not tell it (a "
+                 "node's JSON line measures it: trainer_samples_per_s)")
       ->check(CLI::PositiveNumber);
   app.add_option("--log-level", args.log_level, "trace, debug, info, warn (default), error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));

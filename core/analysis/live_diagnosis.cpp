@@ -17,9 +17,18 @@ bottleneck classify(const interval_figures& f) {
   return read > prep ? bottleneck::fetch : bottleneck::prep;
 }
 
-void bottleneck_tally::add(bottleneck b, double seconds) {
+void bottleneck_tally::add(bottleneck b, double seconds, std::uint64_t samples) {
   seconds_[static_cast<std::size_t>(b)] += seconds;
   total_ += seconds;
+  trainer_samples_ += b == bottleneck::trainer ? samples : 0;
+}
+
+std::optional<double> bottleneck_tally::trainer_rate() const {
+  const double seconds = seconds_[static_cast<std::size_t>(bottleneck::trainer)];
+  if (seconds <= 0) {
+    return std::nullopt;
+  }
+  return static_cast<double>(trainer_samples_) / seconds;
 }
 
 std::array<double, 4> bottleneck_tally::shares() const {

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 
 #include "core/analysis/stall_model.hpp"
 
@@ -37,10 +38,14 @@ inline constexpr double idle_workers = 0.5;
 /// The class of one interval. Precondition: seconds > 0, counts >= 1.
 bottleneck classify(const interval_figures& f);
 
-/// Time per class over a run. Not synchronised.
+/// Time per class over a run, and the trainers' own rate: the samples they took while the
+/// node was trainer-bound (batches ready whenever asked), over that time. Not synchronised.
 class bottleneck_tally {
  public:
-  void add(bottleneck b, double seconds);
+  /// An interval of `seconds` of class `b`, in which the trainers took `samples`.
+  void add(bottleneck b, double seconds, std::uint64_t samples = 0);
+  /// Samples per second the trainers took while trainer-bound; nullopt when never.
+  std::optional<double> trainer_rate() const;
   /// Each class's share of the time counted, in all_bottlenecks order (zeros when none).
   std::array<double, 4> shares() const;
   /// The class with the most time; trainer when nothing was counted.
@@ -50,6 +55,7 @@ class bottleneck_tally {
  private:
   std::array<double, 4> seconds_{};
   double total_ = 0;
+  std::uint64_t trainer_samples_ = 0;
 };
 
 }  // namespace conveyor::analysis

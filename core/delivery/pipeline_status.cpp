@@ -39,9 +39,10 @@ std::optional<error> pipeline_status::failure() const {
   return failure_;
 }
 
-void pipeline_status::note_bottleneck(analysis::bottleneck b, double seconds) {
+void pipeline_status::note_bottleneck(analysis::bottleneck b, double seconds,
+                                      std::uint64_t samples) {
   std::lock_guard<std::mutex> lock(mutex_);
-  bottlenecks_.add(b, seconds);
+  bottlenecks_.add(b, seconds, samples);
 }
 
 analysis::bottleneck_tally pipeline_status::bottlenecks() const {

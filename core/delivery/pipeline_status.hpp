@@ -72,8 +72,9 @@ class pipeline_status {
   /// A supervisor declared a worker hung.
   void count_hang() noexcept { hangs_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t hangs() const noexcept { return hangs_.load(std::memory_order_relaxed); }
-  /// The live diagnosis (actors/diagnosis.hpp): `seconds` more of class `b`.
-  void note_bottleneck(analysis::bottleneck b, double seconds);
+  /// The live diagnosis (actors/diagnosis.hpp): `seconds` more of class `b`, in which the
+  /// trainers took `samples`.
+  void note_bottleneck(analysis::bottleneck b, double seconds, std::uint64_t samples);
   /// The time per class so far.
   analysis::bottleneck_tally bottlenecks() const;
   /// Each epoch's cache hits and storage reads (the readers count).

@@ -203,6 +203,10 @@ struct pipeline_report {
   /// each class's share of the time. (Empty for a client.)
   std::string bottleneck;
   std::vector<std::pair<std::string, double>> bottleneck_shares;
+  /// Samples per second the trainers took while the node was trainer-bound (batches ready
+  /// whenever asked): their own rate, measured (conveyor-analyze --ingestion takes it); 0 when
+  /// the node never was.
+  double trainer_samples_per_s = 0;
 };
 
 }  // namespace conveyor
