@@ -27,17 +27,7 @@ BATCH=64
 build_tools conveyor-analyze
 ensure_dataset "$DATASET" "$IMAGES" 0.1
 
-competitors=()
-stop_competitors() {
-  ((${#competitors[@]})) && kill "${competitors[@]}" 2>/dev/null || true
-}
-trap stop_competitors EXIT
-if [[ "${BUSY:-0}" == 1 ]]; then
-  for _ in 1 2; do
-    sh -c 'while :; do :; done' &
-    competitors+=($!)
-  done
-fi
+busy_if_asked
 
 common=(--set "dataset.path=\"$DATASET\"" --set 'dataset.format="folder"'
   --set "pipeline.batch_size=$BATCH" --set "trainer.epochs=$EPOCHS")

@@ -20,24 +20,6 @@ DATASET="$DATA_DIR/photos-$IMAGES"
 RESULTS="$BENCH_ROOT/bench/results"
 CSV="$RESULTS/contended.csv"
 POLICIES=(in_order latency_aware)
-competitors=()
-
-# start_competitors N: N busy processes at normal priority, in this session (so in the node's
-# scheduling group, as a trainer's threads are).
-start_competitors() {
-  local i
-  for ((i = 0; i < $1; i++)); do
-    "$PYTHON" -c 'while True: pass' &
-    competitors+=($!)
-  done
-}
-stop_competitors() {
-  if ((${#competitors[@]} > 0)); then
-    kill "${competitors[@]}" 2>/dev/null || true
-    wait "${competitors[@]}" 2>/dev/null || true
-  fi
-  competitors=()
-}
 trap stop_competitors EXIT
 
 # one_run LABEL POLICY KEY=VALUE...: a node run; appends its CSV row, prints its JSON.

@@ -28,17 +28,7 @@ RESULT="$BENCH_ROOT/bench/results/feeder_ring$suffix.md"
 build_tools
 ensure_dataset "$DATASET" "$IMAGES" 0.1
 
-competitors=()
-stop_competitors() {
-  ((${#competitors[@]})) && kill "${competitors[@]}" 2>/dev/null || true
-}
-trap stop_competitors EXIT
-if [[ "${BUSY:-0}" == 1 ]]; then
-  for _ in 1 2; do
-    sh -c 'while :; do :; done' &
-    competitors+=($!)
-  done
-fi
+busy_if_asked
 
 BASE_TOPOLOGY=${BASE_TOPOLOGY:-$BENCH_ROOT/config/default.toml}
 

@@ -118,6 +118,32 @@ run_node() {
     --log-level info 2>"$logfile"
 }
 
+# Competing CPU-bound processes at normal priority, in this session (so in the node's
+# scheduling group, as a trainer's threads are): a busy machine, as real nodes are.
+competitors=()
+# start_competitors N: N more of them.
+start_competitors() {
+  local i
+  for ((i = 0; i < $1; i++)); do
+    "$PYTHON" -c 'while True: pass' &
+    competitors+=($!)
+  done
+}
+# stop_competitors: every one started (scripts trap it on EXIT).
+stop_competitors() {
+  if ((${#competitors[@]} > 0)); then
+    kill "${competitors[@]}" 2>/dev/null || true
+    wait "${competitors[@]}" 2>/dev/null || true
+  fi
+  competitors=()
+}
+# busy_if_asked: with BUSY=1, two competitors for the rest of the script.
+busy_if_asked() {
+  trap stop_competitors EXIT
+  [[ "${BUSY:-0}" == 1 ]] && start_competitors 2
+  return 0
+}
+
 # machine_description: the Markdown lines that say where and when the figures were taken.
 machine_description() {
   local cpu tree
