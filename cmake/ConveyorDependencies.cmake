@@ -15,6 +15,8 @@ find_package(CLI11 REQUIRED)
 find_package(CAF 0.17.6 EXACT REQUIRED COMPONENTS core io openssl)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
+# libjpeg-turbo's libjpeg API: partial (region) decodes, which TurboJPEG 2.1 lacks.
+pkg_check_modules(LIBJPEG REQUIRED IMPORTED_TARGET libjpeg)
 if(CONVEYOR_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -64,6 +64,7 @@ interpolation read_interpolation(table_reader& table, interpolation fallback) {
 void read_params(table_reader& table, decode_spec& spec, transform_list& /*list*/) {
   spec.strict = table.boolean("strict", spec.strict);
   spec.scaled = table.boolean("scaled", spec.scaled);
+  spec.roi = table.boolean("roi", spec.roi);
 }
 
 void read_params(table_reader& table, random_resized_crop_spec& spec, transform_list& /*list*/) {

@@ -185,8 +185,9 @@ TEST(ScaledDecode, LargeImageDecodesReducedAroundTheSameBox) {
     EXPECT_EQ(plan.source.height, 2000);
     EXPECT_EQ(plan.source_box.width, g.width);
     EXPECT_EQ(plan.source_box.height, g.height);
-    image_extent decoded = scaled_extent(plan.source, plan.decode_scale);
-    EXPECT_EQ(s.image.size(), cv::Size(decoded.width, decoded.height));
+    // Only the part of the reduced image the box needs was decoded (a region decode).
+    EXPECT_EQ(plan.decoded, decoded_region_of(plan.source_box, plan.source, plan.decode_scale));
+    EXPECT_EQ(s.image.size(), cv::Size(plan.decoded.width, plan.decoded.height));
     // The box is the one the crop step (step 1) draws from its own generator.
     auto crop_rng = step_rng(s, 1);
     EXPECT_EQ(plan.source_box, random_resized_crop_box(3000, 2000, crop.params, crop_rng));
@@ -361,7 +362,7 @@ TEST(ScaledDecode, APlanThatDoesNotFitTheImageIsATransformError) {
   auto s = make_sample(6, testing::make_jpeg(2400, 1800, 6));
   run_next(chain, s);
   ASSERT_TRUE(s.crop_plan);
-  s.crop_plan->source = {17, 17};  // not the image that was decoded
+  s.crop_plan->decoded = {0, 0, 17, 17};  // not the image that was decoded
   auto failed = chain.run_next(s);
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().code(), errc::transform_error);

@@ -3,8 +3,11 @@
 // decode, random_resized_crop 224, flip, normalize) in a plain loop on N threads, each taking
 // the next position of the epoch order from one atomic counter: no actors, no batching, no
 // collate. Samples are visited in the node's order (seed 0, shuffled) with the node's epoch
-// seeds, so both do exactly the same crops. Prints one JSON line on stdout. --full-decode turns
-// the decode step's DCT scaling off (decode scaled = false), for a full-decode ceiling.
+// seeds, so both do exactly the same crops. Prints one JSON line on stdout, with the mean work
+// per sample over all, over large images (longest side >= 1800 px) and over the others.
+// --decode picks the decode step's way (default "roi", the node's: DCT-scaled, and only the
+// crop's rows and columns decoded): "scaled" (the whole image DCT-scaled) or "full"
+// (--full-decode, as before scaled decodes).
 //
 // `--generate N` instead writes N synthetic JPEGs (core/codecs/synthetic_images.hpp, heavy-tailed:
 // --large-fraction of them 1800-3200 px) into --dataset and exits: the benchmark scripts make
@@ -13,6 +16,7 @@
 // Exit codes: 0 done; 1 a sample or the generator failed; 2 a bad command line or dataset.
 #include <opencv2/core/utility.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +29,7 @@
 
 #include "apps/common/command_line.hpp"
 #include "core/batching/epoch_order.hpp"
+#include "core/codecs/jpeg_decoder.hpp"
 #include "core/codecs/synthetic_images.hpp"
 #include "core/storage/sample_source.hpp"
 #include "core/transforms/transform_chain.hpp"
@@ -43,7 +48,8 @@ struct arguments {
   std::uint64_t seed = 0;
   std::uint64_t generate = 0;  // > 0: write this many synthetic images and exit
   double large_fraction = synthetic_options{}.large_fraction;
-  bool full_decode = false;  // decode scaled = false, whatever the recipe's default
+  std::string decode = "roi";  // roi, scaled or full
+  bool full_decode = false;    // the same as decode = full
 };
 
 /// What the workers share. The orders are read-only while they run.
@@ -54,10 +60,24 @@ struct epoch_plan {
   std::uint64_t total() const { return dataset_size * orders.size(); }
 };
 
+/// Work per sample, in nanoseconds, by size class.
+struct class_work {
+  std::atomic<std::uint64_t> samples{0};
+  std::atomic<std::int64_t> ns{0};
+  double mean_ms() const {
+    auto n = samples.load();
+    return n > 0 ? static_cast<double>(ns.load()) / 1e6 / static_cast<double>(n) : 0.0;
+  }
+};
+
 struct run_totals {
   std::atomic<std::uint64_t> done{0};
   std::atomic<std::uint64_t> failed{0};
+  class_work large;  ///< longest side >= 1800 px
+  class_work small;
 };
+
+constexpr int large_side = 1800;
 
 double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
@@ -79,20 +99,29 @@ epoch_plan make_plan(std::uint64_t dataset_size, std::uint64_t seed, std::uint64
   return plan;
 }
 
-/// Reads and transforms one sample, as the node's reader and preprocessor do between them.
+/// Reads and transforms one sample, as the node's reader and preprocessor do between them,
+/// and counts its work in its size class.
 expected<void> prepare_one(const sample_source& source, const transform_chain& chain,
-                           std::uint64_t id, std::uint64_t epoch_seed_value) {
+                           std::uint64_t id, std::uint64_t epoch_seed_value, run_totals& totals) {
+  const auto start = clock_type::now();
   auto r = source.read(id);
   if (!r) {
     return r.error();
   }
+  auto size = probe_image(r->payload);  // the header alone
   sample_state s;
   s.sample_id = id;
   s.key = std::move(r->key);
   s.label = r->label;
   s.epoch_seed = epoch_seed_value;
   s.encoded = std::move(r->payload);
-  return chain.run_all(s);
+  auto ok = chain.run_all(s);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start);
+  auto& work_class =
+      size && std::max(size->width, size->height) >= large_side ? totals.large : totals.small;
+  work_class.samples.fetch_add(1, std::memory_order_relaxed);
+  work_class.ns.fetch_add(ns.count(), std::memory_order_relaxed);
+  return ok;
 }
 
 // One worker: takes positions of the whole run (every epoch, back to back, like the node's
@@ -102,7 +131,7 @@ void work(const sample_source& source, const transform_chain& chain, const epoch
   for (auto p = next.fetch_add(1); p < plan.total(); p = next.fetch_add(1)) {
     auto epoch = p / plan.dataset_size;
     auto id = plan.orders[epoch][p % plan.dataset_size];
-    auto ok = prepare_one(source, chain, id, plan.seeds[epoch]);
+    auto ok = prepare_one(source, chain, id, plan.seeds[epoch], totals);
     if (!ok) {
       std::fprintf(stderr, "bench_ceiling: sample %llu: %s\n", static_cast<unsigned long long>(id),
                    ok.error().what().c_str());
@@ -112,14 +141,13 @@ void work(const sample_source& source, const transform_chain& chain, const epoch
   }
 }
 
-/// The node's default recipe, with the decode step's scaling turned off when asked.
+/// The node's default recipe, its decode step as --decode says.
 std::vector<transform_spec> recipe(const arguments& args) {
   auto specs = imagenet_train_recipe();
-  if (args.full_decode) {
-    for (auto& spec : specs) {
-      if (auto* decode = std::get_if<decode_spec>(&spec)) {
-        decode->scaled = false;
-      }
+  for (auto& spec : specs) {
+    if (auto* decode = std::get_if<decode_spec>(&spec)) {
+      decode->scaled = args.decode != "full";
+      decode->roi = args.decode == "roi";
     }
   }
   return specs;
@@ -154,12 +182,17 @@ int run_ceiling(const arguments& args) {
   auto ok = totals.done.load() - totals.failed.load();
   std::printf(
       "{\"samples\":%llu,\"failed\":%llu,\"epochs\":%llu,\"dataset_size\":%llu,\"threads\":%u,"
-      "\"wall_s\":%.6g,\"samples_per_s\":%.6g,\"peak_rss_mb\":%.6g,\"full_decode\":%s}\n",
+      "\"wall_s\":%.6g,\"samples_per_s\":%.6g,\"peak_rss_mb\":%.6g,\"full_decode\":%s,"
+      "\"decode\":\"%s\",\"mean_ms\":%.6g,\"large_ms\":%.6g,\"small_ms\":%.6g,\"large\":%llu}\n",
       static_cast<unsigned long long>(ok), static_cast<unsigned long long>(totals.failed.load()),
       static_cast<unsigned long long>(args.epochs),
       static_cast<unsigned long long>(plan.dataset_size), threads, wall,
       wall > 0 ? static_cast<double>(ok) / wall : 0.0, peak_rss_mb(),
-      args.full_decode ? "true" : "false");
+      args.decode == "full" ? "true" : "false", args.decode.c_str(),
+      static_cast<double>(totals.large.ns.load() + totals.small.ns.load()) / 1e6 /
+          static_cast<double>(std::max<std::uint64_t>(1, totals.done.load())),
+      totals.large.mean_ms(), totals.small.mean_ms(),
+      static_cast<unsigned long long>(totals.large.samples.load()));
   return totals.failed.load() == 0 ? 0 : 1;
 }
 
@@ -197,10 +230,16 @@ int main(int argc, char** argv) {
   app.add_option("--large-fraction", args.large_fraction,
                  "with --generate: share of large (1800-3200 px) images")
       ->check(CLI::Range(0.0, 1.0));
-  app.add_flag("--full-decode", args.full_decode,
-               "decode every JPEG in full (decode scaled = false), as before scaled decodes");
+  app.add_option("--decode", args.decode,
+                 "roi (default: DCT-scaled, the crop's region only), scaled (the whole image "
+                 "DCT-scaled) or full")
+      ->check(CLI::IsMember({"roi", "scaled", "full"}));
+  app.add_flag("--full-decode", args.full_decode, "the same as --decode full");
   if (auto exit_code = conveyor::parse_command_line(app, argc, argv)) {
     return *exit_code;
+  }
+  if (args.full_decode) {
+    args.decode = "full";
   }
   // One core per worker, as each preprocessor has: no OpenCV thread pool underneath.
   cv::setNumThreads(0);

@@ -112,4 +112,18 @@ scale_ratio planned_decode_scale(const crop_box& box, image_extent out,
   return smallest_scale_for_crop(box, wider, {half});
 }
 
+crop_box decoded_region_of(const crop_box& box, image_extent source, scale_ratio scale) {
+  const image_extent decoded = scaled_extent(source, scale);
+  // Source edge u lies at u * num / denom in the decoded image (floor and ceil exactly).
+  auto down = [&](int u) { return static_cast<int>(std::int64_t{u} * scale.num / scale.denom); };
+  auto up = [&](int u) {
+    return static_cast<int>((std::int64_t{u} * scale.num + scale.denom - 1) / scale.denom);
+  };
+  const int left = std::max(0, down(box.left) - 1);
+  const int top = std::max(0, down(box.top) - 1);
+  const int right = std::min(decoded.width, up(box.left + box.width) + 1);
+  const int bottom = std::min(decoded.height, up(box.top + box.height) + 1);
+  return {left, top, right - left, bottom - top};
+}
+
 }  // namespace conveyor

@@ -77,6 +77,12 @@ crop_mapping scaled_crop_mapping(const crop_box& box, image_extent out, scale_ra
 scale_ratio smallest_scale_for_crop(const crop_box& box, image_extent out,
                                     const std::vector<scale_ratio>& candidates);
 
+/// The pixels of an image decoded at `scale` that resampling `box` (source coordinates) reads:
+/// the decoded pixels it touches and one more on every side (OpenCV's bilinear samples
+/// between a pixel and its neighbour), within the decoded image of a `source`-sized one.
+/// Pure.
+crop_box decoded_region_of(const crop_box& box, image_extent source, scale_ratio scale);
+
 /// The reduction a decode plans for `box` resampled to `out`: smallest_scale_for_crop, except
 /// that 1/2 is taken only where the box stays at least 1.25x `out` (else 1/1). At 1/2
 /// libjpeg-turbo makes the chroma of a 4:2:0 JPEG with its IDCT at the stored resolution,

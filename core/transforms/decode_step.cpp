@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "core/codecs/jpeg_decoder.hpp"
+#include "core/codecs/jpeg_region.hpp"
 #include "core/transforms/crop_geometry.hpp"
 #include "core/transforms/resampler.hpp"
 #include "core/transforms/transform_step.hpp"
@@ -17,7 +18,8 @@ using reducible_step = std::variant<std::monostate, random_resized_crop_spec, re
 
 class decode_step final : public transform_step {
  public:
-  decode_step(const decode_spec& spec, reducible_step next) : next_(std::move(next)) {
+  decode_step(const decode_spec& spec, reducible_step next)
+      : next_(std::move(next)), roi_(spec.roi) {
     options_.strict = spec.strict;
   }
 
@@ -30,7 +32,7 @@ class decode_step final : public transform_step {
       options.scale_num = plan->decode_scale.num;
       options.scale_denom = plan->decode_scale.denom;
     }
-    auto image = decode_image(sample.encoded, options);
+    auto image = decode_planned(sample, options, plan);
     if (!image) {
       return sample_error(image.error().code(), sample, name(), image.error().message());
     }
@@ -70,11 +72,33 @@ class decode_step final : public transform_step {
   }
 
   static planned_crop plan_for(const crop_box& box, image_extent source, image_extent out) {
-    return {box, source, planned_decode_scale(box, out, jpeg_fast_reduction_scales())};
+    auto scale = planned_decode_scale(box, out, jpeg_fast_reduction_scales());
+    image_extent decoded = scaled_extent(source, scale);
+    return {box, source, scale, {0, 0, decoded.width, decoded.height}};
+  }
+
+  /// The image for `plan`: for a crop, only the region its box needs when the JPEG allows
+  /// (plan->decoded says which); otherwise the whole image at the plan's scale.
+  expected<cv::Mat> decode_planned(const sample_state& sample, const decode_options& options,
+                                   std::optional<planned_crop>& plan) const {
+    if (plan && roi_ && std::holds_alternative<random_resized_crop_spec>(next_)) {
+      crop_box region = decoded_region_of(plan->source_box, plan->source, plan->decode_scale);
+      auto part = decode_jpeg_region(sample.encoded.data(), sample.encoded.size(), options,
+                                     {region.left, region.top, region.width, region.height});
+      if (!part) {
+        return std::move(part).error();
+      }
+      if (*part) {
+        plan->decoded = region;
+        return std::move(**part);
+      }
+    }
+    return decode_image(sample.encoded, options);
   }
 
   decode_options options_;
   reducible_step next_;
+  bool roi_ = true;
 };
 
 // What follows `spec`, when a reduced decode may serve it.

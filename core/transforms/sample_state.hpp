@@ -19,11 +19,13 @@ namespace conveyor {
 
 /// A crop or resize decided before decoding: the box (the whole image for a resize), in the
 /// coordinates of the full-size source image, and the scale the image was then decoded at
-/// (its size is scaled_extent(source, scale)).
+/// (its size is scaled_extent(source, scale)); and the part of that decoded image the sample
+/// holds: all of it, or only the rows and columns the box needs (a region decode).
 struct planned_crop {
   crop_box source_box;
   image_extent source;
   scale_ratio decode_scale;
+  crop_box decoded;  ///< in the decoded image's coordinates; the sample's image is its size
 };
 
 /// Not synchronised: one owner at a time (move it between actors). Copies share the pixels of

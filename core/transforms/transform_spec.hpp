@@ -29,6 +29,9 @@ struct decode_spec {
   /// smallest of 1/8, 1/4, 1/2 that still gives the box at least the output size (see
   /// make_decode_step). false: always decode in full.
   bool scaled = true;
+  /// With scaled, for a random_resized_crop: decode only the rows and columns of the JPEG its
+  /// box needs (the same pixels as the whole scaled decode; core/codecs/jpeg_region.hpp).
+  bool roi = true;
 };
 
 /// The area and aspect-ratio ranges torchvision's RandomResizedCrop draws from.
