@@ -141,7 +141,7 @@ std::vector<std::uint8_t> crop_output(const std::vector<std::uint8_t>& jpeg, std
   s.encoded = jpeg;
   auto ok = chain->run_all(s);
   EXPECT_TRUE(ok) << ok.error().what();
-  return s.output.bytes;
+  return {s.output.bytes.begin(), s.output.bytes.end()};
 }
 
 TEST(JpegRegion, TheChainGivesTheSameOutputWithAndWithoutRegionDecodes) {

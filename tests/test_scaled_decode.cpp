@@ -95,7 +95,7 @@ sample_state cropped(const transform_chain& chain, sample_state s) {
 std::vector<std::uint8_t> output_bytes(const transform_chain& chain, sample_state s) {
   auto ok = chain.run_all(s);
   EXPECT_TRUE(ok) << ok.error().what();
-  return s.output.bytes;
+  return {s.output.bytes.begin(), s.output.bytes.end()};
 }
 
 bool same_pixels(const cv::Mat& a, const cv::Mat& b) {

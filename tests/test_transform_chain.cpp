@@ -49,7 +49,7 @@ std::vector<std::vector<std::uint8_t>> assorted_jpegs(std::size_t n) {
 std::vector<std::uint8_t> run_all_output(const transform_chain& chain, sample_state s) {
   auto ok = chain.run_all(s);
   EXPECT_TRUE(ok) << ok.error().what();
-  return s.output.bytes;
+  return {s.output.bytes.begin(), s.output.bytes.end()};
 }
 
 TEST(TransformChain, ImagenetRecipeGivesFloatTensor3x224x224) {
@@ -132,7 +132,7 @@ TEST(TransformChain, SameOutputOnAnyThreadInAnyOrder) {
         }
       }
       for (auto& s : samples) {
-        results[t][s.sample_id] = std::move(s.output.bytes);
+        results[t][s.sample_id].assign(s.output.bytes.begin(), s.output.bytes.end());
       }
     });
   }
@@ -165,7 +165,8 @@ TEST(TransformChain, PausedAndResumedOnAnotherThreadEqualsRunAll) {
   sample_state moved = std::move(s);  // handed to another actor
   std::thread second([&] { EXPECT_TRUE(chain.run_all(moved)); });
   second.join();
-  EXPECT_EQ(moved.output.bytes, reference);
+  EXPECT_EQ(std::vector<std::uint8_t>(moved.output.bytes.begin(), moved.output.bytes.end()),
+            reference);
   EXPECT_EQ(moved.step_ns.size(), chain.size());
 }
 

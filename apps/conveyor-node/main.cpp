@@ -21,6 +21,7 @@
 #include "apps/conveyor-node/stop_signals.hpp"
 #include "config/load_topology.hpp"
 #include "conveyor/pipeline.hpp"
+#include "core/base/allocator_tuning.hpp"
 #include "core/base/log.hpp"
 
 namespace {
@@ -246,6 +247,7 @@ int run(const arguments& args, stop_token& stop) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  conveyor::keep_freed_memory_for_reuse();
   CLI::App app{"conveyor-node: runs a Conveyor node from a TOML topology"};
   arguments args;
   app.add_option("--topology", args.topology_file, "the node's TOML topology")->required();

@@ -28,6 +28,7 @@
 #include <sys/resource.h>
 
 #include "apps/common/command_line.hpp"
+#include "core/base/allocator_tuning.hpp"
 #include "core/batching/epoch_order.hpp"
 #include "core/codecs/jpeg_decoder.hpp"
 #include "core/codecs/synthetic_images.hpp"
@@ -217,6 +218,7 @@ int run_generator(const arguments& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  conveyor::keep_freed_memory_for_reuse();  // as conveyor-node does
   CLI::App app{"bench_ceiling: the pipeline's per-sample work in a bare loop on N threads"};
   arguments args;
   app.add_option("--dataset", args.dataset, "image folder or shard directory")->required();

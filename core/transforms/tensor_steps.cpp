@@ -13,11 +13,12 @@
 namespace conveyor {
 namespace {
 
-/// A zero-filled CHW tensor of `image`'s shape, and Mats that wrap its channel planes, so that
+/// A CHW tensor of `image`'s shape, and Mats that wrap its channel planes, so that
 /// OpenCV writes straight into the tensor (no copy after the fact).
 template <class T>
 host_tensor planar_tensor(const cv::Mat& image, std::vector<cv::Mat>& planes) {
-  host_tensor out = host_tensor::zeros(dtype_of<T>(), image.channels(), image.rows, image.cols);
+  host_tensor out =
+      host_tensor::uninitialized(dtype_of<T>(), image.channels(), image.rows, image.cols);
   const std::size_t plane_elements = static_cast<std::size_t>(image.rows) * image.cols;
   planes.clear();
   for (int c = 0; c < out.channels; ++c) {
@@ -35,10 +36,18 @@ error wrong_image_type(const sample_state& sample, std::string_view step, std::s
 
 class normalize_step final : public image_step {
  public:
-  // One fused convertTo per plane; its float coefficients are the ones the CPU reference and
-  // the CUDA kernel use (core/transforms/normalize_math.hpp), so every path computes the same
-  // values.
-  explicit normalize_step(const normalize_spec& spec) : k_(coefficients_of(spec)) {}
+  // One pass from the interleaved RGB image to the CHW planes through a 256-entry table per
+  // channel: the table holds normalize_value() of every byte (core/transforms/normalize_math.hpp,
+  // the arithmetic the CPU reference and the CUDA kernel use), so the values are the same bits,
+  // with no split into planes, no temporary and no zeroing of the tensor first.
+  explicit normalize_step(const normalize_spec& spec) {
+    const auto k = coefficients_of(spec);
+    for (int c = 0; c < 3; ++c) {
+      for (int v = 0; v < 256; ++v) {
+        table_[c][v] = normalize_value(static_cast<std::uint8_t>(v), k, c);
+      }
+    }
+  }
 
   std::string_view name() const noexcept override { return normalize_spec::op; }
 
@@ -47,19 +56,27 @@ class normalize_step final : public image_step {
     if (sample.image.type() != CV_8UC3) {
       return wrong_image_type(sample, name(), "an 8-bit 3-channel RGB image");
     }
-    std::array<cv::Mat, 3> channels;
-    cv::split(sample.image, channels.data());
-    std::vector<cv::Mat> planes;
-    host_tensor out = planar_tensor<float>(sample.image, planes);
-    for (std::size_t c = 0; c < 3; ++c) {
-      channels[c].convertTo(planes[c], CV_32F, k_.alpha[c], k_.beta[c]);
+    const cv::Mat& image = sample.image;
+    host_tensor out = host_tensor::uninitialized(dtype::float32, 3, image.rows, image.cols);
+    const std::size_t plane = static_cast<std::size_t>(image.rows) * image.cols;
+    float* r = out.data<float>();
+    float* g = r + plane;
+    float* b = g + plane;
+    for (int y = 0; y < image.rows; ++y) {
+      const std::uint8_t* px = image.ptr<std::uint8_t>(y);
+      const std::size_t row = static_cast<std::size_t>(y) * image.cols;
+      for (int x = 0; x < image.cols; ++x, px += 3) {
+        r[row + x] = table_[0][px[0]];
+        g[row + x] = table_[1][px[1]];
+        b[row + x] = table_[2][px[2]];
+      }
     }
     sample.output = std::move(out);
     return {};
   }
 
  private:
-  normalize_coefficients k_;
+  std::array<std::array<float, 256>, 3> table_{};
 };
 
 class to_uint8_step final : public image_step {
