@@ -13,49 +13,21 @@
 #include "core/codecs/jpeg_decoder.hpp"
 #include "core/codecs/jpeg_region.hpp"
 #include "core/transforms/transform_chain.hpp"
+#include "support/jpeg_fixtures.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {
 namespace {
 
-// A textured photo-like image, `w` x `h`, drawn from `seed`.
-cv::Mat photo(int w, int h, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  cv::Mat img(h, w, CV_8UC3);
-  cv::randu(img, 0, 255);
-  cv::GaussianBlur(img, img, cv::Size(7, 7), 2);
-  for (int i = 0; i < 20; ++i) {
-    cv::rectangle(img,
-                  cv::Rect(static_cast<int>(rng() % static_cast<std::uint32_t>(w)),
-                           static_cast<int>(rng() % static_cast<std::uint32_t>(h)),
-                           50 + static_cast<int>(rng() % 200), 50 + static_cast<int>(rng() % 200)),
-                  cv::Scalar(rng() % 255, rng() % 255, rng() % 255), cv::FILLED);
-  }
-  return img;
-}
-
-// The JPEG of `img` (RGB) with TurboJPEG's `subsampling`, and `flags` (e.g. progressive).
-std::vector<std::uint8_t> encode(const cv::Mat& img, int subsampling, int flags = 0) {
-  tjhandle h = tjInitCompress();
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  EXPECT_EQ(tjCompress2(h, img.data, img.cols, static_cast<int>(img.step), img.rows, TJPF_RGB, &out,
-                        &size, subsampling, 90, flags),
-            0);
-  std::vector<std::uint8_t> bytes(out, out + size);
-  tjFree(out);
-  tjDestroy(h);
-  return bytes;
-}
+using test::encode;
+using test::photo;
+using test::subsamplings;
 
 decode_options at(int denom) {
   decode_options o;
   o.scale_denom = denom;
   return o;
 }
-
-constexpr int subsamplings[] = {TJSAMP_444, TJSAMP_422, TJSAMP_420,
-                                TJSAMP_440, TJSAMP_411, TJSAMP_GRAY};
 
 TEST(JpegRegion, TheSameBytesAsTheWholeScaledDecodeForEverySubsampling) {
   std::mt19937 rng(11);

@@ -1,51 +1,44 @@
 #include "core/codecs/jpeg_region.hpp"
 
 #include <algorithm>
-#include <csetjmp>
-#include <cstdio>
 #include <string>
+#include <vector>
 
-// jpeglib.h needs FILE and size_t declared before it.
-#include <jpeglib.h>
+#include "core/codecs/jpeg_two_part_source.hpp"
+#include "core/codecs/libjpeg_session.hpp"
+#include "core/codecs/restart_index.hpp"
 
 namespace conveyor {
 namespace {
 
-// libjpeg reports errors through a callback that must not return: it jumps back to the
-// setjmp of the call in progress. Only trivially destructible objects live in the frames it
-// jumps over (the functions below); the caller owns the pixels.
 struct session {
   jpeg_decompress_struct cinfo;
-  jpeg_error_mgr errors;
-  std::jmp_buf failed;
-  bool strict = true;
-  char message[JMSG_LENGTH_MAX] = {};
+  libjpeg_errors errors;
 };
-
-[[noreturn]] void on_error(j_common_ptr cinfo) {
-  auto* s = reinterpret_cast<session*>(cinfo->client_data);
-  (*cinfo->err->format_message)(cinfo, s->message);
-  std::longjmp(s->failed, 1);
-}
-
-// Warnings (level -1: corrupt data, which libjpeg fills with grey) are errors when strict;
-// trace messages (level >= 0) are dropped.
-void on_message(j_common_ptr cinfo, int level) {
-  auto* s = reinterpret_cast<session*>(cinfo->client_data);
-  if (level < 0 && s->strict) {
-    on_error(cinfo);
-  }
-}
 
 enum class layout : std::uint8_t { fits, unsupported };
 
+/// Where the decode reads: the JPEG as it is, or (a restart index's shortcut) its header with
+/// the frame height patched, then its entropy data from MCU row `first_row` on.
+struct input {
+  const std::uint8_t* data = nullptr;
+  std::size_t size = 0;
+  const std::uint8_t* tail = nullptr;  ///< null: `data` is the whole JPEG
+  std::size_t tail_size = 0;
+  std::uint32_t first_row = 0;
+};
+
 // Reads the header and starts the decode at `options`' scale; false on an error.
-bool start(session& s, const std::uint8_t* data, std::size_t size, const decode_options& options,
-           layout& how) {
-  if (setjmp(s.failed) != 0) {
+bool start(session& s, const input& in, const decode_options& options, layout& how) {
+  if (setjmp(s.errors.failed) != 0) {
     return false;
   }
-  jpeg_mem_src(&s.cinfo, data, static_cast<unsigned long>(size));
+  if (in.tail != nullptr) {
+    jpeg_two_part_src(&s.cinfo, in.data, in.size, in.tail, in.tail_size,
+                      static_cast<int>(in.first_row));
+  } else {
+    jpeg_mem_src(&s.cinfo, in.data, static_cast<unsigned long>(in.size));
+  }
   jpeg_read_header(&s.cinfo, TRUE);
   if (s.cinfo.progressive_mode || s.cinfo.jpeg_color_space == JCS_CMYK ||
       s.cinfo.jpeg_color_space == JCS_YCCK ||
@@ -69,7 +62,7 @@ struct columns {
 };
 
 bool crop_columns(session& s, columns& c) {
-  if (setjmp(s.failed) != 0) {
+  if (setjmp(s.errors.failed) != 0) {
     return false;
   }
   jpeg_crop_scanline(&s.cinfo, &c.first, &c.count);
@@ -78,7 +71,7 @@ bool crop_columns(session& s, columns& c) {
 
 // Skips `top` rows, then reads `rows` rows into `out` (one row every `stride` bytes).
 bool read_rows(session& s, JDIMENSION top, int rows, std::uint8_t* out, std::size_t stride) {
-  if (setjmp(s.failed) != 0) {
+  if (setjmp(s.errors.failed) != 0) {
     return false;
   }
   if (top > 0) {
@@ -87,7 +80,7 @@ bool read_rows(session& s, JDIMENSION top, int rows, std::uint8_t* out, std::siz
   for (int r = 0; r < rows; ++r) {
     JSAMPROW row = out + static_cast<std::size_t>(r) * stride;
     if (jpeg_read_scanlines(&s.cinfo, &row, 1) != 1) {
-      std::snprintf(s.message, sizeof s.message, "the image ends at row %u",
+      std::snprintf(s.errors.message, sizeof s.errors.message, "the image ends at row %u",
                     s.cinfo.output_scanline);
       return false;
     }
@@ -96,7 +89,41 @@ bool read_rows(session& s, JDIMENSION top, int rows, std::uint8_t* out, std::siz
 }
 
 error failure(const session& s) {
-  return error(errc::decode_error, std::string("JPEG: ") + s.message);
+  return error(errc::decode_error, std::string("JPEG: ") + s.errors.message);
+}
+
+/// The scaled rows of one MCU row at `options`' scale; 0 when not a whole number.
+int scaled_rows_per_mcu_row(const restart_index& index, const decode_options& options) {
+  const int rows = index.mcu_height * options.scale_num;
+  return rows % options.scale_denom == 0 ? rows / options.scale_denom : 0;
+}
+
+/// With a restart index, starts the decode one MCU row above the one that holds `region`'s
+/// first row (the chroma upsampler reads a row of context above; the row above is decoded and
+/// skipped, as without the index): the header is copied into `head` with the height of what
+/// is left, and `region` moves up by the rows left out. The JPEG as it is otherwise.
+input shortcut(const std::uint8_t* data, std::size_t size, const decode_options& options,
+               image_region& region, std::vector<std::uint8_t>& head) {
+  input whole{data, size, nullptr, 0, 0};
+  auto index = find_restart_index(data, size);
+  if (!index) {
+    return whole;
+  }
+  const int rows_per = scaled_rows_per_mcu_row(*index, options);
+  if (rows_per == 0 || region.top / rows_per < 2) {
+    return whole;
+  }
+  const auto k = static_cast<std::uint32_t>(region.top / rows_per - 1);
+  if (!restart_marker_before(data, size, *index, k)) {
+    return whole;
+  }
+  head.assign(data, data + index->entropy_begin);
+  const int height = index->image_height - static_cast<int>(k) * index->mcu_height;
+  head[index->height_at] = static_cast<std::uint8_t>(height >> 8);
+  head[index->height_at + 1] = static_cast<std::uint8_t>(height & 0xFF);
+  region.top -= static_cast<int>(k) * rows_per;
+  const std::size_t from = index->entropy_begin + index->offset(k);
+  return {head.data(), head.size(), data + from, size - from, k};
 }
 
 }  // namespace
@@ -105,18 +132,18 @@ expected<std::optional<cv::Mat>> decode_jpeg_region(const std::uint8_t* data, st
                                                     const decode_options& options,
                                                     image_region region) {
   session s{};
-  s.strict = options.strict;
-  s.cinfo.err = jpeg_std_error(&s.errors);
-  s.errors.error_exit = on_error;
-  s.errors.emit_message = on_message;
-  s.cinfo.client_data = &s;
+  s.errors.strict = options.strict;
+  attach(s.errors, reinterpret_cast<j_common_ptr>(&s.cinfo));
   jpeg_create_decompress(&s.cinfo);
   struct destroy {
     jpeg_decompress_struct* cinfo;
     ~destroy() { jpeg_destroy_decompress(cinfo); }
   } cleanup{&s.cinfo};
+  std::vector<std::uint8_t> head;
+  const image_region asked = region;
+  const input in = shortcut(data, size, options, region, head);
   layout how = layout::unsupported;
-  if (!start(s, data, size, options, how)) {
+  if (!start(s, in, options, how)) {
     return failure(s);
   }
   if (how == layout::unsupported) {
@@ -126,11 +153,12 @@ expected<std::optional<cv::Mat>> decode_jpeg_region(const std::uint8_t* data, st
   const int out_height = static_cast<int>(s.cinfo.output_height);
   if (region.left < 0 || region.top < 0 || region.width <= 0 || region.height <= 0 ||
       region.left + region.width > out_width || region.top + region.height > out_height) {
+    const int image_height = out_height + (asked.top - region.top);
     return error(errc::invalid_argument,
-                 "JPEG region " + std::to_string(region.width) + "x" +
-                     std::to_string(region.height) + " at " + std::to_string(region.left) + "," +
-                     std::to_string(region.top) + " is not inside the " +
-                     std::to_string(out_width) + "x" + std::to_string(out_height) + " image");
+                 "JPEG region " + std::to_string(asked.width) + "x" + std::to_string(asked.height) +
+                     " at " + std::to_string(asked.left) + "," + std::to_string(asked.top) +
+                     " is not inside the " + std::to_string(out_width) + "x" +
+                     std::to_string(image_height) + " image");
   }
   // One column more on the left and two on the right: the chroma upsampler treats the edge of
   // a cropped region as the image's edge, and these keep that edge out of the region.

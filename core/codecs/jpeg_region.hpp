@@ -6,6 +6,10 @@
 /// at the same scale (tested for every chroma subsampling): the column crop asks for one more
 /// column on the left and two on the right, as the chroma upsampler treats the edge of a
 /// cropped region as the image's edge.
+///
+/// A JPEG with a restart index (restart_index.hpp, written by conveyor-pack --restart) is
+/// entropy-decoded from the MCU row above the region's first instead of from the image's
+/// first: the same pixels (tested), without the Huffman decoding of the rows above.
 
 #include <cstddef>
 #include <cstdint>
