@@ -51,16 +51,17 @@ ensure_dataset() {
   mv "$dir.partial" "$dir"
 }
 
-# ensure_shards DIR COUNT LARGE_FRACTION: a shard dataset (conveyor-pack --synthetic: COUNT
+# ensure_shards DIR COUNT LARGE_FRACTION [PACK_FLAGS...]: a shard dataset (conveyor-pack --synthetic: COUNT
 # synthetic JPEGs packed into record shards), made once, aside and renamed like ensure_dataset.
 # Needs conveyor-pack (build_tools conveyor-pack); the loose JPEGs are deleted once packed.
 ensure_shards() {
   local dir=$1 count=$2 large=$3
+  shift 3  # the rest: more conveyor-pack flags (e.g. --restart)
   [[ -d "$dir" ]] && return 0
-  log "generating and packing $count images ($large of them 1800-3200 px) into $dir"
+  log "generating and packing $count images ($large of them 1800-3200 px) into $dir $*"
   rm -rf "$dir.partial" "$dir.images"
   "$PACK_BIN" --synthetic "$count" --images "$dir.images" --out "$dir.partial" \
-    --large-fraction "$large" >&2
+    --large-fraction "$large" "$@" >&2
   rm -rf "$dir.images"
   mv "$dir.partial" "$dir"
 }

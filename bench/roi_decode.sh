@@ -4,7 +4,10 @@
 #      and region (DCT-scaled, only the crop's rows and columns: the node's default now):
 #      samples/s and the mean work per sample, over all, large (>= 1800 px) and small images;
 #   2. conveyor-node at step 0 (config/default.toml) against PyTorch's DataLoader
-#      (bench/peers/torch_loader.py, cv2 and TurboJPEG decoders) and against its own ceiling.
+#      (bench/peers/torch_loader.py, cv2 and TurboJPEG decoders) and against its own ceiling;
+#   3. both again on the same images packed with conveyor-pack --restart (a restart marker per
+#      MCU row and their index: the region decode starts at the crop's MCU row), and what the
+#      markers and the index cost in bytes.
 # ROUNDS rounds, every contender once a round, the order reversed on even rounds; medians.
 #
 #   bench/roi_decode.sh [IMAGES=1000] [ROUNDS=3]
@@ -19,6 +22,7 @@ ROUNDS=${2:-3}
 EPOCHS=2
 BATCH=64
 DATASET="$DATA_DIR/peers-heavy-$IMAGES"
+RESTART_DATASET="$DATA_DIR/peers-heavy-$IMAGES-restart"  # the same images: the generator's seed
 suffix=""
 [[ "${BUSY:-0}" == 1 ]] && suffix="_busy"
 RESULT="$BENCH_ROOT/bench/results/roi_decode$suffix.md"
@@ -27,16 +31,23 @@ RAW="$LOG_DIR/roi_decode$suffix.jsonl"
 "$BENCH_ROOT/scripts/install-deps" python3-torch python3-opencv python3-numpy >&2
 build_tools conveyor-pack
 ensure_shards "$DATASET" "$IMAGES" 0.10
+ensure_shards "$RESTART_DATASET" "$IMAGES" 0.10 --restart 2>>"$LOG_DIR/roi_decode-pack.log"
 busy_if_asked
 : >"$RAW"
 
-ceiling() {  # ceiling DECODE
-  "$CEILING_BIN" --dataset "$DATASET" --format shards --epochs "$EPOCHS" --decode "$1"
+ceiling() {  # ceiling DECODE [DATASET]
+  "$CEILING_BIN" --dataset "${2:-$DATASET}" --format shards --epochs "$EPOCHS" --decode "$1"
 }
-node() {
-  "$NODE_BIN" --topology "$BENCH_ROOT/config/default.toml" --set "dataset.path=\"$DATASET\"" \
+ceiling_restart() {
+  ceiling roi "$RESTART_DATASET"
+}
+node() {  # node [DATASET]
+  "$NODE_BIN" --topology "$BENCH_ROOT/config/default.toml" --set "dataset.path=\"${1:-$DATASET}\"" \
     --set 'dataset.format="shards"' --set "trainer.epochs=$EPOCHS" \
     --set "pipeline.batch_size=$BATCH" --set trainer.step_ms=0 2>>"$LOG_DIR/roi_decode-node.log"
+}
+node_restart() {
+  node "$RESTART_DATASET"
 }
 torch_loader() {  # torch_loader DECODER
   "$PYTHON" "$BENCH_ROOT/bench/peers/torch_loader.py" --dataset "$DATASET" --batch-size "$BATCH" \
@@ -44,8 +55,8 @@ torch_loader() {  # torch_loader DECODER
     2>>"$LOG_DIR/roi_decode-torch.log"
 }
 
-contenders=("ceiling full" "ceiling scaled" "ceiling roi" "node" "torch_loader cv2"
-  "torch_loader turbojpeg")
+contenders=("ceiling full" "ceiling scaled" "ceiling roi" "ceiling_restart" "node" "node_restart"
+  "torch_loader cv2" "torch_loader turbojpeg")
 for ((round = 1; round <= ROUNDS; round++)); do
   order=("${contenders[@]}")
   if ((round % 2 == 0)); then
@@ -62,9 +73,14 @@ for ((round = 1; round <= ROUNDS; round++)); do
   done
 done
 
-"$PYTHON" - "$RAW" "$IMAGES" "$EPOCHS" "$BATCH" "$ROUNDS" >"$RESULT.body" <<'PY'
+shard_bytes() {  # shard_bytes DIR: the bytes of its shard files
+  find "$1" -name '*.cvs' -printf '%s\n' | awk '{ s += $1 } END { print s }'
+}
+"$PYTHON" - "$RAW" "$(shard_bytes "$DATASET")" "$(shard_bytes "$RESTART_DATASET")" \
+  "$(grep -h 'restart index:' "$LOG_DIR"/roi_decode-pack.log 2>/dev/null | tail -1)" \
+  >"$RESULT.body" <<'PY'
 import json, statistics, sys
-raw, images, epochs, batch, rounds = sys.argv[1], *sys.argv[2:]
+raw, plain_bytes, restart_bytes, pack_line = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 runs = {}
 for line in open(raw):
     r = json.loads(line)
@@ -74,27 +90,41 @@ print("## 1. Per decode: the bare-loop ceiling (2 threads), work per sample")
 print()
 print("| decode | samples/s | mean ms/sample | large (>= 1800 px) ms | small ms |")
 print("|---|---|---|---|---|")
-names = {"full": "full (TurboJPEG)", "scaled": "DCT-scaled, the whole image",
-         "roi": "DCT-scaled, the crop's region only (default)"}
-for d in ("full", "scaled", "roi"):
-    c = f"ceiling {d}"
-    print(f"| {names[d]} | {med(c, 'samples_per_s'):.0f} | {med(c, 'mean_ms'):.2f} | "
+names = {"ceiling full": "full (TurboJPEG)", "ceiling scaled": "DCT-scaled, the whole image",
+         "ceiling roi": "DCT-scaled, the crop's region only (default)",
+         "ceiling_restart": "region, restart-indexed shards (--restart)"}
+for c, name in names.items():
+    print(f"| {name} | {med(c, 'samples_per_s'):.0f} | {med(c, 'mean_ms'):.2f} | "
           f"{med(c, 'large_ms'):.2f} | {med(c, 'small_ms'):.2f} |")
 roi, scaled = med("ceiling roi", "samples_per_s"), med("ceiling scaled", "samples_per_s")
+restart = med("ceiling_restart", "samples_per_s")
 print()
-print(f"Region against the whole scaled decode: {roi / scaled:.2f}x samples/s.")
+print(f"Region against the whole scaled decode: {roi / scaled:.2f}x samples/s; restart-indexed "
+      f"against region: {restart / roi:.2f}x.")
 print()
 print("## 2. conveyor-node at step 0 against PyTorch's DataLoader and its own ceiling")
+for n, ceiling, label in (("node", "ceiling roi", "plain shards"),
+                          ("node_restart", "ceiling_restart", "restart-indexed shards")):
+    node = med(n, "samples_per_s")
+    print()
+    print(f"### {label}")
+    print()
+    print("| contender | samples/s | node / it |")
+    print("|---|---|---|")
+    for c, name in ((n, f"conveyor-node (default topology), {label}"),
+                    (ceiling, "its bare-loop ceiling (same work)"),
+                    ("torch_loader cv2", "PyTorch DataLoader, cv2 decode (plain shards)"),
+                    ("torch_loader turbojpeg", "PyTorch DataLoader, TurboJPEG decode (plain shards)")):
+        v = med(c, "samples_per_s")
+        print(f"| {name} | {v:.0f} | {node / v:.2f} |")
 print()
-print("| contender | samples/s | node / it |")
-print("|---|---|---|")
-node = med("node", "samples_per_s")
-for c, name in (("node", "conveyor-node (default topology)"),
-                ("ceiling roi", "its bare-loop ceiling (same work)"),
-                ("torch_loader cv2", "PyTorch DataLoader, cv2 decode"),
-                ("torch_loader turbojpeg", "PyTorch DataLoader, TurboJPEG decode")):
-    v = med(c, "samples_per_s")
-    print(f"| {name} | {v:.0f} | {node / v:.2f} |")
+print("## 3. What the restart markers and the index cost")
+print()
+print(f"Shard files: {plain_bytes / 1e6:.1f} MB plain, {restart_bytes / 1e6:.1f} MB restart-indexed "
+      f"({100.0 * (restart_bytes - plain_bytes) / plain_bytes:+.2f}%).")
+if pack_line:
+    print()
+    print(f"conveyor-pack --restart: {pack_line}")
 PY
 {
   echo "# Decoding only what the crop needs"

@@ -4,6 +4,10 @@
 
 #include <cstdlib>
 
+#include <opencv2/core.hpp>
+
+#include "core/codecs/jpeg_decoder.hpp"
+#include "core/codecs/restart_index.hpp"
 #include "core/storage/dataset_packer.hpp"
 #include "core/storage/sharded_dataset.hpp"
 #include "support/test_support.hpp"
@@ -88,6 +92,35 @@ TEST(PackApp, ExitCodesForGoodAndBadInput) {
   bytes[100] ^= 0xff;
   testing::write_file(shard, bytes);
   EXPECT_EQ(run_pack("--verify " + out), 1);
+}
+
+TEST(PackApp, RestartStoresIndexedJpegsWithTheSamePixelsAndOtherFilesAsTheyAre) {
+  temp_dir dir;
+  auto images = make_images(dir, 8);
+  testing::write_file(dir / "img" / "class_0" / "notes.jpg", {'n', 'o', 't', 'e'});
+  auto in = (dir / "img").string();
+  auto out = (dir / "shards").string();
+  ASSERT_EQ(run_pack(in + " --out " + out + " --restart --verify"), 0);
+  auto dataset = sharded_dataset::open(out);
+  ASSERT_TRUE(dataset) << dataset.error().what();
+  ASSERT_EQ(dataset->size(), 9u);
+  int indexed = 0;
+  for (std::uint64_t i = 0; i < dataset->size(); ++i) {
+    auto r = dataset->read(i);
+    ASSERT_TRUE(r);
+    auto original = testing::read_file(std::filesystem::path(in) / r->key);
+    if (r->key == "class_0/notes.jpg") {
+      EXPECT_EQ(r->payload, original);
+      continue;
+    }
+    EXPECT_TRUE(find_restart_index(r->payload.data(), r->payload.size())) << r->key;
+    auto before = decode_image(original, {});
+    auto after = decode_image(r->payload, {});
+    ASSERT_TRUE(before && after) << r->key;
+    EXPECT_EQ(cv::norm(*before, *after, cv::NORM_INF), 0) << r->key;
+    ++indexed;
+  }
+  EXPECT_EQ(indexed, 8);
 }
 
 }  // namespace

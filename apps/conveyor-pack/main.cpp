@@ -1,17 +1,25 @@
 // conveyor-pack: packs an image folder or list file into record shards, generates the
 // built-in sample dataset (--synthetic), and verifies shards (--verify).
-//   conveyor-pack INPUT --out DIR [--shard-size 64M] [--verify]
-//   conveyor-pack --synthetic N --images DIR --out DIR [--large-fraction 0.1] [--verify]
+//   conveyor-pack INPUT --out DIR [--shard-size 64M] [--restart] [--verify]
+//   conveyor-pack --synthetic N --images DIR --out DIR [--large-fraction 0.1] [--restart]
+//                 [--verify]
+// --restart stores every sequential JPEG rewritten with a restart marker per MCU row and their
+// index (core/codecs/jpeg_restart.hpp: the same pixels), so that the node decodes a crop from
+// its first MCU row instead of the image's first; others are stored as they are, counted by
+// reason.
 //   conveyor-pack --verify DATASET_DIR
 // Exit codes: 0 ok; 1 a failure while running or records that fail verification; 2 a bad
 // command line or bad input (missing path, empty directory, bad list file).
 #include "apps/common/command_line.hpp"
 
 #include <cstdio>
+#include <map>
 
 #include "apps/common/progress_bar.hpp"
 #include "core/base/byte_size.hpp"
 #include "core/base/log.hpp"
+#include "core/codecs/jpeg_restart.hpp"
+#include "core/codecs/restart_index.hpp"
 #include "core/codecs/synthetic_images.hpp"
 #include "core/storage/dataset_packer.hpp"
 #include "core/storage/sharded_dataset.hpp"
@@ -27,6 +35,7 @@ struct arguments {
   std::string images;
   std::string shard_size = "64M";
   bool verify = false;
+  bool restart = false;
   std::uint64_t synthetic = 0;
   synthetic_options synthetic_opts;
 };
@@ -81,6 +90,48 @@ int generate(const arguments& args) {
   return 0;
 }
 
+/// --restart: rewrites each file (core/codecs/jpeg_restart.hpp) and counts what it kept, by
+/// reason.
+struct restart_tally {
+  std::uint64_t rewritten = 0;
+  std::uint64_t marker_bytes = 0;  ///< the restart markers themselves
+  std::uint64_t index_bytes = 0;   ///< the index segments
+  std::map<std::string, std::uint64_t> kept;
+
+  payload_rewrite rewrite() {
+    return [this](const image_entry& entry, std::vector<std::uint8_t> bytes) {
+      auto r = add_restart_index(bytes.data(), bytes.size());
+      if (r.jpeg) {
+        ++rewritten;
+        if (auto index = find_restart_index(r.jpeg->data(), r.jpeg->size())) {
+          marker_bytes += 2 * (index->rows - 1);  // FF Dn after every row but the last
+          index_bytes += restart_index_segment_size(index->rows);
+        }
+        return std::move(*r.jpeg);
+      }
+      if (++kept[r.kept_because] == 1) {
+        log("pack")->info("--restart: {} stored as it is ({}); others like it are counted",
+                          entry.key, r.kept_because);
+      }
+      return bytes;
+    };
+  }
+
+  void print(const pack_summary& packed) const {
+    const double in = mb(packed.input_bytes);
+    const double out = mb(packed.payload_bytes);
+    std::printf(
+        "restart index: %llu JPEGs rewritten; %.1f MB -> %.1f MB (%+.2f%%: the Huffman tables "
+        "optimised, restart markers %.3f MB, index segments %.3f MB)",
+        static_cast<unsigned long long>(rewritten), in, out, in > 0 ? 100.0 * (out - in) / in : 0.0,
+        mb(marker_bytes), mb(index_bytes));
+    for (const auto& [reason, count] : kept) {
+      std::printf("; %llu kept (%s)", static_cast<unsigned long long>(count), reason.c_str());
+    }
+    std::printf("\n");
+  }
+};
+
 int pack(const arguments& args, const std::string& input) {
   auto shard_bytes = parse_byte_size(args.shard_size);
   if (!shard_bytes) {
@@ -92,8 +143,11 @@ int pack(const arguments& args, const std::string& input) {
   }
   auto start = clock_type::now();
   progress_bar bar("pack", images->entries.size());
-  auto packed = pack_images(*images, args.out, {*shard_bytes},
-                            [&](std::uint64_t done, std::uint64_t) { bar.update(done); });
+  restart_tally tally;
+  auto packed = pack_images(
+      *images, args.out, {*shard_bytes},
+      [&](std::uint64_t done, std::uint64_t) { bar.update(done); },
+      args.restart ? tally.rewrite() : payload_rewrite{});
   bar.finish();
   if (!packed) {
     return fail(packed.error());
@@ -102,7 +156,10 @@ int pack(const arguments& args, const std::string& input) {
   std::printf("packed %llu images of %zu classes into %llu shards in %s: %.1f MB, %.1f MB/s\n",
               static_cast<unsigned long long>(packed->records), images->class_names.size(),
               static_cast<unsigned long long>(packed->shards), args.out.c_str(),
-              mb(packed->dataset_bytes), s > 0 ? mb(packed->payload_bytes) / s : 0.0);
+              mb(packed->dataset_bytes), s > 0 ? mb(packed->input_bytes) / s : 0.0);
+  if (args.restart) {
+    tally.print(*packed);
+  }
   return 0;
 }
 
@@ -159,6 +216,9 @@ int main(int argc, char** argv) {
   app.add_option("--out", args.out, "the dataset directory to write");
   app.add_option("--shard-size", args.shard_size, "target size of a shard (default 64M)");
   app.add_flag("--verify", args.verify, "re-read every record and check its checksum");
+  app.add_flag("--restart", args.restart,
+               "store JPEGs with a restart marker per MCU row and their index (the same pixels): "
+               "crops decode from their own rows");
   app.add_option("--synthetic", args.synthetic, "generate N sample JPEGs into --images first");
   app.add_option("--images", args.images, "where --synthetic writes its images");
   app.add_option("--large-fraction", args.synthetic_opts.large_fraction,

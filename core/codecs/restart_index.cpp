@@ -194,6 +194,10 @@ std::optional<restart_index> find_restart_index(const std::uint8_t* data, std::s
   return index;
 }
 
+std::size_t restart_index_segment_size(std::uint32_t rows) noexcept {
+  return 4 + index_fixed + 4 * std::size_t{rows};
+}
+
 bool restart_marker_before(const std::uint8_t* data, std::size_t size, const restart_index& index,
                            std::uint32_t k) noexcept {
   if (k == 0 || k >= index.rows) {
@@ -218,7 +222,7 @@ std::optional<std::vector<std::uint8_t>> with_restart_index(const std::vector<st
   if (starts.size() != grid->rows || payload > max_segment) {
     return std::nullopt;
   }
-  std::vector<std::uint8_t> segment(4 + payload);
+  std::vector<std::uint8_t> segment(restart_index_segment_size(grid->rows));
   segment[0] = 0xFF;
   segment[1] = app9;
   segment[2] = static_cast<std::uint8_t>((payload + 2) >> 8);

@@ -43,6 +43,9 @@ std::optional<restart_index> find_restart_index(const std::uint8_t* data, std::s
 bool restart_marker_before(const std::uint8_t* data, std::size_t size, const restart_index& index,
                            std::uint32_t k) noexcept;
 
+/// The bytes of the index segment of `rows` MCU rows, marker and length included.
+std::size_t restart_index_segment_size(std::uint32_t rows) noexcept;
+
 /// `jpeg` (one scan, restart markers every MCU row) with the index segment inserted before its
 /// SOS; nullopt when the JPEG has no such structure (the row count differs from the restart
 /// markers found, or more rows than one segment can list).

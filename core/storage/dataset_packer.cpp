@@ -20,7 +20,8 @@ expected<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path&
 }  // namespace
 
 expected<pack_summary> pack_images(const image_list& images, const std::filesystem::path& out_dir,
-                                   dataset_writer_options options, const pack_progress& progress) {
+                                   dataset_writer_options options, const pack_progress& progress,
+                                   const payload_rewrite& rewrite) {
   auto writer = dataset_writer::create(out_dir, images.class_names, options);
   if (!writer) {
     return std::move(writer).error();
@@ -30,6 +31,10 @@ expected<pack_summary> pack_images(const image_list& images, const std::filesyst
     auto bytes = read_whole_file(entry.path);
     if (!bytes) {
       return std::move(bytes).error();
+    }
+    summary.input_bytes += bytes->size();
+    if (rewrite) {
+      *bytes = rewrite(entry, std::move(*bytes));
     }
     if (auto ok = writer->append(entry.key, entry.label, bytes->data(), bytes->size()); !ok) {
       return std::move(ok).error();

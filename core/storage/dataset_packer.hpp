@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <vector>
 
 #include "conveyor/error.hpp"
 #include "core/storage/dataset_writer.hpp"
@@ -14,7 +15,8 @@ namespace conveyor {
 
 struct pack_summary {
   std::uint64_t records = 0;
-  std::uint64_t payload_bytes = 0;
+  std::uint64_t input_bytes = 0;    ///< the files' bytes, as read
+  std::uint64_t payload_bytes = 0;  ///< as stored (after the rewrite, when there is one)
   std::uint64_t shards = 0;
   std::uint64_t dataset_bytes = 0;  ///< total size of the shard files
 };
@@ -22,11 +24,17 @@ struct pack_summary {
 /// `progress(done, total)`: records packed so far.
 using pack_progress = std::function<void(std::uint64_t done, std::uint64_t total)>;
 
-/// Writes every entry of `images` (key = entry.key, label = entry.label) into `out_dir`.
-/// An unreadable file stops packing with an error naming it: a dataset never silently lacks
-/// a sample. Single-threaded.
+/// What is stored for a file, given its bytes (e.g. conveyor-pack --restart's restart-indexed
+/// JPEG); the bytes themselves where the rewrite does not apply. Empty: stored as read.
+using payload_rewrite =
+    std::function<std::vector<std::uint8_t>(const image_entry& entry, std::vector<std::uint8_t>)>;
+
+/// Writes every entry of `images` (key = entry.key, label = entry.label) into `out_dir`, through
+/// `rewrite` when given. An unreadable file stops packing with an error naming it: a dataset
+/// never silently lacks a sample. Single-threaded.
 expected<pack_summary> pack_images(const image_list& images, const std::filesystem::path& out_dir,
                                    dataset_writer_options options,
-                                   const pack_progress& progress = {});
+                                   const pack_progress& progress = {},
+                                   const payload_rewrite& rewrite = {});
 
 }  // namespace conveyor
