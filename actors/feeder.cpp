@@ -15,6 +15,7 @@ struct feeder_state {
   std::shared_ptr<slot_ring> ring;                   ///< empty when the engine could not be set up
   std::vector<std::shared_ptr<host_batch>> batches;  ///< per slot: what the trainer reads
   std::unique_ptr<actor_metrics> metrics;  ///< per batch: writing the samples, queueing the copy
+  std::optional<normalize_table> collate_normalize;  ///< feeder_options::collate_normalize
 
   feeder_state() = default;
   feeder_state(const feeder_state&) = delete;
@@ -59,15 +60,36 @@ expected<std::shared_ptr<slot_ring>> make_ring(const feeder_options& opts) {
   return slot_ring::create(std::move(*engine), std::move(r));
 }
 
-/// The layout of `plan` in a slot (zeros for an empty plan). Tensors are CHW (host_tensor).
-batch_layout layout_of(const batch_plan& plan) {
+/// The layout of `plan` in a slot (zeros for an empty plan). Tensors are CHW (host_tensor);
+/// `normalized`: written as float32.
+batch_layout layout_of(const batch_plan& plan, bool normalized) {
   batch_layout l;
   if (!plan.samples.empty()) {
     const auto& t = plan.samples.front()->tensor;
-    l = {t.type,           static_cast<int>(plan.samples.size()), t.channels, t.height, t.width,
+    l = {normalized ? dtype::float32 : t.type,
+         static_cast<int>(plan.samples.size()),
+         t.channels,
+         t.height,
+         t.width,
          pixel_layout::chw};
   }
   return l;
+}
+
+/// What normalising at collate needs: uint8 samples of 3 channels (the chain's to_uint8).
+expected<void> check_normalizable(const batch_plan& plan, const feeder_options& opts) {
+  if (plan.samples.empty()) {
+    return {};
+  }
+  const auto& t = plan.samples.front()->tensor;
+  if (t.type != dtype::uint8 || t.channels != 3) {
+    return error{errc::invalid_config,
+                 feeder_name(opts) +
+                     ": normalize at collate needs uint8 samples of 3 channels, "
+                     "got " +
+                     std::to_string(t.channels) + " channels of " + std::string(name_of(t.type))};
+  }
+  return {};
 }
 
 /// Where the trainer finds the slot's batch.
@@ -86,12 +108,20 @@ expected<void> feed(feeder_state& st, const feeder_options& opts, const batch_pl
   if (auto ok = check_uniform(plan); !ok) {  // the ring's own errors name the feeder already
     return error{ok.error().code(), feeder_name(opts) + ": " + ok.error().message()};
   }
-  auto slot = st.ring->acquire(layout_of(plan));
+  const auto& table = st.collate_normalize;
+  if (auto ok = table ? check_normalizable(plan, opts) : expected<void>{}; !ok) {
+    return ok;
+  }
+  auto slot = st.ring->acquire(layout_of(plan, table.has_value()));
   if (!slot) {
     return std::move(slot).error();
   }
   const auto index = (*slot)->index();
-  write_samples(plan, (*slot)->sample(0));
+  if (table) {
+    write_normalized_samples(plan, *table, (*slot)->sample(0));
+  } else {
+    write_samples(plan, (*slot)->sample(0));
+  }
   auto batch = st.batches[index];
   describe_batch(plan, *batch);
   batch->slot = index;
@@ -141,6 +171,9 @@ std::string figures(const feeder_state& st, const feeder_options& opts) {
 feeder_actor::behavior_type feeder(feeder_pointer self, feeder_options opts) {
   auto& st = self->state;
   st.metrics = std::make_unique<actor_metrics>("feeder-" + std::to_string(opts.gpu));
+  if (opts.collate_normalize && !opts.normalize) {
+    st.collate_normalize.emplace(*opts.collate_normalize);
+  }
   if (auto ring = make_ring(opts); ring) {
     st.ring = std::move(*ring);
     for (std::uint64_t i = 0; i < opts.slots; ++i) {

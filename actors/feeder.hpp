@@ -48,6 +48,10 @@ struct feeder_options {
   /// these coefficients into `normalized_type` (float32 or bfloat16).
   std::optional<normalize_coefficients> normalize;
   dtype normalized_type = dtype::float32;
+  /// With a value (and no `normalize`), samples arrive as uint8 CHW (to_uint8) and are
+  /// normalised to float32 with these coefficients as they are written into the slot: the
+  /// chain's final normalize on the CPU, without a float tensor per sample to copy.
+  std::optional<normalize_coefficients> collate_normalize;
   /// The bound of the device's work on a batch (pipeline.next_timeout_s).
   std::chrono::milliseconds device_timeout{std::chrono::seconds(300)};
 };

@@ -145,6 +145,9 @@ void pipeline_runtime::impl::escalate_on_death(const Handle& handle, std::string
 // (inline, or as the spec's host_engine says).
 feeder_actor pipeline_runtime::impl::spawn_feeder(feeder_options options) {
   options.device_timeout = spec.next_timeout;
+  if (spec.collate_normalize) {
+    options.collate_normalize = coefficients_of(*spec.collate_normalize);
+  }
 #if CONVEYOR_HAVE_CUDA
   if (!spec.cuda_devices.empty()) {
     auto device = spec.cuda_devices[static_cast<std::size_t>(options.gpu)];
@@ -194,8 +197,8 @@ void pipeline_runtime::impl::spawn_all() {
     monitor = spawn_monitor(system);
     report = {monitor, spec.monitor_interval};
     const auto& s = spec.settings;
-    diagnosis = spawn_diagnosis(system, {status, s.gpus, s.workers, s.readers,
-                                         s.window_samples, spec.monitor_interval});
+    diagnosis = spawn_diagnosis(
+        system, {status, s.gpus, s.workers, s.readers, s.window_samples, spec.monitor_interval});
   }
   auto source = spec.source;
   batcher = spawn_batcher(

@@ -61,6 +61,10 @@ struct pipeline_spec {
   /// normalize run by the CUDA feeders on uint8 samples (on = "gpu"), into gpu_normalize_type.
   std::optional<normalize_spec> gpu_normalize{};
   dtype gpu_normalize_type = dtype::float32;
+  /// normalize run by every feeder on the CPU as it writes uint8 samples (the chain ends with
+  /// to_uint8) into a batch, to float32 (feeder_options::collate_normalize). Not with
+  /// gpu_normalize.
+  std::optional<normalize_spec> collate_normalize{};
   /// Per GPU slot, memory its host feeder collates into (prefetch_batches + 1 tensors each):
   /// a shared-memory feed's slots. Empty: each feeder owns its buffers. Set only with host
   /// feeders (cuda_devices empty).

@@ -1,5 +1,7 @@
 #include "core/delivery/host_batch.hpp"
 
+#include "core/delivery/normalized_plane_writer.hpp"
+
 #include <cstring>
 
 namespace conveyor {
@@ -58,6 +60,20 @@ void write_samples(const batch_plan& plan, std::uint8_t* dest) {
     std::memcpy(dest, bytes.data(), bytes.size());
     dest += bytes.size();
   }
+}
+
+void write_normalized_samples(const batch_plan& plan, const normalize_table& table,
+                              std::uint8_t* dest) {
+  auto* out = reinterpret_cast<float*>(dest);
+  for (const auto& s : plan.samples) {
+    const auto& t = s->tensor;
+    const std::size_t plane = static_cast<std::size_t>(t.height) * t.width;
+    for (int c = 0; c < 3; ++c) {
+      write_normalized_plane(table, c, t.bytes.data() + c * plane, plane, out);
+      out += plane;
+    }
+  }
+  store_fence();
 }
 
 }  // namespace conveyor

@@ -14,6 +14,7 @@
 #include "core/base/tensor.hpp"
 #include "core/batching/prepared_sample.hpp"
 #include "core/delivery/slot_owner.hpp"
+#include "core/transforms/normalize_table.hpp"
 
 namespace conveyor {
 
@@ -61,6 +62,14 @@ void describe_batch(const batch_plan& plan, host_batch& into);
 /// Copies the plan's tensors, in order, to `dest`: sample i at i times the bytes of a sample.
 /// Precondition: check_uniform(plan), and room for all of them at `dest`.
 void write_samples(const batch_plan& plan, std::uint8_t* dest);
+
+/// Normalises the plan's uint8 3-channel CHW tensors through `table` into float32 CHW at
+/// `dest`, in order (sample i at i times 4 x its elements): the final normalize of the chain,
+/// run as the samples are written into the batch (one pass, no float copy). Preconditions:
+/// check_uniform(plan), uint8 tensors of 3 channels, room for the floats at `dest` (aligned
+/// for float).
+void write_normalized_samples(const batch_plan& plan, const normalize_table& table,
+                              std::uint8_t* dest);
 
 /// Memory a feeder writes batches into instead of buffers of its own: slot i's tensor starts at
 /// tensors[i], with room for `capacity` bytes. Owned by whoever set it up (a shared-memory

@@ -1,6 +1,9 @@
 #include "core/feeding/host_copy_engine.hpp"
 
 #include <cstring>
+#include <new>
+
+#include <sys/mman.h>
 
 #include "core/transforms/normalize_batch.hpp"
 
@@ -20,13 +23,24 @@ std::shared_ptr<host_event_state> shared_state_of(const engine_event& e) {
   return static_cast<const host_event&>(e).state;
 }
 
+/// A slot's memory: a private mapping of whole 2 MiB pages, with transparent huge pages asked
+/// for (a 64 x 224 x 224 x 3 float batch is 38 MB: 20 page faults on first touch instead of
+/// 9,400, and fewer TLB misses while samples are written and read). Where the kernel gives
+/// only small pages, the same mapping with them.
 engine_buffer host_memory(std::size_t bytes) {
   if (bytes == 0) {
     return {};
   }
-  return {
-      std::shared_ptr<std::uint8_t>(new std::uint8_t[bytes], std::default_delete<std::uint8_t[]>()),
-      bytes};
+  constexpr std::size_t huge_page = std::size_t{2} << 20;
+  const std::size_t length = (bytes + huge_page - 1) / huge_page * huge_page;
+  void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    throw std::bad_alloc();  // as new[] did
+  }
+  (void)madvise(p, length, MADV_HUGEPAGE);  // advice: small pages where it is refused
+  return {std::shared_ptr<std::uint8_t>(static_cast<std::uint8_t*>(p),
+                                        [length](std::uint8_t* q) { munmap(q, length); }),
+          bytes};
 }
 
 }  // namespace

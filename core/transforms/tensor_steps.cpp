@@ -6,7 +6,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "core/transforms/normalize_math.hpp"
+#include "core/transforms/normalize_table.hpp"
 #include "core/transforms/spec_checks.hpp"
 #include "core/transforms/transform_step.hpp"
 
@@ -36,18 +36,10 @@ error wrong_image_type(const sample_state& sample, std::string_view step, std::s
 
 class normalize_step final : public image_step {
  public:
-  // One pass from the interleaved RGB image to the CHW planes through a 256-entry table per
-  // channel: the table holds normalize_value() of every byte (core/transforms/normalize_math.hpp,
-  // the arithmetic the CPU reference and the CUDA kernel use), so the values are the same bits,
-  // with no split into planes, no temporary and no zeroing of the tensor first.
-  explicit normalize_step(const normalize_spec& spec) {
-    const auto k = coefficients_of(spec);
-    for (int c = 0; c < 3; ++c) {
-      for (int v = 0; v < 256; ++v) {
-        table_[c][v] = normalize_value(static_cast<std::uint8_t>(v), k, c);
-      }
-    }
-  }
+  // One pass from the interleaved RGB image to the CHW planes through normalize_table: the
+  // bits of normalize_value() (the arithmetic the CPU reference and the CUDA kernel use), with
+  // no split into planes, no temporary and no zeroing of the tensor first.
+  explicit normalize_step(const normalize_spec& spec) : table_(coefficients_of(spec)) {}
 
   std::string_view name() const noexcept override { return normalize_spec::op; }
 
@@ -60,23 +52,17 @@ class normalize_step final : public image_step {
     host_tensor out = host_tensor::uninitialized(dtype::float32, 3, image.rows, image.cols);
     const std::size_t plane = static_cast<std::size_t>(image.rows) * image.cols;
     float* r = out.data<float>();
-    float* g = r + plane;
-    float* b = g + plane;
     for (int y = 0; y < image.rows; ++y) {
-      const std::uint8_t* px = image.ptr<std::uint8_t>(y);
       const std::size_t row = static_cast<std::size_t>(y) * image.cols;
-      for (int x = 0; x < image.cols; ++x, px += 3) {
-        r[row + x] = table_[0][px[0]];
-        g[row + x] = table_[1][px[1]];
-        b[row + x] = table_[2][px[2]];
-      }
+      table_.interleaved_row(image.ptr<std::uint8_t>(y), image.cols, r + row, r + plane + row,
+                             r + 2 * plane + row);
     }
     sample.output = std::move(out);
     return {};
   }
 
  private:
-  std::array<std::array<float, 256>, 3> table_{};
+  normalize_table table_;
 };
 
 class to_uint8_step final : public image_step {

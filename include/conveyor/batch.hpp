@@ -174,8 +174,10 @@ struct pipeline_report {
   std::uint64_t restarts = 0;        ///< workers restarted by their supervisors
   std::uint64_t hangs = 0;           ///< workers declared hung (supervision.hang_timeout_ms)
   /// Where a sample's time goes, in mean milliseconds per sample: "read", each transform step
-  /// by its op name, and "collate" (the copy into the batch). Wall time of the work itself;
-  /// the rest of a sample's latency is queueing and messaging. (Empty for a client.)
+  /// by its op name, and "collate" (the write into the batch). A final normalize on the CPU
+  /// runs in collate, from the uint8 samples straight into the batch: the steps then end with
+  /// "to_uint8". Wall time of the work itself; the rest of a sample's latency is queueing and
+  /// messaging. (Empty for a client.)
   std::vector<std::pair<std::string, double>> time_per_sample_ms;
   bool finished = false;                         ///< every epoch handed to the GPUs
   std::vector<std::string> quarantined_samples;  ///< "epoch <e> <key>: <reason>" (pipeline)
