@@ -19,15 +19,7 @@
 namespace conveyor {
 namespace {
 
-using test::encode;
-using test::photo;
-using test::subsamplings;
-
-decode_options at(int denom) {
-  decode_options o;
-  o.scale_denom = denom;
-  return o;
-}
+using namespace test;
 
 TEST(JpegRegion, TheSameBytesAsTheWholeScaledDecodeForEverySubsampling) {
   std::mt19937 rng(11);
@@ -36,31 +28,17 @@ TEST(JpegRegion, TheSameBytesAsTheWholeScaledDecodeForEverySubsampling) {
     const int h = 300 + static_cast<int>(rng() % 1200);
     auto jpeg = encode(photo(w, h, rng()), sub);
     for (int denom : {1, 2, 4, 8}) {
-      auto full = decode_image(jpeg, at(denom));
+      auto full = decode_image(jpeg, at_scale(denom));
       ASSERT_TRUE(full) << full.error().what();
       for (int trial = 0; trial < 8; ++trial) {
-        int x0 = static_cast<int>(rng() % static_cast<std::uint32_t>(full->cols));
-        int y0 = static_cast<int>(rng() % static_cast<std::uint32_t>(full->rows));
-        int x1 = x0 + 1 + static_cast<int>(rng() % static_cast<std::uint32_t>(full->cols - x0));
-        int y1 = y0 + 1 + static_cast<int>(rng() % static_cast<std::uint32_t>(full->rows - y0));
-        if (trial == 0) {  // the top left corner
-          x0 = 0;
-          y0 = 0;
-        } else if (trial == 1) {  // the bottom right corner
-          x1 = full->cols;
-          y1 = full->rows;
-        } else if (trial == 2) {  // everything
-          x0 = y0 = 0;
-          x1 = full->cols;
-          y1 = full->rows;
-        }
-        auto part =
-            decode_jpeg_region(jpeg.data(), jpeg.size(), at(denom), {x0, y0, x1 - x0, y1 - y0});
+        const image_region r = test_region(rng, trial, full->cols, full->rows);
+        auto part = decode_jpeg_region(jpeg.data(), jpeg.size(), at_scale(denom), r);
         ASSERT_TRUE(part) << part.error().what();
         ASSERT_TRUE(*part);
-        EXPECT_EQ(cv::norm(**part, (*full)(cv::Rect(x0, y0, x1 - x0, y1 - y0)), cv::NORM_INF), 0)
-            << "subsampling " << sub << " 1/" << denom << " region " << x0 << "," << y0 << " - "
-            << x1 << "," << y1 << " of " << full->cols << "x" << full->rows;
+        EXPECT_EQ(
+            cv::norm(**part, (*full)(cv::Rect(r.left, r.top, r.width, r.height)), cv::NORM_INF), 0)
+            << "subsampling " << sub << " 1/" << denom << " region " << r.width << "x" << r.height
+            << " at " << r.left << "," << r.top << " of " << full->cols << "x" << full->rows;
       }
     }
   }
@@ -68,11 +46,13 @@ TEST(JpegRegion, TheSameBytesAsTheWholeScaledDecodeForEverySubsampling) {
 
 TEST(JpegRegion, ProgressiveJpegsFallBackAndBadRegionsAreRefused) {
   auto progressive = encode(photo(640, 480, 3), TJSAMP_420, TJFLAG_PROGRESSIVE);
-  auto none = decode_jpeg_region(progressive.data(), progressive.size(), at(2), {0, 0, 10, 10});
+  auto none =
+      decode_jpeg_region(progressive.data(), progressive.size(), at_scale(2), {0, 0, 10, 10});
   ASSERT_TRUE(none) << none.error().what();
   EXPECT_FALSE(*none);  // the caller decodes in full
   auto baseline = encode(photo(640, 480, 3), TJSAMP_420);
-  auto outside = decode_jpeg_region(baseline.data(), baseline.size(), at(2), {300, 0, 40, 10});
+  auto outside =
+      decode_jpeg_region(baseline.data(), baseline.size(), at_scale(2), {300, 0, 40, 10});
   ASSERT_FALSE(outside);  // 320 wide at 1/2
   EXPECT_EQ(outside.error().code(), errc::invalid_argument);
 }
@@ -93,7 +73,7 @@ TEST(JpegRegion, DamageIsAnErrorNeverACrash) {
   for (int i = 0; i < 200; ++i) {  // flipped bytes anywhere: an error or pixels, never a crash
     auto damaged = jpeg;
     damaged[rng() % damaged.size()] ^= static_cast<std::uint8_t>(1 + rng() % 255);
-    (void)decode_jpeg_region(damaged.data(), damaged.size(), at(2), {50, 50, 100, 100});
+    (void)decode_jpeg_region(damaged.data(), damaged.size(), at_scale(2), {50, 50, 100, 100});
   }
 }
 

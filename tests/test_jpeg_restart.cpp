@@ -15,15 +15,7 @@
 namespace conveyor {
 namespace {
 
-using test::encode;
-using test::photo;
-using test::subsamplings;
-
-decode_options at(int denom) {
-  decode_options o;
-  o.scale_denom = denom;
-  return o;
-}
+using namespace test;
 
 std::vector<std::uint8_t> rewritten(const std::vector<std::uint8_t>& jpeg) {
   auto r = add_restart_index(jpeg.data(), jpeg.size());
@@ -32,7 +24,7 @@ std::vector<std::uint8_t> rewritten(const std::vector<std::uint8_t>& jpeg) {
 }
 
 cv::Mat region_of(const std::vector<std::uint8_t>& jpeg, int denom, image_region r) {
-  auto part = decode_jpeg_region(jpeg.data(), jpeg.size(), at(denom), r);
+  auto part = decode_jpeg_region(jpeg.data(), jpeg.size(), at_scale(denom), r);
   EXPECT_TRUE(part) << part.error().what();
   EXPECT_TRUE(part && *part);
   return part && *part ? **part : cv::Mat();
@@ -55,8 +47,8 @@ TEST(RestartIndex, TheRewriteKeepsThePixelsOfEverySubsampling) {
               static_cast<std::uint32_t>((h + index->mcu_height - 1) / index->mcu_height));
     EXPECT_FALSE(find_restart_index(jpeg.data(), jpeg.size()));
     for (int denom : {1, 2, 8}) {
-      auto before = decode_image(jpeg, at(denom));
-      auto after = decode_image(indexed, at(denom));
+      auto before = decode_image(jpeg, at_scale(denom));
+      auto after = decode_image(indexed, at_scale(denom));
       ASSERT_TRUE(before && after);
       EXPECT_TRUE(same_bytes(*before, *after)) << "subsampling " << sub << ", 1/" << denom;
     }
@@ -71,21 +63,10 @@ TEST(RestartIndex, RegionsFromTheCropsRowAreTheSameBytesAsFromTheTop) {
     auto jpeg = encode(photo(w, h, rng()), sub);
     auto indexed = rewritten(jpeg);
     for (int denom : {1, 2, 4, 8}) {
-      auto full = decode_image(jpeg, at(denom));
+      auto full = decode_image(jpeg, at_scale(denom));
       ASSERT_TRUE(full);
       for (int trial = 0; trial < 10; ++trial) {
-        int x0 = static_cast<int>(rng() % static_cast<std::uint32_t>(full->cols));
-        int y0 = static_cast<int>(rng() % static_cast<std::uint32_t>(full->rows));
-        int x1 = x0 + 1 + static_cast<int>(rng() % static_cast<std::uint32_t>(full->cols - x0));
-        int y1 = y0 + 1 + static_cast<int>(rng() % static_cast<std::uint32_t>(full->rows - y0));
-        if (trial == 0) {  // the bottom right corner
-          x1 = full->cols;
-          y1 = full->rows;
-        } else if (trial == 1) {  // the last row alone
-          y0 = full->rows - 1;
-          y1 = full->rows;
-        }
-        image_region r{x0, y0, x1 - x0, y1 - y0};
+        const image_region r = test_region(rng, trial, full->cols, full->rows);
         cv::Mat expected = (*full)(cv::Rect(r.left, r.top, r.width, r.height));
         EXPECT_TRUE(same_bytes(region_of(indexed, denom, r), expected))
             << "subsampling " << sub << ", 1/" << denom << ", region " << r.width << "x" << r.height
@@ -105,10 +86,10 @@ TEST(RestartIndex, TheRowsAboveTheCropAreNeverRead) {
   for (std::size_t i = index->entropy_begin; i < index->entropy_begin + index->offset(10); ++i) {
     damaged[i] = static_cast<std::uint8_t>((i * 37) % 0xFE);
   }
-  EXPECT_FALSE(decode_image(damaged, at(1)));  // strict: the whole image is damaged
+  EXPECT_FALSE(decode_image(damaged, at_scale(1)));  // strict: the whole image is damaged
   // A region from MCU row 12 on starts at row 11: the damage is never decoded.
   image_region r{100, 12 * 16, 300, 200};
-  auto part = decode_jpeg_region(damaged.data(), damaged.size(), at(1), r);
+  auto part = decode_jpeg_region(damaged.data(), damaged.size(), at_scale(1), r);
   ASSERT_TRUE(part) << part.error().what();
   ASSERT_TRUE(*part);
   EXPECT_TRUE(same_bytes(**part, region_of(jpeg, 1, r)));

@@ -12,6 +12,9 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "core/codecs/jpeg_decoder.hpp"
+#include "core/codecs/jpeg_region.hpp"
+
 namespace conveyor::test {
 
 /// A textured photo-like image, `w` x `h`, drawn from `seed`.
@@ -42,6 +45,36 @@ inline std::vector<std::uint8_t> encode(const cv::Mat& img, int subsampling, int
   tjFree(out);
   tjDestroy(h);
   return bytes;
+}
+
+/// Decode options at the scale 1/denom.
+inline decode_options at_scale(int denom) {
+  decode_options o;
+  o.scale_denom = denom;
+  return o;
+}
+
+/// Region number `trial` of a `cols` x `rows` image: 0 the top left corner, 1 the bottom right
+/// corner, 2 everything, 3 the last row alone, then random regions drawn from `rng`.
+inline image_region test_region(std::mt19937& rng, int trial, int cols, int rows) {
+  int x0 = static_cast<int>(rng() % static_cast<std::uint32_t>(cols));
+  int y0 = static_cast<int>(rng() % static_cast<std::uint32_t>(rows));
+  int x1 = x0 + 1 + static_cast<int>(rng() % static_cast<std::uint32_t>(cols - x0));
+  int y1 = y0 + 1 + static_cast<int>(rng() % static_cast<std::uint32_t>(rows - y0));
+  if (trial == 0) {
+    x0 = y0 = 0;
+  } else if (trial == 1) {
+    x1 = cols;
+    y1 = rows;
+  } else if (trial == 2) {
+    x0 = y0 = 0;
+    x1 = cols;
+    y1 = rows;
+  } else if (trial == 3) {
+    y0 = rows - 1;
+    y1 = rows;
+  }
+  return {x0, y0, x1 - x0, y1 - y0};
 }
 
 /// Every chroma subsampling TurboJPEG writes.
