@@ -157,6 +157,12 @@ std::vector<std::uint32_t> row_starts(const std::uint8_t* d, std::size_t n, std:
   return starts;
 }
 
+void append_le32(std::vector<std::uint8_t>& out, std::uint32_t value) {
+  std::uint8_t bytes[4];
+  little_endian::store(bytes, value);
+  out.insert(out.end(), bytes, bytes + 4);
+}
+
 }  // namespace
 
 std::uint32_t restart_index::offset(std::uint32_t row) const noexcept {
@@ -222,22 +228,18 @@ std::optional<std::vector<std::uint8_t>> with_restart_index(const std::vector<st
   if (starts.size() != grid->rows || payload > max_segment) {
     return std::nullopt;
   }
-  std::vector<std::uint8_t> segment(restart_index_segment_size(grid->rows));
-  segment[0] = 0xFF;
-  segment[1] = app9;
-  segment[2] = static_cast<std::uint8_t>((payload + 2) >> 8);
-  segment[3] = static_cast<std::uint8_t>((payload + 2) & 0xFF);
-  std::memcpy(segment.data() + 4, magic, magic_size);
-  segment[4 + magic_size] = index_version;
-  little_endian::store(segment.data() + 4 + magic_size + 1,
-                       static_cast<std::uint32_t>(starts.size()));
-  for (std::size_t r = 0; r < starts.size(); ++r) {
-    little_endian::store(segment.data() + 4 + index_fixed + 4 * r, starts[r]);
-  }
   std::vector<std::uint8_t> out;
-  out.reserve(jpeg.size() + segment.size());
+  out.reserve(jpeg.size() + restart_index_segment_size(grid->rows));
   out.insert(out.end(), jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(w->sos));
-  out.insert(out.end(), segment.begin(), segment.end());
+  const std::uint8_t marker[4] = {0xFF, app9, static_cast<std::uint8_t>((payload + 2) >> 8),
+                                  static_cast<std::uint8_t>((payload + 2) & 0xFF)};
+  out.insert(out.end(), marker, marker + 4);
+  out.insert(out.end(), magic, magic + magic_size);
+  out.push_back(index_version);
+  append_le32(out, static_cast<std::uint32_t>(starts.size()));
+  for (std::uint32_t start : starts) {
+    append_le32(out, start);
+  }
   out.insert(out.end(), jpeg.begin() + static_cast<std::ptrdiff_t>(w->sos), jpeg.end());
   return out;
 }
