@@ -323,8 +323,8 @@ pipeline_report pipeline::report() const {
     r.bottleneck = std::string(analysis::to_string(tally.dominant()));
     auto shares = tally.shares();
     for (std::size_t i = 0; i < shares.size(); ++i) {
-      r.bottleneck_shares.emplace_back(std::string(analysis::to_string(analysis::all_bottlenecks[i])),
-                                       shares[i]);
+      r.bottleneck_shares.emplace_back(
+          std::string(analysis::to_string(analysis::all_bottlenecks[i])), shares[i]);
     }
   }
   for (const auto& q : f.quarantined) {
