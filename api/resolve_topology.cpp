@@ -185,7 +185,7 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   // CUDA feeders on the device; otherwise in every feeder on the CPU, from the uint8 samples
   // straight into the batch (one pass, no float tensor per sample to copy).
   const bool on_gpu = !devices->empty() && t.normalize_on_gpu;
-  auto placed = move_normalize_to_gpu(t.transforms);
+  auto placed = move_normalize_to_feeder(t.transforms);
   if (devices->empty() && t.normalize_dtype == output_dtype::bfloat16) {
     log("node")->warn("normalize dtype = \"bfloat16\" needs a CUDA feeder: serving float32");
   }
@@ -196,7 +196,7 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   pipeline_spec spec{std::move(*source), std::move(*chain), resolve_settings(t, slots),
                      t.batching.policy};
   spec.cuda_devices = std::move(*devices);
-  (on_gpu ? spec.gpu_normalize : spec.collate_normalize) = placed.on_gpu;
+  (on_gpu ? spec.gpu_normalize : spec.collate_normalize) = placed.in_feeder;
   spec.gpu_normalize_type =
       t.normalize_dtype == output_dtype::bfloat16 ? dtype::bfloat16 : dtype::float32;
   spec.readers = t.pipeline.readers;

@@ -29,7 +29,7 @@ void copy_markers(transcoder& t) {
   for (jpeg_saved_marker_ptr m = t.in.marker_list; m != nullptr; m = m->next) {
     if ((t.out.write_JFIF_header && m->marker == JPEG_APP0 && starts_with(m, "JFIF", 5)) ||
         (t.out.write_Adobe_marker && m->marker == JPEG_APP0 + 14 && starts_with(m, "Adobe", 5)) ||
-        (m->marker == JPEG_APP0 + 9 && starts_with(m, "CONVEYOR-RST", 13))) {
+        (m->marker == JPEG_APP0 + 9 && is_restart_index_segment(m->data, m->data_length))) {
       continue;
     }
     jpeg_write_marker(&t.out, m->marker, m->data, m->data_length);

@@ -70,7 +70,7 @@ std::optional<header_walk> walk_header(const std::uint8_t* d, std::size_t n) {
     } else if (m == 0xDD && payload_size >= 2) {
       w.restart_interval = big_endian16(payload);
     } else if (m == app9 && payload_size >= index_fixed &&
-               std::memcmp(payload, magic, magic_size) == 0) {
+               is_restart_index_segment(payload, payload_size)) {
       w.index_at = p + 4;
       w.index_size = payload_size;
     } else if (m == 0xDA) {
@@ -198,6 +198,10 @@ std::optional<restart_index> find_restart_index(const std::uint8_t* data, std::s
     }
   }
   return index;
+}
+
+bool is_restart_index_segment(const std::uint8_t* payload, std::size_t size) noexcept {
+  return size >= magic_size && std::memcmp(payload, magic, magic_size) == 0;
 }
 
 std::size_t restart_index_segment_size(std::uint32_t rows) noexcept {

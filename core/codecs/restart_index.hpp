@@ -43,6 +43,10 @@ std::optional<restart_index> find_restart_index(const std::uint8_t* data, std::s
 bool restart_marker_before(const std::uint8_t* data, std::size_t size, const restart_index& index,
                            std::uint32_t k) noexcept;
 
+/// Whether an APP9 segment's payload (after its length) is a restart index, of any version:
+/// a rewrite drops an old one rather than keep an index that no longer matches.
+bool is_restart_index_segment(const std::uint8_t* payload, std::size_t size) noexcept;
+
 /// The bytes of the index segment of `rows` MCU rows, marker and length included.
 std::size_t restart_index_segment_size(std::uint32_t rows) noexcept;
 

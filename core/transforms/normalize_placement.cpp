@@ -2,11 +2,11 @@
 
 namespace conveyor {
 
-normalize_placement move_normalize_to_gpu(std::vector<transform_spec> chain) {
+normalize_placement move_normalize_to_feeder(std::vector<transform_spec> chain) {
   normalize_placement out;
   if (!chain.empty()) {
     if (const auto* last = std::get_if<normalize_spec>(&chain.back())) {
-      out.on_gpu = *last;
+      out.in_feeder = *last;
       chain.back() = to_uint8_spec{};
     }
   }

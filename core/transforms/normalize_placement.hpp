@@ -1,7 +1,9 @@
 #pragma once
-/// Where normalize runs. With `on = "gpu"` and a CUDA feeder, the CPU chain ends with to_uint8
-/// instead of its final normalize (samples cross PCIe as uint8, a quarter of the bytes), and
-/// the feeder runs that normalize on the device; without a CUDA feeder the chain stays as it is.
+/// Where normalize runs: in the feeders, where the batch is assembled. The CPU chain ends with
+/// to_uint8 instead of its final normalize (samples travel as uint8, a quarter of the bytes),
+/// and the feeder runs that normalize: on the device with `on = "gpu"` and a CUDA feeder (after
+/// the copy), otherwise on the CPU as it writes the samples into the batch
+/// (api/resolve_topology.cpp).
 
 #include <optional>
 #include <vector>
@@ -11,13 +13,13 @@
 namespace conveyor {
 
 struct normalize_placement {
-  std::vector<transform_spec> cpu_chain;  ///< what the preprocessors run
-  std::optional<normalize_spec> on_gpu;   ///< what the feeder runs; nullopt: nothing
+  std::vector<transform_spec> cpu_chain;    ///< what the preprocessors run
+  std::optional<normalize_spec> in_feeder;  ///< what the feeder runs; nullopt: nothing
 };
 
-/// Moves the final normalize of `chain` to the GPU: cpu_chain is `chain` with its last step, a
-/// normalize, replaced by to_uint8, and on_gpu is that normalize. A chain that does not end with
-/// normalize is returned whole, with on_gpu empty. Pure.
-normalize_placement move_normalize_to_gpu(std::vector<transform_spec> chain);
+/// Moves the final normalize of `chain` to the feeder: cpu_chain is `chain` with its last step,
+/// a normalize, replaced by to_uint8, and in_feeder is that normalize. A chain that does not end
+/// with normalize is returned whole, with in_feeder empty. Pure.
+normalize_placement move_normalize_to_feeder(std::vector<transform_spec> chain);
 
 }  // namespace conveyor
