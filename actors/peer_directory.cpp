@@ -27,24 +27,15 @@ void peer_directory::connected(std::uint64_t rank, peer_cache_actor handle) {
   health_.connected(rank);
 }
 
-std::optional<std::uint64_t> peer_directory::lost(const caf::actor_addr& address,
-                                                  const std::string& reason) {
-  std::optional<std::uint64_t> rank;
-  {
-    std::unique_lock<std::shared_mutex> lock(mutex_);
-    for (std::uint64_t r = 0; r < handles_.size(); ++r) {
-      if (handles_[r] && handles_[r].address() == address) {
-        rank = r;
-        handles_[r] = nullptr;
-      }
+std::optional<std::uint64_t> peer_directory::forget(const caf::actor_addr& address) {
+  std::unique_lock<std::shared_mutex> lock(mutex_);
+  for (std::uint64_t r = 0; r < handles_.size(); ++r) {
+    if (handles_[r] && handles_[r].address() == address) {
+      handles_[r] = nullptr;
+      return r;
     }
   }
-  if (rank && reason.empty()) {
-    health_.left(*rank);
-  } else if (rank) {
-    health_.lost(*rank, reason);
-  }
-  return rank;
+  return std::nullopt;
 }
 
 bool peer_directory::left(std::uint64_t rank) {
@@ -59,12 +50,12 @@ bool peer_directory::left(std::uint64_t rank) {
   return true;
 }
 
-std::vector<std::pair<std::uint64_t, peer_cache_actor>> peer_directory::connected_peers() const {
+std::vector<peer_cache_actor> peer_directory::connected_peers() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
-  std::vector<std::pair<std::uint64_t, peer_cache_actor>> out;
-  for (std::uint64_t r = 0; r < handles_.size(); ++r) {
-    if (handles_[r]) {
-      out.emplace_back(r, handles_[r]);
+  std::vector<peer_cache_actor> out;
+  for (const auto& h : handles_) {
+    if (h) {
+      out.push_back(h);
     }
   }
   return out;

@@ -31,14 +31,13 @@ class peer_directory {
   peer_cache_actor usable(std::uint64_t rank, peer_health::clock::time_point now) const;
   /// Peer `rank` is up at `handle` (marked connected).
   void connected(std::uint64_t rank, peer_cache_actor handle);
-  /// The peer at `address` went down, its connection lost (`reason`) or, when `reason` is
-  /// empty, its run ended: its rank, forgotten (marked lost or left); nullopt for an address
-  /// that is no peer's.
-  std::optional<std::uint64_t> lost(const caf::actor_addr& address, const std::string& reason);
+  /// The peer at `address` went down: its rank, its handle forgotten (the caller marks it lost
+  /// or left in health()); nullopt for an address that is no peer's.
+  std::optional<std::uint64_t> forget(const caf::actor_addr& address);
   /// Peer `rank` said its run is over: forgotten (marked left). False when it was not up.
   bool left(std::uint64_t rank);
-  /// The peers connected now, by rank.
-  std::vector<std::pair<std::uint64_t, peer_cache_actor>> connected_peers() const;
+  /// The peers connected now.
+  std::vector<peer_cache_actor> connected_peers() const;
   /// Drops every handle (the pipeline stops).
   void clear();
 

@@ -107,7 +107,7 @@ void dial(links_pointer self, std::uint64_t rank) {
 void introduced(links_pointer self, const peer_identity& theirs, caf::strong_actor_ptr server) {
   auto& s = self->state;
   const auto rank = theirs.rank;
-  if (rank >= s.health().world() || rank == s.opts.identity.rank || s.dials(rank) || !server) {
+  if (rank >= s.opts.identity.rank || !server) {  // only lower ranks dial (and so are peers)
     log("cluster")->error(
         "cluster: a node that says it is rank {} dialed this node (rank {} of {}): only nodes "
         "of lower rank do; do all nodes list cluster.peers in the same order?",
@@ -123,12 +123,14 @@ void peer_down(links_pointer self, const caf::down_msg& down) {
   // A peer whose pipeline stopped (its run ended, or Ctrl-C) says so; a lost connection (a
   // killed node) does not.
   const bool ended = !down.reason || down.reason == caf::exit_reason::user_shutdown;
-  auto reason = ended ? std::string() : self->system().render(down.reason);
-  auto rank = s.opts.peers->lost(down.source, reason);
+  auto rank = s.opts.peers->forget(down.source);
   if (rank && ended) {
+    s.health().left(*rank);
     log("cluster")->info("cluster: {} stopped: its samples are read from storage from now on",
                          s.health().name(*rank));
   } else if (rank) {
+    const auto reason = self->system().render(down.reason);
+    s.health().lost(*rank, reason);
     log("cluster")->warn("cluster: {} went down ({}): its samples are read from storage{}",
                          s.health().name(*rank), reason,
                          s.dials(*rank) ? "; dialing it again" : " until it dials again");

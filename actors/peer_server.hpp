@@ -13,11 +13,11 @@
 #include <cstdint>
 #include <memory>
 
-#include "actors/peer_links.hpp"
 #include "core/delivery/pipeline_status.hpp"
 #include "core/storage/minio_cache.hpp"
 #include "core/storage/sample_source.hpp"
 #include "messages/peer_cache.hpp"
+#include "messages/peer_links.hpp"
 
 namespace conveyor {
 

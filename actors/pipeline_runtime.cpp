@@ -276,7 +276,7 @@ void pipeline_runtime::impl::say_goodbye() {
   using answer = decltype(self->request(peer_cache_actor{}, caf::infinite, atoms::leave::value,
                                         std::uint64_t{}));
   std::vector<answer> answers;  // all asked at once, so one slow peer delays no other
-  for (const auto& [rank, handle] : peers->connected_peers()) {
+  for (const auto& handle : peers->connected_peers()) {
     answers.push_back(
         self->request(handle, spec.peers->fetch_timeout, atoms::leave::value, spec.peers->rank));
   }

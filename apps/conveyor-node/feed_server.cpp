@@ -71,12 +71,12 @@ class server {
   bool running() const;
   bool on_attach_message(session& s, const serve::attach& a, unique_fd state);
   bool wait_for_start(session& s, const serve::attach& a, unique_fd state);
-  void start_if_every_rank_waits(std::list<session>& sessions);
-  expected<resume_state> merged_start(const std::list<session>& sessions) const;
+  void start_if_every_rank_waits();
+  expected<resume_state> merged_start() const;
   void pull(int rank);
   void publish(int rank, batch b);
   bool wait_for_free_slot();
-  void accept_clients(std::list<session>& sessions);
+  void accept_clients();
   /// Reads one message of `s`; false when the session ends.
   bool on_readable(session& s);
   void take_last_releases(session& s);
@@ -199,9 +199,9 @@ bool server::wait_for_start(session& s, const serve::attach& a, unique_fd state)
   return true;
 }
 
-expected<resume_state> server::merged_start(const std::list<session>& sessions) const {
+expected<resume_state> server::merged_start() const {
   std::vector<resume_state> states;
-  for (const auto& s : sessions) {
+  for (const auto& s : sessions_) {
     if (s.fd && s.waiting && s.resume) {
       states.push_back(*s.resume);
     }
@@ -211,13 +211,13 @@ expected<resume_state> server::merged_start(const std::list<session>& sessions) 
 
 // serve.resume: once a client of every rank waits, the pipeline starts from their states, and
 // they are welcomed (or all refused, saying why, when it cannot start).
-void server::start_if_every_rank_waits(std::list<session>& sessions) {
+void server::start_if_every_rank_waits() {
   if (running() || !config_.resume) {
     return;
   }
   std::vector<bool> ranks(static_cast<std::size_t>(feeds_.ranks()), false);
   bool any_state = false;
-  for (const auto& s : sessions) {
+  for (const auto& s : sessions_) {
     if (s.fd && s.waiting) {
       ranks[s.waiting->rank] = true;
       any_state = any_state || s.resume.has_value();
@@ -229,7 +229,7 @@ void server::start_if_every_rank_waits(std::list<session>& sessions) {
   expected<pipeline> opened = error{errc::invalid_argument, "not opened"};
   if (!any_state) {
     opened = open_(nullptr);
-  } else if (auto start = merged_start(sessions); !start) {
+  } else if (auto start = merged_start(); !start) {
     opened = std::move(start).error();
   } else {
     run_state blob{encode(*start)};
@@ -238,7 +238,7 @@ void server::start_if_every_rank_waits(std::list<session>& sessions) {
   if (!opened) {
     log("serve")->error("cannot start the pipeline: {}", opened.error().what());
     outcome_.start_failure = opened.error();
-    for (auto& s : sessions) {
+    for (auto& s : sessions_) {
       if (s.fd && s.waiting) {
         refuse(s, opened.error());
       }
@@ -252,7 +252,7 @@ void server::start_if_every_rank_waits(std::list<session>& sessions) {
       "before",
       info.start_epoch, info.delivered_before);
   start_feeding(info.start_epoch);
-  for (auto& s : sessions) {
+  for (auto& s : sessions_) {
     if (s.fd && s.waiting) {
       auto a = *s.waiting;
       s.waiting.reset();
@@ -467,7 +467,7 @@ void server::drop(session& s) {
   s.fd.reset();
 }
 
-void server::accept_clients(std::list<session>& sessions) {
+void server::accept_clients() {
   for (;;) {
     auto c = accept_client(listener_.get());
     if (!c || !*c) {
@@ -477,7 +477,7 @@ void server::accept_clients(std::list<session>& sessions) {
     session s;
     s.peer = peer_of(c->get());
     s.fd = std::move(*c);
-    sessions.push_back(std::move(s));
+    sessions_.push_back(std::move(s));
   }
 }
 
@@ -485,7 +485,6 @@ serve_outcome server::run() {
   if (pipeline_) {
     start_feeding(0);
   }
-  auto& sessions = sessions_;
   while (!stop_.requested() && !outcome_.start_failure && !(running() && hub_->done())) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -493,29 +492,29 @@ serve_outcome server::run() {
         break;
       }
     }
-    sessions.remove_if([](const session& s) { return !s.fd; });  // refused at the start
+    sessions_.remove_if([](const session& s) { return !s.fd; });  // refused at the start
     std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
-    for (auto& s : sessions) {
+    for (auto& s : sessions_) {
       fds.push_back({s.fd.get(), POLLIN, 0});
     }
     if (::poll(fds.data(), fds.size(), static_cast<int>(poll_slice.count())) <= 0) {
       continue;
     }
     if (fds[0].revents != 0) {
-      accept_clients(sessions);
+      accept_clients();
     }
     std::size_t i = 1;
-    for (auto it = sessions.begin(); it != sessions.end() && i < fds.size(); ++i) {
+    for (auto it = sessions_.begin(); it != sessions_.end() && i < fds.size(); ++i) {
       if (!it->fd) {
         ++it;  // dropped while another session was read (drop_gone_holder)
       } else if (fds[i].revents != 0 && !on_readable(*it)) {
         drop(*it);
-        it = sessions.erase(it);
+        it = sessions_.erase(it);
       } else {
         ++it;
       }
     }
-    start_if_every_rank_waits(sessions);
+    start_if_every_rank_waits();
   }
   outcome_.complete = running() && hub_->done();
   outcome_.released_per_job =

@@ -119,8 +119,8 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"peer_fetches\":" << number_list(report.epoch_peer_fetches)
       << ",\"peer_mb\":" << number_list(megabytes(report.epoch_peer_bytes))
       << ",\"peer_fallbacks\":" << number_list(report.epoch_peer_fallbacks)
-      << ",\"peer_served\":" << number_list(report.epoch_peer_served) << ",\"failed_peers\":"
-      << json_list(report.failed_peers, [](const std::string& t) { return quoted_string(t); })
+      << ",\"peer_served\":" << number_list(report.epoch_peer_served)
+      << ",\"failed_peers\":" << json_list(report.failed_peers, quoted_string)
       << ",\"cached_samples\":" << report.cached_samples
       << ",\"cached_mb\":" << json_number(static_cast<double>(report.cached_bytes) / 1e6)
       << ",\"cached_disk_mb\":" << json_number(static_cast<double>(report.cached_disk_bytes) / 1e6)
