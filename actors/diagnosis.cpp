@@ -56,9 +56,8 @@ void tell(analysis::bottleneck b, const analysis::interval_figures& f) {
       ->info(
           "now {}: in the last {:.1f} s the trainers waited {:.0f}% of the time; preprocessors "
           "busy {:.0f}%, readers {:.0f}%; window {:.0f}% full",
-          analysis::bound_name(b), f.seconds, 100 * f.trainer_wait_s / (f.trainers * f.seconds),
-          100 * f.prep_busy_s / (f.prep_workers * f.seconds),
-          100 * f.read_busy_s / (f.readers * f.seconds), 100 * f.window_fill);
+          analysis::bound_name(b), f.seconds, 100 * f.wait_share(), 100 * f.prep_share(),
+          100 * f.read_share(), 100 * f.window_fill);
 }
 
 struct diagnosis_state {

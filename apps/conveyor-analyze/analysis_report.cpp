@@ -97,8 +97,7 @@ std::string recommend_for_prep(const analysis_inputs& in, const analysis_result&
     }
   } else {
     text = "prep-bound: the loader prepares " + per_s(out.steady.samples_per_s) +
-           " samples/s; each core adds about " +
-           per_s(in.scaling.measured().back() / static_cast<double>(in.scaling.measured().size()));
+           " samples/s; each core adds about " + per_s(in.scaling.per_worker());
   }
   if (!out.by_scaled_decode.empty() && !in.scaled_configured &&
       out.by_scaled_decode[0].outcome.samples_per_s > out.steady.samples_per_s * 1.05) {
@@ -116,8 +115,9 @@ std::string recommend_for_fetch(const analysis_inputs& in, const analysis_result
     const double bytes = static_cast<double>(in.fetch.bytes) /
                          static_cast<double>(in.fetch.samples) *
                          static_cast<double>(in.dataset_size) * *x;
+    // cache.memory's M is MiB (parse_byte_size).
     text += "a cache of " + number(100 * *x, "%.0f") + "% of the dataset ([cache] memory = \"" +
-            number(std::ceil(bytes / 1e6), "%.0f") + "M\") removes the stall";
+            number(std::ceil(bytes / (1024.0 * 1024.0)), "%.0f") + "M\") removes the stall";
   } else {
     text += "even from memory, reads are slower than the rest: more readers (pipeline.readers)";
   }
@@ -153,9 +153,9 @@ std::string recommend(const analysis_inputs& in, const analysis_result& out) {
 analysis_result analyse(const analysis_inputs& in) {
   analysis_result out;
   const double prep = in.scaling.rate(in.preprocessors);
-  out.first_rates = {in.ingestion, prep, in.fetch.cold_rate()};
+  const analysis::rates first_rates{in.ingestion, prep, in.fetch.cold_rate()};  // storage cold
   out.steady_rates = steady_rates(in, prep);
-  out.first_epoch = analysis::predict(out.first_rates, in.epoch_samples);
+  out.first_epoch = analysis::predict(first_rates, in.epoch_samples);
   out.steady = analysis::predict(out.steady_rates, in.epoch_samples);
   out.by_preprocessors = by_preprocessors(in);
   out.by_cache_fraction = by_cache_fraction(in, prep);

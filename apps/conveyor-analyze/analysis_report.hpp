@@ -52,7 +52,6 @@ struct what_if_row {
 };
 
 struct analysis_result {
-  analysis::rates first_rates;   ///< the first epoch: storage cold
   analysis::rates steady_rates;  ///< later epochs: cached_fraction from memory
   analysis::prediction first_epoch;
   analysis::prediction steady;

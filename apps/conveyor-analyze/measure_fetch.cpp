@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 #include <thread>
 
 namespace conveyor {
@@ -23,7 +22,7 @@ pass read_all(const sample_source& source, const std::vector<std::uint64_t>& ids
   std::atomic<std::uint64_t> next{0};
   std::atomic<std::uint64_t> bytes{0};
   std::atomic<std::uint64_t> failed{0};
-  std::mutex progress_mutex;
+  const auto report = serialized(progress);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int r = 0; r < readers; ++r) {
@@ -34,9 +33,8 @@ pass read_all(const sample_source& source, const std::vector<std::uint64_t>& ids
         } else {
           failed += 1;
         }
-        if (progress) {
-          std::lock_guard<std::mutex> lock(progress_mutex);
-          progress(done_before + i + 1);
+        if (report) {
+          report(done_before + i + 1);
         }
       }
     });

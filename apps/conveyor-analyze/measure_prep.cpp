@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -13,65 +14,28 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-double percentile(std::vector<double> values, double p) {
-  if (values.empty()) {
-    return 0;
-  }
-  auto at = static_cast<std::size_t>(p / 100.0 * static_cast<double>(values.size() - 1));
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(at), values.end());
-  return values[at];
+/// The value at percentile `p` of `sorted` (ascending, not empty).
+double percentile(const std::vector<double>& sorted, double p) {
+  return sorted[static_cast<std::size_t>(p / 100.0 * static_cast<double>(sorted.size() - 1))];
 }
 
-// What one thread ran: per sample its total, per step the sum.
-struct worker_tally {
-  std::vector<double> sample_ms;
-  std::vector<double> step_ms;
-};
-
-void run_worker(const transform_chain& chain, const std::vector<record>& samples,
-                std::atomic<std::uint64_t>& next, worker_tally& tally, const progress_fn& progress,
-                std::mutex& progress_mutex) {
-  tally.step_ms.assign(chain.size(), 0.0);
-  for (std::uint64_t i = next++; i < samples.size(); i = next++) {
-    sample_state s;
-    s.sample_id = i;
-    s.key = samples[i].key;
-    s.encoded = samples[i].payload;
-    (void)chain.run_all(s);
-    double total = 0;
-    for (std::size_t k = 0; k < s.step_ns.size(); ++k) {
-      const double ms = static_cast<double>(s.step_ns[k]) / 1e6;
-      tally.step_ms[k] += ms;
-      total += ms;
-    }
-    tally.sample_ms.push_back(total);
-    if (progress) {
-      std::lock_guard<std::mutex> lock(progress_mutex);
-      progress(i + 1);
-    }
-  }
-}
-
-sample_costs costs_of(const transform_chain& chain, const std::vector<worker_tally>& tallies) {
-  std::vector<double> all;
-  std::vector<double> steps(chain.size(), 0.0);
-  for (const auto& t : tallies) {
-    all.insert(all.end(), t.sample_ms.begin(), t.sample_ms.end());
-    for (std::size_t k = 0; k < steps.size(); ++k) {
-      steps[k] += t.step_ms[k];
-    }
-  }
+/// The costs of per-sample totals `sample_ms` and per-step sums `step_ms`.
+sample_costs costs_of(const transform_chain& chain, std::vector<double> sample_ms,
+                      const std::vector<double>& step_ms) {
   sample_costs c;
-  const double n = std::max<double>(1.0, static_cast<double>(all.size()));
-  for (double v : all) {
+  const double n = std::max<double>(1.0, static_cast<double>(sample_ms.size()));
+  for (double v : sample_ms) {
     c.mean_ms += v / n;
   }
-  c.p50_ms = percentile(all, 50);
-  c.p90_ms = percentile(all, 90);
-  c.p99_ms = percentile(all, 99);
-  c.max_ms = all.empty() ? 0 : *std::max_element(all.begin(), all.end());
-  for (std::size_t k = 0; k < steps.size(); ++k) {
-    c.step_mean_ms.emplace_back(std::string(chain.step(k).name()), steps[k] / n);
+  std::sort(sample_ms.begin(), sample_ms.end());
+  if (!sample_ms.empty()) {
+    c.p50_ms = percentile(sample_ms, 50);
+    c.p90_ms = percentile(sample_ms, 90);
+    c.p99_ms = percentile(sample_ms, 99);
+    c.max_ms = sample_ms.back();
+  }
+  for (std::size_t k = 0; k < step_ms.size(); ++k) {
+    c.step_mean_ms.emplace_back(std::string(chain.step(k).name()), step_ms[k] / n);
   }
   return c;
 }
@@ -92,11 +56,37 @@ std::vector<record> load_samples(const sample_source& source, std::uint64_t coun
 
 sample_costs chain_costs(const transform_chain& chain, const std::vector<record>& samples,
                          const progress_fn& progress) {
-  std::atomic<std::uint64_t> next{0};
-  std::mutex progress_mutex;
-  std::vector<worker_tally> tallies(1);
-  run_worker(chain, samples, next, tallies[0], progress, progress_mutex);
-  return costs_of(chain, tallies);
+  std::vector<double> sample_ms;
+  std::vector<double> step_ms(chain.size(), 0.0);
+  for (std::uint64_t i = 0; i < samples.size(); ++i) {
+    sample_state s;
+    s.sample_id = i;
+    s.key = samples[i].key;
+    s.encoded = samples[i].payload;
+    (void)chain.run_all(s);
+    double total = 0;
+    for (std::size_t k = 0; k < s.step_ns.size(); ++k) {
+      const double ms = static_cast<double>(s.step_ns[k]) / 1e6;
+      step_ms[k] += ms;
+      total += ms;
+    }
+    sample_ms.push_back(total);
+    if (progress) {
+      progress(i + 1);
+    }
+  }
+  return costs_of(chain, std::move(sample_ms), step_ms);
+}
+
+progress_fn serialized(progress_fn progress) {
+  if (!progress) {
+    return {};
+  }
+  auto mutex = std::make_shared<std::mutex>();
+  return [mutex, progress = std::move(progress)](std::uint64_t done) {
+    std::lock_guard<std::mutex> lock(*mutex);
+    progress(done);
+  };
 }
 
 namespace {
@@ -139,11 +129,12 @@ double pipeline_rate(pipeline_spec spec, std::shared_ptr<const sample_source> so
   pipeline_runtime rt(std::move(spec));
   std::atomic<std::uint64_t> taken{0};
   std::vector<std::thread> trainers;
+  const auto report = serialized(progress);  // each trainer thread reports
   for (int g = 0; g < rt.spec().settings.gpus; ++g) {
     trainers.emplace_back([&, g] {
       taken += take_everything(rt, g, epochs);
-      if (progress) {
-        progress(taken.load());
+      if (report) {
+        report(taken.load());
       }
     });
   }

@@ -31,6 +31,9 @@ struct sample_costs {
 /// Called after each sample prepared, with how many so far: for a progress bar.
 using progress_fn = std::function<void(std::uint64_t)>;
 
+/// `progress` made safe to call from several threads (one call at a time); empty stays empty.
+progress_fn serialized(progress_fn progress);
+
 /// `count` samples of `source` read into memory, chosen evenly over its ids. Errors of the
 /// reads are left out (the fetch measure meets them).
 std::vector<record> load_samples(const sample_source& source, std::uint64_t count);

@@ -1,16 +1,16 @@
 #include "core/analysis/live_diagnosis.hpp"
 
 #include <algorithm>
+#include <numeric>
 
 namespace conveyor::analysis {
 
 bottleneck classify(const interval_figures& f) {
-  const double wait_share = f.trainer_wait_s / (f.trainers * f.seconds);
-  if (wait_share <= wait_threshold) {
+  if (f.wait_share() <= wait_threshold) {
     return bottleneck::trainer;
   }
-  const double prep = f.prep_busy_s / (f.prep_workers * f.seconds);
-  const double read = f.read_busy_s / (f.readers * f.seconds);
+  const double prep = f.prep_share();
+  const double read = f.read_share();
   if (f.window_fill >= full_window && prep <= idle_workers && read <= idle_workers) {
     return bottleneck::window;
   }
@@ -19,8 +19,11 @@ bottleneck classify(const interval_figures& f) {
 
 void bottleneck_tally::add(bottleneck b, double seconds, std::uint64_t samples) {
   seconds_[static_cast<std::size_t>(b)] += seconds;
-  total_ += seconds;
   trainer_samples_ += b == bottleneck::trainer ? samples : 0;
+}
+
+double bottleneck_tally::total_s() const noexcept {
+  return std::accumulate(seconds_.begin(), seconds_.end(), 0.0);
 }
 
 std::optional<double> bottleneck_tally::trainer_rate() const {
@@ -33,16 +36,17 @@ std::optional<double> bottleneck_tally::trainer_rate() const {
 
 std::array<double, 4> bottleneck_tally::shares() const {
   std::array<double, 4> out{};
+  const double total = total_s();
   for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i] = total_ > 0 ? seconds_[i] / total_ : 0.0;
+    out[i] = total > 0 ? seconds_[i] / total : 0.0;
   }
   return out;
 }
 
 bottleneck bottleneck_tally::dominant() const {
   auto most = std::max_element(seconds_.begin(), seconds_.end());
-  return total_ > 0 ? all_bottlenecks[static_cast<std::size_t>(most - seconds_.begin())]
-                    : bottleneck::trainer;
+  return total_s() > 0 ? all_bottlenecks[static_cast<std::size_t>(most - seconds_.begin())]
+                       : bottleneck::trainer;
 }
 
 }  // namespace conveyor::analysis

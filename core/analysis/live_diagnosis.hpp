@@ -27,6 +27,12 @@ struct interval_figures {
   double read_busy_s = 0;  ///< time spent reading samples
   int readers = 1;
   double window_fill = 0;  ///< samples in flight over the window, at the interval's end
+
+  /// The trainers' waiting, the preprocessors' and the readers' work, each as a share of
+  /// their time in the interval. Precondition: seconds > 0, counts >= 1.
+  double wait_share() const noexcept { return trainer_wait_s / (trainers * seconds); }
+  double prep_share() const noexcept { return prep_busy_s / (prep_workers * seconds); }
+  double read_share() const noexcept { return read_busy_s / (readers * seconds); }
 };
 
 /// The trainers waited at most this share of the interval: trainer-bound.
@@ -50,11 +56,10 @@ class bottleneck_tally {
   std::array<double, 4> shares() const;
   /// The class with the most time; trainer when nothing was counted.
   bottleneck dominant() const;
-  double total_s() const noexcept { return total_; }
+  double total_s() const noexcept;
 
  private:
   std::array<double, 4> seconds_{};
-  double total_ = 0;
   std::uint64_t trainer_samples_ = 0;
 };
 

@@ -83,7 +83,7 @@ double prep_scaling::rate(int workers) const {
   if (workers <= measured) {
     return measured_[static_cast<std::size_t>(std::max(workers, 1) - 1)];
   }
-  return measured_.back() / measured * workers;
+  return per_worker() * workers;
 }
 
 std::optional<int> prep_scaling::workers_for(double target) const {
@@ -95,8 +95,7 @@ std::optional<int> prep_scaling::workers_for(double target) const {
       return w;
     }
   }
-  const double per_worker = measured_.back() / static_cast<double>(measured_.size());
-  return static_cast<int>(std::ceil(target / per_worker));
+  return static_cast<int>(std::ceil(target / per_worker()));
 }
 
 }  // namespace conveyor::analysis

@@ -76,6 +76,11 @@ class prep_scaling {
   /// target of infinity.
   std::optional<int> workers_for(double target) const;
   const std::vector<double>& measured() const noexcept { return measured_; }
+  /// Samples/s per worker at the most workers measured: what each further worker adds when
+  /// rates are extrapolated.
+  double per_worker() const noexcept {
+    return measured_.back() / static_cast<double>(measured_.size());
+  }
 
  private:
   std::vector<double> measured_;
