@@ -235,6 +235,7 @@ void pass_across_rows(const cv::Mat& src, const axis_weights& w, cv::Mat& dst) {
   const int out_rows = static_cast<int>(w.first.size());
   const int width = dst.cols * dst.channels();
   std::vector<const std::uint8_t*> rows(static_cast<std::size_t>(w.ksize));
+  const combiner* combine = combiners();
   for (int yy = 0; yy < out_rows; ++yy) {
     const auto* k = &w.weights[static_cast<std::size_t>(yy) * static_cast<std::size_t>(w.ksize)];
     const int first = w.first[static_cast<std::size_t>(yy)];
@@ -244,7 +245,7 @@ void pass_across_rows(const cv::Mat& src, const axis_weights& w, cv::Mat& dst) {
     }
     auto* out = dst.ptr<std::uint8_t>(yy);
     if (taps >= 1 && taps <= max_combined_taps) {
-      combiners()[taps - 1](out, rows.data(), k, width);
+      combine[taps - 1](out, rows.data(), k, width);
     } else {
       combine_many(out, rows.data(), k, taps, width);
     }

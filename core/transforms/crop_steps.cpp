@@ -13,10 +13,6 @@
 namespace conveyor {
 namespace {
 
-cv::Rect to_rect(const crop_box& box) {
-  return {box.left, box.top, box.width, box.height};
-}
-
 class random_resized_crop_step final : public image_step {
  public:
   explicit random_resized_crop_step(const random_resized_crop_spec& spec)
@@ -29,16 +25,13 @@ class random_resized_crop_step final : public image_step {
     cv::Mat out;
     if (sample.crop_plan) {
       // The box the decode step drew for this step (with this step's rng).
-      if (auto ok = check_planned_size(sample, name()); !ok) {
+      if (auto ok = resample_.resize_planned(sample, name(), size_, out); !ok) {
         return ok;
       }
-      resample_.resize_planned(sample.image, *sample.crop_plan, size_, out);
-      sample.crop_plan.reset();
     } else {
-      crop_box box = sample.given_box ? *sample.given_box
-                                      : random_resized_crop_box(sample.image.cols,
-                                                                sample.image.rows, params_, rng);
-      resample_.resize_box(sample.image, box, size_, out);
+      resample_.resize_box(sample.image,
+                           crop_box_for(sample, sample.image.cols, sample.image.rows, params_, rng),
+                           size_, out);
     }
     sample.image = std::move(out);
     return {};
@@ -61,12 +54,11 @@ class resize_step final : public image_step {
     cv::Mat out;
     if (sample.crop_plan) {
       // Decoded reduced for this step: the output size is the full-size image's.
-      if (auto ok = check_planned_size(sample, name()); !ok) {
+      image_extent target = resize_extent(spec_, sample.crop_plan->source);
+      if (auto ok = resample_.resize_planned(sample, name(), {target.width, target.height}, out);
+          !ok) {
         return ok;
       }
-      image_extent target = resize_extent(spec_, sample.crop_plan->source);
-      resample_.resize_planned(sample.image, *sample.crop_plan, {target.width, target.height}, out);
-      sample.crop_plan.reset();
     } else {
       image_extent target = resize_extent(spec_, {sample.image.cols, sample.image.rows});
       if (target.width == sample.image.cols && target.height == sample.image.rows) {

@@ -2,6 +2,7 @@
 // resize that follows is known before decoding.
 
 #include <optional>
+#include <type_traits>
 #include <variant>
 
 #include "core/codecs/jpeg_decoder.hpp"
@@ -19,7 +20,8 @@ using reducible_step = std::variant<std::monostate, random_resized_crop_spec, re
 class decode_step final : public transform_step {
  public:
   decode_step(const decode_spec& spec, reducible_step next)
-      : next_(std::move(next)), roi_(spec.roi) {
+      : next_(std::move(next)),
+        roi_(spec.roi && std::holds_alternative<random_resized_crop_spec>(next_)) {
     options_.strict = spec.strict;
   }
 
@@ -65,9 +67,7 @@ class decode_step final : public transform_step {
     const auto& crop = std::get<random_resized_crop_spec>(next_);
     // The crop step's own generator: the box is the one it would draw on the full image.
     std::mt19937_64 crop_rng = step_rng(sample, sample.next_step + 1);
-    crop_box box = sample.given_box ? *sample.given_box
-                                    : random_resized_crop_box(source.width, source.height,
-                                                              crop.params, crop_rng);
+    crop_box box = crop_box_for(sample, source.width, source.height, crop.params, crop_rng);
     return plan_for(box, source, {crop.width, crop.height});
   }
 
@@ -81,7 +81,7 @@ class decode_step final : public transform_step {
   /// (plan->decoded says which); otherwise the whole image at the plan's scale.
   expected<cv::Mat> decode_planned(const sample_state& sample, const decode_options& options,
                                    std::optional<planned_crop>& plan) const {
-    if (plan && roi_ && std::holds_alternative<random_resized_crop_spec>(next_)) {
+    if (plan && roi_) {
       crop_box region = decoded_region_of(plan->source_box, plan->source, plan->decode_scale);
       auto part = decode_jpeg_region(sample.encoded.data(), sample.encoded.size(), options,
                                      {region.left, region.top, region.width, region.height});
@@ -98,7 +98,7 @@ class decode_step final : public transform_step {
 
   decode_options options_;
   reducible_step next_;
-  bool roi_ = true;
+  bool roi_ = true;  ///< decode.roi, and a crop follows: only its region is decoded
 };
 
 // What follows `spec`, when a reduced decode may serve it.
@@ -106,15 +106,18 @@ reducible_step reducible(const decode_spec& spec, const transform_spec* next) {
   if (!spec.scaled || next == nullptr) {
     return {};
   }
-  if (const auto* crop = std::get_if<random_resized_crop_spec>(next);
-      crop && resampler(crop->interp).takes_reduced_decodes()) {
-    return *crop;
-  }
-  if (const auto* resize = std::get_if<resize_spec>(next);
-      resize && resampler(resize->interp).takes_reduced_decodes()) {
-    return *resize;
-  }
-  return {};
+  return std::visit(
+      [](const auto& step) -> reducible_step {
+        using step_spec = std::decay_t<decltype(step)>;
+        if constexpr (std::is_same_v<step_spec, random_resized_crop_spec> ||
+                      std::is_same_v<step_spec, resize_spec>) {
+          if (resampler(step.interp).takes_reduced_decodes()) {
+            return step;
+          }
+        }
+        return {};
+      },
+      *next);
 }
 
 }  // namespace

@@ -33,12 +33,11 @@ resampler::resampler(interpolation interp) : interp_(interp), filter_(filter_of(
 void resampler::resize_box(const cv::Mat& image, const crop_box& box, cv::Size out,
                            cv::Mat& dst) const {
   if (interp_ == interpolation::opencv_bilinear) {
-    cv::resize(image(cv::Rect(box.left, box.top, box.width, box.height)), dst, out, 0, 0,
-               cv::INTER_LINEAR);
+    cv::resize(image(to_rect(box)), dst, out, 0, 0, cv::INTER_LINEAR);
     return;
   }
   // torchvision crops, then resizes the crop: the filters see no pixel outside the box.
-  cv::Mat crop = image(cv::Rect(box.left, box.top, box.width, box.height));
+  cv::Mat crop = image(to_rect(box));
   antialiased_resize(crop, whole(crop), out, filter_, dst);
 }
 
@@ -76,15 +75,18 @@ void resampler::resize_planned(const cv::Mat& image, const planned_crop& plan, c
                  cv::BORDER_REPLICATE);
 }
 
-expected<void> check_planned_size(const sample_state& sample, std::string_view step) {
+expected<void> resampler::resize_planned(sample_state& sample, std::string_view step, cv::Size out,
+                                         cv::Mat& dst) const {
   const auto& held = sample.crop_plan->decoded;
-  if (held.width == sample.image.cols && held.height == sample.image.rows) {
-    return {};
+  if (held.width != sample.image.cols || held.height != sample.image.rows) {
+    return sample_error(errc::transform_error, sample, step,
+                        "the image is " + std::to_string(sample.image.cols) + "x" +
+                            std::to_string(sample.image.rows) + ", the decode step planned " +
+                            std::to_string(held.width) + "x" + std::to_string(held.height));
   }
-  return sample_error(errc::transform_error, sample, step,
-                      "the image is " + std::to_string(sample.image.cols) + "x" +
-                          std::to_string(sample.image.rows) + ", the decode step planned " +
-                          std::to_string(held.width) + "x" + std::to_string(held.height));
+  resize_planned(sample.image, *sample.crop_plan, out, dst);
+  sample.crop_plan.reset();
+  return {};
 }
 
 }  // namespace conveyor

@@ -26,6 +26,11 @@ class resampler {
   /// Precondition: image is scaled_extent(plan.source, plan.decode_scale) large.
   void resize_planned(const cv::Mat& image, const planned_crop& plan, cv::Size out,
                       cv::Mat& dst) const;
+  /// The image a decode step planned for `step` (sample.crop_plan set) resized to `out`, into
+  /// `dst`, and the plan cleared: the transform_error naming `step` and the sample when the
+  /// image is not the size the plan promised.
+  expected<void> resize_planned(sample_state& sample, std::string_view step, cv::Size out,
+                                cv::Mat& dst) const;
   /// Whether a decode reduced in the DCT domain may serve this resampling: not for nearest,
   /// which picks source pixels (a reduced decode averages them).
   bool takes_reduced_decodes() const noexcept { return interp_ != interpolation::nearest; }
@@ -35,8 +40,9 @@ class resampler {
   resample_filter filter_;
 };
 
-/// The transform_error naming `step` and `sample` when the image is not the size that
-/// `sample.crop_plan` promised; success otherwise.
-expected<void> check_planned_size(const sample_state& sample, std::string_view step);
+/// `box` as an OpenCV rectangle.
+inline cv::Rect to_rect(const crop_box& box) {
+  return {box.left, box.top, box.width, box.height};
+}
 
 }  // namespace conveyor

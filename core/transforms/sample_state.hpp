@@ -50,4 +50,11 @@ struct sample_state {
   std::vector<std::int64_t> step_ns;  ///< wall time of each completed step, in nanoseconds
 };
 
+/// The box random_resized_crop takes in a `width` x `height` image: the sample's given_box
+/// when set, otherwise one drawn with `params` and `rng`.
+inline crop_box crop_box_for(const sample_state& sample, int width, int height,
+                             const rrc_params& params, std::mt19937_64& rng) {
+  return sample.given_box ? *sample.given_box : random_resized_crop_box(width, height, params, rng);
+}
+
 }  // namespace conveyor

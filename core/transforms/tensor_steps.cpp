@@ -1,6 +1,5 @@
 // The final steps that turn the image into the output tensor: normalize and to_uint8.
 
-#include <array>
 #include <cmath>
 #include <vector>
 
@@ -13,17 +12,16 @@
 namespace conveyor {
 namespace {
 
-/// A CHW tensor of `image`'s shape, and Mats that wrap its channel planes, so that
+/// A uint8 CHW tensor of `image`'s shape, and Mats that wrap its channel planes, so that
 /// OpenCV writes straight into the tensor (no copy after the fact).
-template <class T>
 host_tensor planar_tensor(const cv::Mat& image, std::vector<cv::Mat>& planes) {
   host_tensor out =
-      host_tensor::uninitialized(dtype_of<T>(), image.channels(), image.rows, image.cols);
+      host_tensor::uninitialized(dtype::uint8, image.channels(), image.rows, image.cols);
   const std::size_t plane_elements = static_cast<std::size_t>(image.rows) * image.cols;
   planes.clear();
   for (int c = 0; c < out.channels; ++c) {
-    planes.emplace_back(image.rows, image.cols, cv::DataType<T>::type,
-                        out.data<T>() + static_cast<std::size_t>(c) * plane_elements);
+    planes.emplace_back(image.rows, image.cols, CV_8UC1,
+                        out.data<std::uint8_t>() + static_cast<std::size_t>(c) * plane_elements);
   }
   return out;
 }
@@ -75,7 +73,7 @@ class to_uint8_step final : public image_step {
       return wrong_image_type(sample, name(), "an 8-bit image");
     }
     std::vector<cv::Mat> planes;
-    host_tensor out = planar_tensor<std::uint8_t>(sample.image, planes);
+    host_tensor out = planar_tensor(sample.image, planes);
     cv::split(sample.image, planes.data());
     sample.output = std::move(out);
     return {};
