@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/base/json_number.hpp"
 #include "core/base/quoted_string.hpp"
 
 namespace conveyor {
@@ -237,10 +238,6 @@ std::string render_text(const analysis_inputs& in, const analysis_result& out) {
 }
 
 namespace {
-
-std::string json_number(double v) {
-  return std::isfinite(v) ? number(v, "%.6g") : "null";
-}
 
 std::string prediction_json(const prediction& p) {
   return "{\"bottleneck\":" + quoted_string(analysis::to_string(p.limit)) +

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/base/json_number.hpp"
 #include "core/base/quoted_string.hpp"
 
 namespace conveyor {
@@ -58,12 +59,6 @@ std::string number_object(const std::vector<std::pair<std::string, double>>& par
 }
 
 }  // namespace
-
-std::string json_number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
 
 double peak_rss_mb() {
   rusage usage{};

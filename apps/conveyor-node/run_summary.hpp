@@ -20,9 +20,6 @@ struct run_facts {
 /// Peak resident memory of this process, in MiB.
 double peak_rss_mb();
 
-/// `v` as a JSON number, 6 significant digits.
-std::string json_number(double v);
-
 /// The JSON line: samples, epochs, epoch_s (mean), samples_per_s, stall_s, stall_fraction,
 /// lost, duplicates, quarantined, peak_rss_mb, interrupted, and the run's settings.
 /// stall_fraction (the trainers' wait / (wait + step)) is null at step_ms 0: a trainer that

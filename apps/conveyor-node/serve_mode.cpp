@@ -10,6 +10,7 @@
 #include "api/resolve_devices.hpp"
 #include "apps/conveyor-node/feed_server.hpp"
 #include "apps/conveyor-node/run_summary.hpp"
+#include "core/base/json_number.hpp"
 #include "core/base/log.hpp"
 #include "core/serving/unix_socket.hpp"
 
