@@ -51,26 +51,21 @@ for r in 0 1 2; do
   make_group "$GROUP-$r" "$CLUSTER_MB"
 done
 
-# node_sets KEY=VALUE...: the --set arguments of every run, then the run's own.
-node_sets() {
-  local kv
-  for kv in "dataset.path=\"$DATASET\"" trainer.epochs=3 pipeline.batch_size=32 \
-    trainer.step_ms=0 "$@"; do
-    printf '%s\0%s\0' --set "$kv"
-  done
-}
-
 cold_page_cache() {
   sync
   echo 3 >/proc/sys/vm/drop_caches
 }
 
-# in_group GROUP NAME KEY=VALUE...: one node run in GROUP; its JSON line on stdout.
+# in_group GROUP NAME KEY=VALUE...: one node run in GROUP (the settings of every run, then
+# the run's own); its JSON line on stdout.
 in_group() {
   local group=$1 name=$2
   shift 2
-  local sets=()
-  mapfile -d '' sets < <(node_sets "$@")
+  local sets=() kv
+  for kv in "dataset.path=\"$DATASET\"" trainer.epochs=3 pipeline.batch_size=32 \
+    trainer.step_ms=0 "$@"; do
+    sets+=(--set "$kv")
+  done
   sh -c 'echo $$ >"$0/cgroup.procs"; exec "$@"' "$group" "$NODE_BIN" \
     --topology "$BENCH_ROOT/config/default.toml" "${sets[@]}" 2>"$LOG_DIR/cache-$name.log"
 }
