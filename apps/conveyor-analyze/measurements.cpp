@@ -23,7 +23,8 @@ constexpr std::uint64_t measured_epochs = 2;
 // The node's pipeline on the samples in memory, with 1 .. every core of preprocessors; and,
 // on one thread, the bare chain's per-sample costs.
 void measure_prep(const pipeline_spec& spec, const std::shared_ptr<const memory_source>& memory,
-                  const std::vector<record>& samples, analysis_inputs& in) {
+                  analysis_inputs& in) {
+  const auto& samples = memory->records();
   {
     progress_bar bar("prep, per sample", samples.size());
     in.costs = chain_costs(spec.chain, samples, [&](std::uint64_t done) { bar.update(done); });
@@ -166,8 +167,9 @@ analysis_inputs measure_all(const topology& t, const pipeline_spec& spec,
   if (samples.empty()) {
     return in;  // nothing to measure: the caller says so
   }
-  auto memory = std::make_shared<const memory_source>(samples, spec.source->class_names());
-  measure_prep(spec, memory, samples, in);
+  auto memory =
+      std::make_shared<const memory_source>(std::move(samples), spec.source->class_names());
+  measure_prep(spec, memory, in);
   measure_scaled_decode(t, spec, memory, in);
   auto ids = epoch_ids(spec, options.fetch_samples);
   progress_bar bar("fetch, cold then warm", 2 * ids.size());

@@ -29,6 +29,7 @@ class memory_source final : public sample_source {
     return std::nullopt;
   }
   std::vector<std::filesystem::path> files() const override { return {}; }
+  const std::vector<record>& records() const noexcept { return records_; }
 
  private:
   std::vector<record> records_;
