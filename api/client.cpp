@@ -81,6 +81,8 @@ struct client::shared_state final : batch_home,
   }
 
   expected<batch> next_for(std::chrono::milliseconds wait);
+  /// What next() returned so far, signed by the node when it signs states.
+  expected<run_state> state();
   /// One message from the node, into the queue or the state; errors are the node's.
   expected<void> pump(steady::time_point deadline);
   /// A batch from the queue (or the end marker of the current epoch), if one is due.
@@ -101,6 +103,7 @@ struct client::shared_state final : batch_home,
   // The client's thread only:
   std::deque<serve::batch_ready> queue;
   std::optional<serve::node_report> last_report;
+  std::optional<serve::state_signed> last_signature;
   std::uint64_t current_epoch;
   bool ended = false;
   std::optional<error> failure;
@@ -214,6 +217,8 @@ expected<void> client::shared_state::pump(steady::time_point deadline) {
     ended = true;
   } else if (auto* r = std::get_if<serve::node_report>(&m)) {
     last_report = *r;
+  } else if (auto* sig = std::get_if<serve::state_signed>(&m)) {
+    last_signature = *sig;
   } else {
     return error{errc::invalid_argument, "the Conveyor node at " + socket_path +
                                              " sent message type " + std::to_string(m.index() + 1) +
@@ -256,6 +261,35 @@ expected<batch> client::shared_state::next_for(std::chrono::milliseconds wait) {
                                         " within " + std::to_string(wait.count()) + " ms"};
     }
   }
+}
+
+expected<run_state> client::shared_state::state() {
+  auto blob = encode(delivered.state());
+  if (!geometry.signs_states) {
+    return run_state{std::move(blob)};
+  }
+  if (failure) {
+    return *failure;
+  }
+  auto fd = blob_fd(blob, "conveyor-resume-state");
+  if (!fd) {
+    return std::move(fd).error();
+  }
+  const serve::sign_state ask{static_cast<std::uint32_t>(blob.size())};
+  if (auto ok = send_to_node(socket.get(), socket_path, ask, fd->get()); !ok) {
+    return std::move(ok).error();
+  }
+  last_signature.reset();
+  const auto deadline = steady::now() + seconds_to_ms(options.next_timeout_s);
+  while (!last_signature) {
+    if (auto ok = pump(deadline); !ok) {
+      failure = ok.error();
+      return std::move(ok).error();
+    }
+  }
+  return run_state{append_signature(
+      std::move(blob),
+      {static_cast<std::uint32_t>(job), static_cast<std::uint32_t>(rank), last_signature->mac})};
 }
 
 // --- client ------------------------------------------------------------------------------
@@ -325,11 +359,19 @@ expected<client> client::attach(const std::filesystem::path& socket, int rank, i
                                              std::to_string(rank) + ", job " + std::to_string(job) +
                                              "): must be >= 0"};
   }
-  auto connection = connect_unix(path, seconds_to_ms(options.attach_timeout_s));
-  if (!connection) {
-    return std::move(connection).error();
-  }
-  auto got = handshake(connection->get(), path, rank, job, options);
+  const auto deadline = steady::now() + seconds_to_ms(options.attach_timeout_s);
+  expected<unique_fd> connection = error{errc::not_found, path};
+  expected<serve_received> got = error{errc::not_found, path};
+  do {  // a node with every connection busy: tried again until the attach timeout
+    connection = connect_unix(path, left_until(deadline));
+    if (!connection) {
+      return std::move(connection).error();
+    }
+    if (auto trusted = require_peer_user(connection->get(), path, options.expected_uid); !trusted) {
+      return std::move(trusted).error();
+    }
+    got = handshake(connection->get(), path, rank, job, options);
+  } while (!got && got.error().code() == errc::resource_exhausted && steady::now() < deadline);
   if (!got) {
     return std::move(got).error();
   }
@@ -413,8 +455,8 @@ expected<pipeline_report> client::report() {
   return report_of(*s.last_report);
 }
 
-run_state client::state() const {
-  return {encode(state_->delivered.state())};
+expected<run_state> client::state() {
+  return state_->state();
 }
 
 mapped_memory client::memory() const noexcept {

@@ -96,6 +96,14 @@ struct serve_config {
   /// the resume states they attached with (client_options::resume): a restarted job goes on
   /// exactly where its trainers' checkpoints were. False: the pipeline starts at once.
   bool resume = false;
+  /// Connections at most, attached or not; 0: 4 x jobs x ranks. A full house closes the oldest
+  /// connection that has not attached to make room for a new one.
+  int max_sessions = 0;
+  /// > 0: a connection that has not attached after this long is closed.
+  double attach_timeout_s = 10.0;
+  /// A file holding the key the node signs its clients' resume states with (made on first use,
+  /// mode 0600); with one, the node resumes only from states it signed. "": states unsigned.
+  std::string state_key_file;
   /// True when trainer processes attach instead of the simulated trainer.
   bool enabled() const noexcept { return !socket.empty(); }
 };

@@ -315,11 +315,19 @@ py::dict report_dict(const conveyor::pipeline_report& r) {
 constexpr const char* state_key = "conveyor_state";
 
 /// A rank's state as PyTorch's state_dict convention has it: {"conveyor_state": bytes}.
-py::dict state_dict(const Feed& f) {
-  auto& c = const_cast<Feed&>(f).open();
-  auto state = c.state();
+py::dict state_dict(Feed& f) {
+  auto& c = f.open();
+  std::optional<conveyor::expected<conveyor::run_state>> state;
+  {
+    py::gil_scoped_release nogil;  // a node that signs states answers in turn with the batches
+    state.emplace(c.state());
+  }
+  if (!*state) {
+    raise_error(state->error());
+  }
+  const auto& bytes = (*state)->bytes;
   py::dict d;
-  d[state_key] = py::bytes(reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size());
+  d[state_key] = py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   return d;
 }
 
@@ -352,7 +360,7 @@ conveyor::run_state state_from(const py::object& state) {
 
 /// Attaches, retrying in short slices while no node listens yet so that Ctrl-C gets through.
 Feed attach(const py::object& socket, int rank, int job, double timeout, double next_timeout,
-            const py::object& state) {
+            const py::object& state, const py::object& expected_uid) {
   if (!(timeout >= 0) || !(next_timeout > 0)) {
     raise_as(classes.error, "conveyor.attach: timeout must be >= 0 and next_timeout > 0",
              conveyor::to_string(conveyor::errc::invalid_argument));
@@ -368,6 +376,9 @@ Feed attach(const py::object& socket, int rank, int job, double timeout, double 
     options.attach_timeout_s = std::clamp(left, 0.0, 0.1);
     options.next_timeout_s = next_timeout;
     options.resume = resume;
+    if (!expected_uid.is_none()) {
+      options.expected_uid = expected_uid.cast<std::uint32_t>();
+    }
     std::optional<conveyor::expected<conveyor::client>> got;
     {
       py::gil_scoped_release nogil;
@@ -377,7 +388,10 @@ Feed attach(const py::object& socket, int rank, int job, double timeout, double 
       f.client.emplace(std::move(**got));
       break;
     }
-    if (got->error().code() != conveyor::errc::not_found || steady::now() >= deadline) {
+    const auto code = got->error().code();
+    const bool again =
+        code == conveyor::errc::not_found || code == conveyor::errc::resource_exhausted;
+    if (!again || steady::now() >= deadline) {
       raise_error(got->error(), /*attaching=*/true);
     }
     check_signals();
@@ -516,7 +530,9 @@ PYBIND11_MODULE(conveyor, m) {
       .def("state_dict", &state_dict,
            "Where this rank stands: {\"conveyor_state\": bytes}, covering every batch next() "
            "or an epoch loop returned. Save it with the model's checkpoint; after a restart, "
-           "attach(..., state=it) to a node with serve.resume = true goes on from there.")
+           "attach(..., state=it) to a node with serve.resume = true goes on from there. From a "
+           "node that signs states (serve.state_key_file) it comes signed: a round trip to the "
+           "node, which raises as next() does when the node has gone.")
       .def("close", &close_feed,
            "Detaches (idempotent): the node keeps the batches not yet released for the next "
            "client of this rank and job.")
@@ -532,10 +548,14 @@ PYBIND11_MODULE(conveyor, m) {
 
   m.def("attach", &attach, py::arg("socket"), py::arg("rank") = 0, py::arg("job") = 0,
         py::arg("timeout") = 0.0, py::arg("next_timeout") = 300.0, py::arg("state") = py::none(),
+        py::arg("expected_uid") = py::none(),
         "Attaches to the Conveyor node listening on `socket` (str or os.PathLike) as rank `rank` "
         "of job `job`, waiting up to `timeout` seconds for the node to listen. Each next() waits "
         "up to `next_timeout` seconds. Raises conveyor.NotFound when no node listens, "
         "conveyor.Error for a rank or job the node does not serve. `state`: this rank's "
         "Feed.state_dict() from before a restart; a node with serve.resume = true starts once "
-        "every rank has attached and goes on from their states (the attach waits for that).");
+        "every rank has attached and goes on from their states (the attach waits for that). "
+        "`expected_uid`: the user the node must run as (default: this process's user or "
+        "root); a process of another user listening on the socket raises "
+        "conveyor.PermissionError.");
 }

@@ -335,7 +335,10 @@ std::string consume_some(const std::string& socket, int rank, int batches,
       out << b->epoch() << " " << id << "\n";
     }
   }
-  if (auto saved = feed->state().save(state_file); !saved) {
+  auto state = feed->state();
+  if (!state) {
+    out << "error " << state.error().what() << "\n";
+  } else if (auto saved = state->save(state_file); !saved) {
     out << "error " << saved.error().what() << "\n";
   }
   return out.str();

@@ -13,6 +13,7 @@
 #include "core/base/json_number.hpp"
 #include "core/base/log.hpp"
 #include "core/serving/unix_socket.hpp"
+#include "core/storage/sample_source.hpp"
 
 namespace conveyor {
 namespace {
@@ -24,6 +25,29 @@ expected<int> ranks_of(const topology& t) {
     return std::move(devices).error();
   }
   return gpu_slots(t.gpus, *devices);
+}
+
+// The run a topology serves, known before its pipeline opens: clients' resume states are
+// checked against it as they arrive.
+expected<run_identity> run_of(const topology& t) {
+  auto source = open_sample_source(t.dataset.path, t.dataset.format);
+  if (!source) {
+    return error{errc::invalid_config, t.source + ": dataset.path: " + source.error().what()};
+  }
+  return run_identity{(*source)->size(), t.dataset.seed, t.dataset.shuffle,
+                      static_cast<std::uint64_t>(t.trainer.epochs)};
+}
+
+// The key states are signed with (serve.state_key_file), if one is set.
+expected<std::optional<state_key>> key_of(const topology& t) {
+  if (t.serve.state_key_file.empty()) {
+    return std::optional<state_key>{};
+  }
+  auto key = state_key::load_or_make(t.serve.state_key_file);
+  if (!key) {
+    return error{key.error().code(), t.source + ": " + key.error().message()};
+  }
+  return std::optional<state_key>(std::move(*key));
 }
 
 }  // namespace
@@ -41,6 +65,7 @@ std::string serve_json(const pipeline_info& info, const serve_outcome& outcome,
   }
   out << "],\"samples_per_s\":" << json_number(wall_s > 0 ? static_cast<double>(total) / wall_s : 0)
       << ",\"attaches\":" << outcome.attaches << ",\"lost_clients\":" << outcome.lost_clients
+      << ",\"refused_clients\":" << outcome.refused << ",\"slow_clients\":" << outcome.slow_clients
       << ",\"delivered\":" << report.delivered << ",\"lost\":" << report.lost
       << ",\"duplicates\":" << report.duplicates << ",\"quarantined\":" << report.quarantined
       << ",\"steps_executed\":" << report.steps_executed << ",\"batch_size\":" << info.batch_size
@@ -63,6 +88,16 @@ int run_serving(const topology& t, stop_token& stop) {
     logger->error("{}", feeds.error().what());
     return 2;
   }
+  auto run = run_of(t);
+  if (!run) {
+    logger->error("{}", run.error().what());
+    return 2;
+  }
+  auto key = key_of(t);
+  if (!key) {
+    logger->error("{}", key.error().what());
+    return 2;
+  }
   auto listener = listen_unix(t.serve.socket, t.serve.mode);
   if (!listener) {
     logger->error("{}: serve.socket: {}", t.source, listener.error().what());
@@ -75,7 +110,6 @@ int run_serving(const topology& t, stop_token& stop) {
   if (!t.serve.resume) {  // else it starts once every rank has attached
     auto opened = open(nullptr);
     if (!opened) {
-      ::unlink(t.serve.socket.c_str());
       logger->error("{}", opened.error().what());
       return 2;
     }
@@ -87,9 +121,9 @@ int run_serving(const topology& t, stop_token& stop) {
       *ranks, t.serve.jobs, t.serve.socket, feeds->slots(), feeds->layout().slot_bytes,
       t.serve.resume ? "; the pipeline starts once every rank has attached (serve.resume)" : "");
   auto start = std::chrono::steady_clock::now();
-  auto outcome = serve_clients(t.serve, p, open, static_cast<std::uint64_t>(t.trainer.epochs),
-                               *feeds, std::move(*listener), stop);
-  ::unlink(t.serve.socket.c_str());
+  const serve_setup setup{t.serve, *run, *key ? &**key : nullptr};
+  auto outcome = serve_clients(setup, p, open, *feeds, listener->fd(), stop);
+  listener->close();
   auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto info = p ? p->info() : pipeline_info{};
   auto report = p ? p->report() : pipeline_report{};

@@ -18,7 +18,9 @@ int run_serving(const topology& t, stop_token& stop);
 
 /// The serving JSON line: mode "serve", jobs, ranks, epochs, dataset_size, samples_per_job
 /// (released by each job), samples_per_s (all jobs), attaches, lost_clients (clients that went
-/// away holding batches; those batches were handed to the next client), the node's ledger
+/// away holding batches; those batches were handed to the next client), refused_clients
+/// (connections refused or dropped for misuse), slow_clients (dropped for not reading), the
+/// node's ledger
 /// (delivered, lost, duplicates, quarantined), steps_executed, peak_rss_mb, wall_s, complete,
 /// interrupted.
 std::string serve_json(const pipeline_info& info, const serve_outcome& outcome,

@@ -1,5 +1,6 @@
 #include "core/batching/delivered_set.hpp"
 
+#include <algorithm>
 #include <bitset>
 
 namespace conveyor {
@@ -43,6 +44,74 @@ bool delivered_set::add(std::uint64_t position) {
   beyond_[word] |= std::uint64_t{1} << (offset % word_bits);
   ++count_;
   advance_prefix();
+  return true;
+}
+
+std::uint64_t delivered_set::extent() const noexcept {
+  return std::min(size_, prefix_ + beyond_.size() * word_bits);
+}
+
+std::uint64_t delivered_set::window(std::uint64_t from) const noexcept {
+  std::uint64_t bits = 0;
+  for (std::uint64_t i = 0; i < word_bits;) {
+    const auto p = from + i;
+    if (p >= size_) {
+      break;
+    }
+    if (p < prefix_) {  // a run of the prefix
+      const auto run = std::min(prefix_ - p, word_bits - i);
+      bits |= (run == word_bits ? ~std::uint64_t{0} : ((std::uint64_t{1} << run) - 1)) << i;
+      i += run;
+      continue;
+    }
+    const auto offset = p - prefix_;
+    const auto word = offset / word_bits;
+    if (word >= beyond_.size()) {
+      break;
+    }
+    const auto shift = offset % word_bits;
+    const auto take = std::min(word_bits - shift, word_bits - i);
+    auto chunk = beyond_[word] >> shift;
+    if (take < word_bits) {
+      chunk &= (std::uint64_t{1} << take) - 1;
+    }
+    bits |= chunk << i;
+    i += take;
+  }
+  return bits;
+}
+
+void delivered_set::unite(const delivered_set& other) {
+  const auto end = std::max(extent(), other.extent());
+  if (end <= prefix_) {
+    return;
+  }
+  // From this set's prefix on, the union's words; the prefix stays (it is in both unions).
+  std::vector<std::uint64_t> words;
+  words.reserve((end - prefix_ + word_bits - 1) / word_bits);
+  std::uint64_t added = 0;
+  for (auto p = prefix_; p < end; p += word_bits) {
+    const auto mine = window(p);
+    const auto both = mine | other.window(p);
+    added += popcount(both) - popcount(mine);
+    words.push_back(both);
+  }
+  beyond_ = std::move(words);
+  count_ += added;
+  advance_prefix();
+}
+
+bool delivered_set::includes(const delivered_set& other) const {
+  if (other.count_ > count_) {
+    return false;
+  }
+  const auto end = other.extent();
+  for (auto p = prefix_ - prefix_ % word_bits; p < end; p += word_bits) {
+    const auto theirs = other.window(p);
+    if ((theirs & ~window(p)) != 0) {
+      return false;
+    }
+  }
   return true;
 }
 

@@ -21,6 +21,11 @@ class delivered_set {
 
   /// Adds `position` (< size()); false when it was there already.
   bool add(std::uint64_t position);
+  /// Adds every position of `other` (over the same size()), word by word: the work is
+  /// proportional to the words the two sets store, never to a position one claims.
+  void unite(const delivered_set& other);
+  /// Whether every position of `other` (over the same size()) is in this set; word by word.
+  bool includes(const delivered_set& other) const;
   bool contains(std::uint64_t position) const noexcept;
   std::uint64_t size() const noexcept { return size_; }
   std::uint64_t count() const noexcept { return count_; }
@@ -32,6 +37,10 @@ class delivered_set {
 
  private:
   void advance_prefix();
+  /// Bit i: position from + i is in the set (positions past size() read as absent).
+  std::uint64_t window(std::uint64_t from) const noexcept;
+  /// One past the last position the set may hold: prefix() plus the bitmap's bits.
+  std::uint64_t extent() const noexcept;
 
   std::uint64_t size_ = 0;
   std::uint64_t prefix_ = 0;

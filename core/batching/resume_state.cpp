@@ -10,6 +10,8 @@ namespace conveyor {
 namespace {
 
 constexpr char magic[8] = {'C', 'V', 'Y', 'R', 'E', 'S', 'U', 'M'};
+constexpr char signature_magic[8] = {'C', 'V', 'Y', 'R', 'S', 'I', 'G', 'N'};
+constexpr std::uint64_t max_begun_epochs = 3;
 constexpr std::size_t header_bytes = sizeof magic + 4 + 8;
 constexpr std::size_t checksum_bytes = 8;
 
@@ -124,7 +126,46 @@ std::vector<std::uint8_t> encode(const resume_state& state) {
   return out;
 }
 
-expected<resume_state> decode(const std::vector<std::uint8_t>& blob, const std::string& source) {
+std::uint64_t max_encoded_size(std::uint64_t dataset_size) noexcept {
+  const auto words = dataset_size / 64 + 1;
+  const auto fields = 8 * 4 + 1 + 8;  // size, seed, epochs, first epoch, shuffle; begun
+  return header_bytes + fields + max_begun_epochs * (16 + 8 * words) + checksum_bytes +
+         state_signature::bytes;
+}
+
+signed_blob split_signature(const std::vector<std::uint8_t>& blob) {
+  const auto n = state_signature::bytes;
+  if (blob.size() < header_bytes + checksum_bytes + n ||
+      std::memcmp(blob.data() + blob.size() - n, signature_magic, sizeof signature_magic) != 0) {
+    return {blob, std::nullopt};
+  }
+  const auto body = blob.size() - n;
+  const auto declared = reader(blob.data() + sizeof magic + 4, 8).take();
+  if (declared != body - header_bytes - checksum_bytes) {
+    return {blob, std::nullopt};  // a state whose own bytes happen to end so
+  }
+  reader in(blob.data() + body + sizeof signature_magic, n - sizeof signature_magic);
+  state_signature sig;
+  sig.job = static_cast<std::uint32_t>(in.take(4));
+  sig.rank = static_cast<std::uint32_t>(in.take(4));
+  std::memcpy(sig.mac.data(), blob.data() + blob.size() - sig.mac.size(), sig.mac.size());
+  return {std::vector<std::uint8_t>(blob.begin(), blob.begin() + static_cast<std::ptrdiff_t>(body)),
+          sig};
+}
+
+std::vector<std::uint8_t> append_signature(std::vector<std::uint8_t> state,
+                                           const state_signature& signature) {
+  state.insert(state.end(), signature_magic, signature_magic + sizeof signature_magic);
+  put(state, signature.job, 4);
+  put(state, signature.rank, 4);
+  state.insert(state.end(), signature.mac.begin(), signature.mac.end());
+  return state;
+}
+
+expected<resume_state> decode(const std::vector<std::uint8_t>& signed_or_not,
+                              const std::string& source) {
+  const auto unsigned_part = split_signature(signed_or_not);
+  const auto& blob = unsigned_part.state;
   if (blob.size() < sizeof magic || std::memcmp(blob.data(), magic, sizeof magic) != 0) {
     return malformed(source, blob.empty() ? "empty" : "no CVYRESUM header");
   }
@@ -187,15 +228,6 @@ expected<resume_state> decode_for_run(const std::vector<std::uint8_t>& blob,
 
 namespace {
 
-// Adds every position of `from` to `into` (both over the same positions).
-void add_all(delivered_set& into, const delivered_set& from) {
-  for (std::uint64_t p = 0; p < from.size(); ++p) {
-    if (from.contains(p)) {
-      into.add(p);
-    }
-  }
-}
-
 // Rank states of one run: the first one's identity, checked against every other.
 expected<void> check_one_run(const std::vector<resume_state>& states, const std::string& source) {
   if (states.empty()) {
@@ -230,12 +262,38 @@ expected<resume_state> merge_states(const std::vector<resume_state>& states,
     delivered_set merged(out.dataset_size);
     for (const auto& s : states) {
       if (e >= s.first_epoch && e - s.first_epoch < s.begun.size()) {
-        add_all(merged, s.begun[e - s.first_epoch]);
+        merged.unite(s.begun[e - s.first_epoch]);
       }
     }
     out.begun.push_back(std::move(merged));
   }
   return out;
+}
+
+bool claims_within(const resume_state& state, const resume_state& known) {
+  const auto complete_in_known = [&](std::uint64_t e) {
+    if (e < known.first_epoch) {
+      return true;
+    }
+    const auto i = e - known.first_epoch;
+    return i < known.begun.size() && known.begun[i].complete();
+  };
+  for (auto e = known.first_epoch; e < state.first_epoch; ++e) {
+    if (!complete_in_known(e)) {
+      return false;
+    }
+  }
+  for (std::uint64_t i = 0; i < state.begun.size(); ++i) {
+    const auto e = state.first_epoch + i;
+    if (e < known.first_epoch || state.begun[i].count() == 0) {
+      continue;  // complete there
+    }
+    const auto k = e - known.first_epoch;
+    if (k >= known.begun.size() || !known.begun[k].includes(state.begun[i])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 expected<void> check_same_run(const resume_state& state, std::uint64_t dataset_size,

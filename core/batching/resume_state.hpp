@@ -7,9 +7,14 @@
 /// (epoch_order.hpp, core/base/sample_seed.hpp), so nothing else is needed to go on exactly.
 ///
 /// The blob: "CVYRESUM", the format version (u32), the payload's length (u64), the payload
-/// (little-endian u64 fields and bitmap words), and the XXH3-64 of everything before it.
+/// (little-endian u64 fields and bitmap words), and the XXH3-64 of everything before it. A
+/// served rank's state may be followed by a signature (state_signature: the node that served it
+/// vouches for it, core/serving/state_key.hpp); decode() reads a signed blob as the state it
+/// signs.
 
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +44,30 @@ struct resume_state {
 /// The blob of `state`.
 std::vector<std::uint8_t> encode(const resume_state& state);
 
+/// The largest blob a sound state of a run of `dataset_size` samples can be: every begun epoch
+/// a full bitmap (a rank's state keeps at most the epoch it is in and the one it ended last;
+/// three are allowed). A node reads no more than this of a client's state.
+std::uint64_t max_encoded_size(std::uint64_t dataset_size) noexcept;
+
+/// A node's signature of a served rank's state: "CVYRSIGN", job (u32), rank (u32), and the
+/// HMAC-SHA256 the node computed (state_key.hpp), after the state's blob.
+struct state_signature {
+  static constexpr std::size_t bytes = 8 + 4 + 4 + 32;
+  std::uint32_t job = 0;
+  std::uint32_t rank = 0;
+  std::array<std::uint8_t, 32> mac{};
+};
+
+/// A blob split into the state's own bytes and the signature that follows them, if one does.
+struct signed_blob {
+  std::vector<std::uint8_t> state;
+  std::optional<state_signature> signature;
+};
+signed_blob split_signature(const std::vector<std::uint8_t>& blob);
+/// `state` (a blob of encode()) with `signature` after it.
+std::vector<std::uint8_t> append_signature(std::vector<std::uint8_t> state,
+                                           const state_signature& signature);
+
 /// The state in `blob`: errc::corrupt_shard naming what is wrong for bytes that are not a
 /// resume state, are truncated, or are of another format version; errc::checksum_mismatch for
 /// damaged ones; errc::invalid_argument for a state that contradicts itself (positions past
@@ -58,9 +87,15 @@ expected<resume_state> decode_for_run(const std::vector<std::uint8_t>& blob,
 /// there come again, rather than risk losing any): ranks of one data-parallel job step
 /// together, and each keeps the last epoch it ended (delivery_tracker's keep_ended), so that
 /// happens only to ranks more than an epoch apart. errc::invalid_argument for no states, or
-/// states of different runs (naming `source` and the index).
+/// states of different runs (naming `source` and the index). The work is proportional to the
+/// words the states store (delivered_set::unite), never to a size one claims.
 expected<resume_state> merge_states(const std::vector<resume_state>& states,
                                     const std::string& source);
+
+/// Whether `state` claims nothing `known` does not have (both of one run): every epoch it
+/// counts as complete is complete in `known`, and every position it delivered in an epoch
+/// begun is delivered there in `known`. Word by word, as merge_states.
+bool claims_within(const resume_state& state, const resume_state& known);
 
 /// errc::invalid_config naming the first field that differs when `state` belongs to another run
 /// than one of `dataset_size` samples seeded `seed` (shuffled or not) over `epochs` epochs.

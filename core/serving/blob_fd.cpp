@@ -51,6 +51,16 @@ expected<std::vector<std::uint8_t>> read_blob_fd(int fd, std::uint64_t size, std
   if (::fstat(fd, &st) != 0) {
     return io_failure(what);
   }
+  // Only a sealed memfd: its pages are memory (a read never waits on a device or a network
+  // file system) and nobody can change or cut them while they are read.
+  const int seals = S_ISREG(st.st_mode) ? ::fcntl(fd, F_GET_SEALS) : -1;
+  const int needed = F_SEAL_SHRINK | F_SEAL_WRITE;
+  if (seals < 0 || (seals & needed) != needed) {
+    return error{errc::invalid_argument,
+                 what +
+                     ": not a sealed memfd (the descriptor must be a memfd sealed against "
+                     "writes and shrinking)"};
+  }
   if (static_cast<std::uint64_t>(st.st_size) < size) {
     return error{errc::invalid_argument, what + ": " + std::to_string(st.st_size) +
                                              " bytes where " + std::to_string(size) +

@@ -15,14 +15,26 @@ bool peer_gone(int err) {
 }
 
 error socket_error(const char* call, int err) {
+  if (err == EAGAIN || err == EWOULDBLOCK) {
+    return {
+        errc::resource_exhausted,
+        std::string(call) + " on a serving socket: the peer is not reading (its buffer is full)"};
+  }
   return {peer_gone(err) ? errc::disconnected : errc::io_error,
           std::string(call) + " on a serving socket: " +
               (peer_gone(err) ? "the peer has gone" : std::strerror(err))};
 }
 
-// Control data with room for exactly one descriptor, aligned for cmsghdr.
-struct one_fd_control {
+// Control data for one descriptor out, aligned for cmsghdr.
+struct send_control {
   alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(int))];
+};
+
+// Control data with room for max_received_descriptors descriptors in (and a second header, in
+// case a peer splits them over two control messages).
+struct receive_control {
+  alignas(cmsghdr) char bytes[CMSG_SPACE(sizeof(int) * max_received_descriptors) +
+                              CMSG_SPACE(sizeof(int))];
 };
 
 // Waits until `socket` is readable or `timeout` passes; EINTR restarts the wait.
@@ -42,14 +54,29 @@ expected<void> wait_readable(int socket, std::chrono::milliseconds timeout) {
   return {};
 }
 
+// Takes ownership of every descriptor in every SCM_RIGHTS control message of `m`.
+void take_descriptors(msghdr& m, std::vector<unique_fd>& into) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) {
+      continue;
+    }
+    const auto count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (std::size_t i = 0; i < count; ++i) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      into.emplace_back(fd);
+    }
+  }
+}
+
 }  // namespace
 
-expected<void> send_message(int socket, const void* bytes, std::size_t size, int fd) {
+expected<void> send_message(int socket, const void* bytes, std::size_t size, int fd, bool wait) {
   iovec io{const_cast<void*>(bytes), size};
   msghdr m{};
   m.msg_iov = &io;
   m.msg_iovlen = 1;
-  one_fd_control control{};
+  send_control control{};
   if (fd >= 0) {
     m.msg_control = control.bytes;
     m.msg_controllen = sizeof(control.bytes);
@@ -59,9 +86,10 @@ expected<void> send_message(int socket, const void* bytes, std::size_t size, int
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
   }
+  const int flags = MSG_NOSIGNAL | (wait ? 0 : MSG_DONTWAIT);
   ssize_t sent = 0;
   do {
-    sent = ::sendmsg(socket, &m, MSG_NOSIGNAL);
+    sent = ::sendmsg(socket, &m, flags);
   } while (sent < 0 && errno == EINTR);
   if (sent < 0) {
     return socket_error("sendmsg", errno);
@@ -77,7 +105,7 @@ expected<received_message> receive_message(int socket, std::size_t max_size,
   received_message out;
   out.bytes.resize(max_size);
   iovec io{out.bytes.data(), max_size};
-  one_fd_control control{};
+  receive_control control{};
   msghdr m{};
   m.msg_iov = &io;
   m.msg_iovlen = 1;
@@ -85,26 +113,24 @@ expected<received_message> receive_message(int socket, std::size_t max_size,
   m.msg_controllen = sizeof(control.bytes);
   ssize_t got = 0;
   do {
-    got = ::recvmsg(socket, &m, MSG_CMSG_CLOEXEC);
+    got = ::recvmsg(socket, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   } while (got < 0 && errno == EINTR);
   if (got < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      return error{errc::timed_out, "no message on a serving socket after all"};
+    }
     return socket_error("recvmsg", errno);
   }
+  take_descriptors(m, out.fds);  // owned from here on, whatever else is wrong
   if (got == 0) {
     return error{errc::disconnected, "recvmsg on a serving socket: the peer has gone"};
   }
-  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      int fd = -1;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof(int));
-      out.fd.reset(fd);
-    }
-  }
   if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
-    return error{errc::io_error,
+    return error{errc::invalid_argument,
                  "a message on a serving socket was cut short (" +
                      std::string((m.msg_flags & MSG_CTRUNC) != 0
-                                     ? "its descriptors did not fit"
+                                     ? "more than " + std::to_string(max_received_descriptors) +
+                                           " descriptors came with it"
                                      : "longer than " + std::to_string(max_size) + " bytes") +
                      ")"};
   }

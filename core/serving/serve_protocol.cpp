@@ -1,5 +1,6 @@
 #include "core/serving/serve_protocol.hpp"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "core/base/little_endian.hpp"
@@ -19,6 +20,8 @@ struct writer {
       field(static_cast<std::uint8_t>(value ? 1 : 0));
     } else if constexpr (std::is_enum_v<T>) {
       field(static_cast<std::underlying_type_t<T>>(value));
+    } else if constexpr (std::is_same_v<T, std::array<std::uint8_t, 32>>) {
+      out.insert(out.end(), value.begin(), value.end());
     } else if constexpr (std::is_same_v<T, std::string>) {
       auto n = std::min(value.size(), max_failure_text);
       field(static_cast<std::uint16_t>(n));
@@ -49,6 +52,14 @@ struct reader {
       std::underlying_type_t<T> raw = 0;
       field(raw);
       value = static_cast<T>(raw);
+    } else if constexpr (std::is_same_v<T, std::array<std::uint8_t, 32>>) {
+      if (left < value.size()) {
+        short_ = true;
+        return;
+      }
+      std::copy(at, at + value.size(), value.begin());
+      at += value.size();
+      left -= value.size();
     } else if constexpr (std::is_same_v<T, std::string>) {
       std::uint16_t n = 0;
       field(n);
@@ -97,6 +108,7 @@ void fields(F& f, attached& m) {
   f.field(m.start_epoch);
   f.field(m.seed);
   f.field(m.shuffle);
+  f.field(m.signs_states);
 }
 template <class F>
 void fields(F& f, batch_ready& m) {
@@ -131,6 +143,14 @@ void fields(F& f, node_report& m) {
   f.field(m.handoffs);
   f.field(m.finished);
 }
+template <class F>
+void fields(F& f, sign_state& m) {
+  f.field(m.state_bytes);
+}
+template <class F>
+void fields(F& f, state_signed& m) {
+  f.field(m.mac);
+}
 
 // The message of wire type `type` (the variant's index + 1), default-constructed.
 bool make_message(std::uint8_t type, message& out) {
@@ -159,6 +179,11 @@ error bad(const std::string& what) {
 
 }  // namespace
 
+bool takes_descriptor(const message& m) noexcept {
+  return std::holds_alternative<attach>(m) || std::holds_alternative<attached>(m) ||
+         std::holds_alternative<sign_state>(m);
+}
+
 std::vector<std::uint8_t> encode(const message& m) {
   writer w;
   w.field(magic);
@@ -182,8 +207,11 @@ expected<message> decode(const std::uint8_t* bytes, std::size_t size) {
   r.field(got_version);
   r.field(type);
   r.field(reserved);
-  if (got_magic != magic || reserved != 0) {
+  if (got_magic != magic) {
     return bad("bad magic (not a Conveyor peer)");
+  }
+  if (reserved != 0) {
+    return bad("reserved header byte is " + std::to_string(reserved) + ", must be 0");
   }
   if (got_version != version) {
     return bad("protocol version " + std::to_string(got_version) + ", this side speaks " +

@@ -10,14 +10,19 @@
 ///                                   <-      attached{geometry} + the region's descriptor
 ///                                   <-      batch{slot, epoch, index, samples, last}  (repeated)
 ///   release{slot}                   ->                                               (repeated)
-///   ask_report{}                    ->
+///   ask_report{}                    ->      (only once attached)
 ///                                   <-      node_report{figures}  (in order with batches)
+///   sign_state{state_bytes}         ->    + the rank's resume state in a sealed memfd
+///                                   <-      state_signed{mac}     (in order with batches)
 ///                                   <-      end{}          every epoch delivered
 ///   failure{code, text}            <->      either side, then the connection ends
 ///
-/// decode() accepts any bytes: whatever does not parse is errc::invalid_argument naming what
-/// (short, magic, version, type, size), never undefined behaviour. Pure functions; thread-safe.
+/// Only attach, attached and sign_state carry a descriptor (takes_descriptor()); a message
+/// that comes with any other is a protocol error. decode() accepts any bytes: whatever does
+/// not parse is errc::invalid_argument naming what (short, magic, reserved byte, version,
+/// type, size), never undefined behaviour. Pure functions; thread-safe.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -30,7 +35,7 @@
 namespace conveyor::serve {
 
 inline constexpr std::uint32_t magic = 0x52595643;  // "CVYR" in memory order
-inline constexpr std::uint16_t version = 2;
+inline constexpr std::uint16_t version = 3;
 /// No message is longer: receive buffers of this size never truncate.
 inline constexpr std::size_t max_message_size = 1024;
 /// A failure's text is cut to fit.
@@ -63,6 +68,9 @@ struct attached {
   std::uint64_t start_epoch = 0;  ///< the epoch of the first batch this client will get
   std::uint64_t seed = 0;         ///< the run's (dataset.seed): the client's resume state names it
   bool shuffle = true;
+  /// The node signs resume states (serve.state_key_file): a client has its state signed
+  /// (sign_state) before it hands it out, and a node resumes only from signed states.
+  bool signs_states = false;
 };
 
 /// Node -> client: slot `slot` holds the next batch (its layout is in the slot).
@@ -104,8 +112,22 @@ struct node_report {
   bool finished = false;
 };
 
-using message =
-    std::variant<attach, attached, batch_ready, release, end, failure, ask_report, node_report>;
+/// Client -> node, with a sealed memfd whose first state_bytes bytes are the client's resume
+/// state: sign it (the node checks that it claims nothing the node did not send this rank).
+struct sign_state {
+  std::uint32_t state_bytes = 0;
+};
+
+/// Node -> client: the signature of the state sign_state sent (state_signature.hpp).
+struct state_signed {
+  std::array<std::uint8_t, 32> mac{};
+};
+
+using message = std::variant<attach, attached, batch_ready, release, end, failure, ask_report,
+                             node_report, sign_state, state_signed>;
+
+/// Whether a message of `m`'s type may come with a descriptor (at most one).
+bool takes_descriptor(const message& m) noexcept;
 
 /// The bytes of `m` (at most max_message_size; a failure's text is cut to fit).
 std::vector<std::uint8_t> encode(const message& m);

@@ -1,12 +1,14 @@
 #include "core/serving/serve_socket.hpp"
 
+#include <string>
+
 #include "core/serving/fd_passing.hpp"
 
 namespace conveyor {
 
-expected<void> send_serve(int socket, const serve::message& m, int fd) {
+expected<void> send_serve(int socket, const serve::message& m, int fd, bool wait) {
   auto bytes = serve::encode(m);
-  return send_message(socket, bytes.data(), bytes.size(), fd);
+  return send_message(socket, bytes.data(), bytes.size(), fd, wait);
 }
 
 expected<serve_received> receive_serve(int socket, std::chrono::milliseconds timeout) {
@@ -16,12 +18,20 @@ expected<serve_received> receive_serve(int socket, std::chrono::milliseconds tim
   }
   auto m = serve::decode(got->bytes.data(), got->bytes.size());
   if (!m) {
-    return std::move(m).error();
+    return std::move(m).error();  // the descriptors close with `got`
   }
-  serve_received out;
-  out.message = std::move(*m);
-  out.fd = std::move(got->fd);
-  return out;
+  const auto allowed = serve::takes_descriptor(*m) ? 1U : 0U;
+  if (got->fds.size() > allowed) {
+    return error{errc::invalid_argument, "serving message: type " + std::to_string(m->index() + 1) +
+                                             " came with " + std::to_string(got->fds.size()) +
+                                             " descriptors (it takes " + std::to_string(allowed) +
+                                             "): all closed"};
+  }
+  unique_fd fd;
+  if (!got->fds.empty()) {
+    fd = std::move(got->fds.front());
+  }
+  return serve_received{std::move(*m), std::move(fd)};
 }
 
 }  // namespace conveyor

@@ -38,8 +38,16 @@ expected<unique_fd> new_socket(const std::string& path) {
   return s;
 }
 
-// Removes a socket file a dead node left behind; refuses to touch anything else.
-expected<void> remove_stale(const std::string& path) {
+// Whether a process listens on the socket at `address` (a connection attempt is accepted or
+// queued); a refused or failed attempt means nobody does.
+bool someone_listens(const std::string& path, const sockaddr_un& address) {
+  auto s = new_socket(path);
+  return s && ::connect(s->get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+}
+
+// Removes a socket file a dead node left behind; refuses to touch anything else, or a socket
+// another process still listens on.
+expected<void> remove_stale(const std::string& path, const sockaddr_un& address) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {
     return {};  // nothing there
@@ -48,7 +56,11 @@ expected<void> remove_stale(const std::string& path) {
     return error{errc::invalid_config,
                  "serve.socket: " + path + " exists and is not a socket: refusing to replace it"};
   }
-  if (::unlink(path.c_str()) != 0) {
+  if (someone_listens(path, address)) {
+    return error{errc::invalid_config, "serve.socket: a process listens on " + path +
+                                           " already (another node?): refusing to replace it"};
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     return call_failed(path, "unlink", errno);
   }
   return {};
@@ -56,31 +68,72 @@ expected<void> remove_stale(const std::string& path) {
 
 }  // namespace
 
-expected<unique_fd> listen_unix(const std::string& path, unsigned mode) {
+unix_listener::unix_listener(unix_listener&& o) noexcept
+    : fd_(std::move(o.fd_)), path_(std::move(o.path_)), device_(o.device_), inode_(o.inode_) {
+  o.path_.clear();
+}
+
+unix_listener& unix_listener::operator=(unix_listener&& o) noexcept {
+  if (this != &o) {
+    close();
+    fd_ = std::move(o.fd_);
+    path_ = std::move(o.path_);
+    device_ = o.device_;
+    inode_ = o.inode_;
+    o.path_.clear();
+  }
+  return *this;
+}
+
+unix_listener::~unix_listener() {
+  close();
+}
+
+void unix_listener::close() noexcept {
+  if (!path_.empty()) {
+    struct stat st {};
+    if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == device_ && st.st_ino == inode_) {
+      ::unlink(path_.c_str());
+    }
+    path_.clear();
+  }
+  fd_.reset();
+}
+
+expected<unix_listener> listen_unix(const std::string& path, unsigned mode) {
   auto address = address_of(path, errc::invalid_config);
   if (!address) {
     return std::move(address).error();
   }
-  if (auto ok = remove_stale(path); !ok) {
+  if (auto ok = remove_stale(path, *address); !ok) {
     return std::move(ok).error();
   }
   auto s = new_socket(path);
   if (!s) {
-    return s;
+    return std::move(s).error();
   }
   if (::bind(s->get(), reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0) {
     return call_failed(path, "bind", errno);
   }
+  unix_listener out;
+  out.fd_ = std::move(*s);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    return call_failed(path, "stat", errno);
+  }
+  out.path_ = path;
+  out.device_ = st.st_dev;
+  out.inode_ = st.st_ino;
   // Before listen(): no client can connect while the mode is still the umask's.
   if (::chmod(path.c_str(), static_cast<mode_t>(mode)) != 0) {
     return call_failed(path, "chmod", errno);
   }
-  if (::listen(s->get(), 64) != 0) {
+  if (::listen(out.fd(), 64) != 0) {
     return call_failed(path, "listen", errno);
   }
-  int flags = ::fcntl(s->get(), F_GETFL);
-  ::fcntl(s->get(), F_SETFL, flags | O_NONBLOCK);
-  return s;
+  int flags = ::fcntl(out.fd(), F_GETFL);
+  ::fcntl(out.fd(), F_SETFL, flags | O_NONBLOCK);
+  return out;
 }
 
 expected<unique_fd> connect_unix(const std::string& path, std::chrono::milliseconds wait) {
@@ -117,12 +170,17 @@ expected<unique_fd> connect_unix(const std::string& path, std::chrono::milliseco
 }
 
 expected<unique_fd> accept_client(int listener) {
-  unique_fd c(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+  unique_fd c(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
   if (!c) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) {
+    const int err = errno;
+    if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED) {
       return unique_fd{};
     }
-    return call_failed("serve.socket", "accept", errno);
+    if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+      return error{errc::resource_exhausted,
+                   std::string("serve.socket: accept: ") + std::strerror(err)};
+    }
+    return call_failed("serve.socket", "accept", err);
   }
   return c;
 }
@@ -136,11 +194,20 @@ peer_identity peer_of(int socket) {
   return {cred.pid, cred.uid};
 }
 
-void set_send_timeout(int socket, std::chrono::milliseconds timeout) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
-  ::setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+expected<void> require_peer_user(int socket, const std::string& path,
+                                 std::optional<uid_t> expected_uid) {
+  const auto peer = peer_of(socket);
+  const bool trusted =
+      expected_uid ? peer.uid == *expected_uid : peer.uid == ::geteuid() || peer.uid == 0;
+  if (trusted) {
+    return {};
+  }
+  const auto wanted = expected_uid ? "user " + std::to_string(*expected_uid)
+                                   : "this user (" + std::to_string(::geteuid()) + ") or root";
+  return error{errc::permission_denied,
+               "the process listening on " + path + " runs as user " + std::to_string(peer.uid) +
+                   ", not " + wanted +
+                   ": not trusted as a Conveyor node (set expected_uid if it is one)"};
 }
 
 }  // namespace conveyor

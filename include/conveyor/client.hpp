@@ -47,8 +47,14 @@ struct client_options {
   /// serve.resume = true starts once a client of every rank has attached, from the union of the
   /// states they attached with: each rank then gets its share of exactly the samples no rank
   /// had received, then the later epochs as if never interrupted. Errors as
-  /// pipeline::open(..., resume)'s, naming the socket.
+  /// pipeline::open(..., resume)'s, naming the socket. A node that signs states
+  /// (serve.state_key_file) takes only a state that a node with its key signed for this rank and
+  /// job (what state() returns from such a node).
   run_state resume{};
+  /// The user the node must run as: attach() checks who listens on the socket before it
+  /// trusts it (a process of another user could squat a socket path in a shared directory).
+  /// Unset: this process's own user or root.
+  std::optional<std::uint32_t> expected_uid{};
 };
 
 /// What the node serves this client.
@@ -116,8 +122,12 @@ class client {
   expected<pipeline_report> report();
   /// What this rank received so far (every batch next() returned, and what the state it
   /// resumed from had), to save with the trainer's checkpoint and attach with after a restart
-  /// (client_options::resume). Every rank of a job saves its own.
-  run_state state() const;
+  /// (client_options::resume). Every rank of a job saves its own. From a node that signs states
+  /// (serve.state_key_file) the state comes signed: a round trip to the node, which waits as
+  /// next() does; errors then as next()'s (errc::disconnected when the node has gone: a state
+  /// the node cannot sign would be refused at the resume), and errc::permission_denied when the
+  /// node will not vouch for it. Call it from the thread that calls next().
+  expected<run_state> state();
   /// The shared memory batches lie in (see mapped_memory).
   mapped_memory memory() const noexcept;
   /// Detaches: the node takes back every batch not yet released, and hands them to the next
