@@ -5,6 +5,7 @@
 // the field that differs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "core/batching/resume_state.hpp"
@@ -183,6 +184,95 @@ TEST(ResumeState, RankStatesMergeIntoTheUnionOfWhatTheyReceived) {
   EXPECT_NE(refused.error().message().find("state 1 is of another run"), std::string::npos)
       << refused.error().what();
   EXPECT_FALSE(merge_states({}, "none"));
+}
+
+// A set holding the positions `in` of `size`, added one by one (the reference for unite).
+delivered_set set_of(std::uint64_t size, const std::vector<std::uint64_t>& in) {
+  delivered_set d(size);
+  for (auto p : in) {
+    d.add(p);
+  }
+  return d;
+}
+
+TEST(DeliveredSet, UniteAndIncludesAgreeWithAddingOneByOneAtAnyAlignment) {
+  std::mt19937_64 random(7);
+  for (int round = 0; round < 200; ++round) {
+    const std::uint64_t size = 1 + random() % 700;
+    std::vector<std::uint64_t> a;
+    std::vector<std::uint64_t> b;
+    const auto prefix_a = random() % (size + 1);  // a run from 0, then scattered bits
+    for (std::uint64_t p = 0; p < size; ++p) {
+      if (p < prefix_a || random() % 5 == 0) {
+        a.push_back(p);
+      }
+      if (random() % 3 == 0) {
+        b.push_back(p);
+      }
+    }
+    auto united = set_of(size, a);
+    united.unite(set_of(size, b));
+    auto both = a;
+    both.insert(both.end(), b.begin(), b.end());
+    auto expected = set_of(size, both);
+    ASSERT_EQ(united.count(), expected.count()) << "round " << round;
+    ASSERT_EQ(united.prefix(), expected.prefix());
+    ASSERT_EQ(united.beyond(), expected.beyond());
+    EXPECT_TRUE(united.includes(set_of(size, a)));
+    EXPECT_TRUE(united.includes(set_of(size, b)));
+    EXPECT_EQ(set_of(size, a).includes(set_of(size, b)),
+              std::includes(a.begin(), a.end(), b.begin(), b.end()));
+  }
+}
+
+TEST(ResumeState, MergingAStateThatClaimsAHugeDatasetTakesNoTime) {
+  // Of another run: refused before any walk. (The node checks each state against its run
+  // when it arrives, so this is the last line of defence.)
+  auto huge = sample_state();
+  huge.dataset_size = std::uint64_t{1} << 62;
+  huge.begun = {delivered_set(huge.dataset_size, 0, {1})};
+  EXPECT_FALSE(merge_states({sample_state(), huge}, "test"));
+  // Alone: merged word by word, not position by position.
+  auto merged = merge_states({huge, huge}, "test");
+  ASSERT_TRUE(merged) << merged.error().what();
+  EXPECT_EQ(merged->begun[0].count(), 1u);
+}
+
+TEST(ResumeState, AClaimWithinWhatWasSentAndOneBeyondIt) {
+  auto known = sample_state();  // epoch 1: 0..699, 701, 750, 999; epoch 2: 3
+  auto claim = known;
+  claim.begun[0] = set_of(1000, {0, 5, 701});
+  claim.begun[1] = delivered_set(1000);
+  EXPECT_TRUE(claims_within(claim, known));
+  claim.begun[1].add(4);  // not sent
+  EXPECT_FALSE(claims_within(claim, known));
+  auto ahead = known;
+  ahead.first_epoch = 2;  // says epoch 1 is over: it is not in `known`
+  ahead.begun = {known.begun[1]};
+  EXPECT_FALSE(claims_within(ahead, known));
+  auto behind = known;
+  behind.first_epoch = 0;  // still records epoch 0, which `known` counts complete
+  behind.begun.insert(behind.begun.begin(), set_of(1000, {1, 2}));
+  EXPECT_TRUE(claims_within(behind, known));
+}
+
+TEST(ResumeState, ASignatureAfterTheBlobIsSplitOffAndTheStateStillDecodes) {
+  auto blob = encode(sample_state());
+  EXPECT_FALSE(split_signature(blob).signature);
+  state_signature sig{3, 5, {}};
+  sig.mac[0] = 0xAB;
+  auto signed_blob = append_signature(blob, sig);
+  EXPECT_EQ(signed_blob.size(), blob.size() + state_signature::bytes);
+  auto split = split_signature(signed_blob);
+  ASSERT_TRUE(split.signature);
+  EXPECT_EQ(split.state, blob);
+  EXPECT_EQ(split.signature->job, 3u);
+  EXPECT_EQ(split.signature->rank, 5u);
+  EXPECT_EQ(split.signature->mac[0], 0xAB);
+  auto back = decode(signed_blob, "a signed state");
+  ASSERT_TRUE(back) << back.error().what();
+  EXPECT_EQ(back->delivered_count(), sample_state().delivered_count());
+  EXPECT_LE(signed_blob.size(), max_encoded_size(1000));
 }
 
 }  // namespace

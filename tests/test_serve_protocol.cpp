@@ -18,7 +18,9 @@ std::vector<message> samples() {
       end{},
       failure{errc::not_found, "rank 9 is not one of the 8 ranks of job 0"},
       ask_report{},
-      node_report{1000, 2, 0, 0, 4000, 3, 1, 17, true}};
+      node_report{1000, 2, 0, 0, 4000, 3, 1, 17, true},
+      sign_state{605},
+      state_signed{{1, 2, 3}}};
 }
 
 message round_trip(const message& m) {
@@ -50,6 +52,27 @@ TEST(ServeProtocol, EveryMessageRoundTrips) {
   auto f = std::get<failure>(round_trip(samples()[5]));
   EXPECT_EQ(f.code, errc::not_found);
   EXPECT_EQ(f.text, "rank 9 is not one of the 8 ranks of job 0");
+}
+
+TEST(ServeProtocol, OnlyAttachAttachedAndSignStateTakeADescriptor) {
+  std::vector<std::size_t> taking;
+  for (const auto& m : samples()) {
+    if (takes_descriptor(m)) {
+      taking.push_back(m.index());
+    }
+  }
+  EXPECT_EQ(taking, (std::vector<std::size_t>{0, 1, 8}));
+  auto s = std::get<state_signed>(round_trip(samples()[9]));
+  EXPECT_EQ(s.mac[2], 3);
+}
+
+TEST(ServeProtocol, ANonzeroReservedByteIsNamedAsSuch) {
+  auto bytes = encode(release{1});
+  bytes[7] = 9;
+  auto bad = decode(bytes.data(), bytes.size());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("reserved header byte is 9"), std::string::npos)
+      << bad.error().what();
 }
 
 TEST(ServeProtocol, ALongFailureTextIsCutToFit) {

@@ -2,195 +2,36 @@
 // their own processes (forked), real Unix sockets and shared memory. Every wait is bounded by
 // the client's own timeouts or a deadline on the node's exit; nothing sleeps.
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <conveyor/client.hpp>
 
 #include <csignal>
 #include <fstream>
-#include <map>
 #include <regex>
-#include <set>
 #include <sstream>
 
-#include "support/test_support.hpp"
+#include "support/serving_node.hpp"
 
 namespace conveyor {
 namespace {
 
-using testing::temp_dir;
-using ids_per_epoch = std::map<std::uint64_t, std::multiset<std::uint64_t>>;
+using namespace testing;
 
 constexpr int images = 24;
 constexpr int epochs = 2;
 
 std::string topology(const temp_dir& dir, int gpus, int jobs) {
-  auto text = "gpus = " + std::to_string(gpus) + "\n[dataset]\npath = \"" +
-              testing::make_image_folder(dir, images).string() +
-              "\"\nformat = \"folder\"\n"
-              "[pipeline]\nbatch_size = 4\nprefetch_batches = 2\npreprocessors = 2\n"
-              "[trainer]\nepochs = " +
-              std::to_string(epochs) + "\n[monitor]\ninterval_ms = 10000\n[serve]\nsocket = \"" +
-              (dir / "node.sock").string() + "\"\njobs = " + std::to_string(jobs) +
-              "\n[[transform]]\nop = \"decode\"\n"
-              "[[transform]]\nop = \"random_resized_crop\"\nsize = 16\n"
-              "[[transform]]\nop = \"flip\"\n"
-              "[[transform]]\nop = \"normalize\"\n";
-  auto path = dir / "node.toml";
-  std::ofstream(path) << text;
-  return path.string();
-}
-
-// A process started with fork/exec; its pid and, for a bounded wait, its pidfd.
-struct process {
-  pid_t pid = -1;
-  int pidfd = -1;
-
-  // Exit code (128 + signal when killed), or -1 when it did not end within `timeout_ms` (then
-  // it is killed, so that a failed test leaves no process behind).
-  int wait(int timeout_ms) {
-    pollfd p{pidfd, POLLIN, 0};
-    bool ended = ::poll(&p, 1, timeout_ms) == 1;
-    if (!ended) {
-      ::kill(pid, SIGKILL);
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    ::close(pidfd);
-    if (!ended) {
-      return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-};
-
-process watch(pid_t pid) {
-  return {pid, static_cast<int>(::syscall(SYS_pidfd_open, pid, 0))};
-}
-
-// The node, its stdout (the JSON line) into `dir`/node.out.
-process start_node(const temp_dir& dir, const std::string& topology_file) {
-  auto out = (dir / "node.out").string();
-  auto err = (dir / "node.err").string();
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::freopen(out.c_str(), "w", stdout);
-    std::freopen(err.c_str(), "w", stderr);
-    ::execl(CONVEYOR_NODE_BIN, CONVEYOR_NODE_BIN, "--topology", topology_file.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return watch(pid);
-}
-
-std::string node_output(const temp_dir& dir, const std::string& name) {
-  std::ifstream in(dir / name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return serving_topology(dir, gpus, jobs, images, epochs);
 }
 
 std::string node_json(const temp_dir& dir) {
-  return node_output(dir, "node.out");
+  return file_text(dir, "node.out");
 }
 
-// What a node that did not end as expected said.
-std::string node_story(const temp_dir& dir) {
-  return node_output(dir, "node.out") + node_output(dir, "node.err");
-}
-
-std::string json_field(const std::string& json, const std::string& key) {
-  std::smatch m;
-  EXPECT_TRUE(std::regex_search(json, m, std::regex("\"" + key + "\":(\\[[^\\]]*\\]|[^,}]+)")))
-      << key << " missing in " << json;
-  return m.empty() ? "" : m[1].str();
-}
-
-client_options patient() {
-  client_options o;
-  o.attach_timeout_s = 60;  // the node may still be starting
-  o.next_timeout_s = 60;
-  return o;
-}
-
-// "epoch id" lines of every sample a client consumed (released), from a forked child.
-std::string consume_all(const std::string& socket, int rank, int job) {
-  auto feed = client::attach(socket, rank, job, patient());
-  if (!feed) {
-    return "error " + feed.error().what() + "\n";
-  }
-  std::ostringstream out;
-  for (auto e = feed->info().start_epoch; e < feed->epochs(); ++e) {
-    auto range = feed->epoch(e);
-    for (auto& b : range) {
-      for (auto id : b.sample_ids()) {
-        out << b.epoch() << " " << id << "\n";
-      }
-    }
-    if (range.error()) {
-      out << "error " << range.error()->what() << "\n";
-    }
-  }
-  return out.str();
-}
-
-// Runs `work` in a child process; its text comes back through a pipe.
-struct child {
-  process proc;
-  int read_end = -1;
-
-  // Reads what the child wrote until it closed the pipe; then it must exit with `exit_code`.
-  std::string collect(int exit_code = 0) {
-    std::string text;
-    char buf[4096];
-    ssize_t n = 0;
-    while ((n = ::read(read_end, buf, sizeof buf)) > 0) {
-      text.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(read_end);
-    EXPECT_EQ(proc.wait(60000), exit_code);
-    return text;
-  }
-};
-
-template <class Work>
-child spawn_client(Work work) {
-  int fds[2];
-  EXPECT_EQ(::pipe(fds), 0);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    auto text = work(fds[1]);
-    auto written = ::write(fds[1], text.data(), text.size());
-    ::_exit(written == static_cast<ssize_t>(text.size()) ? 0 : 1);
-  }
-  ::close(fds[1]);
-  return {watch(pid), fds[0]};
-}
-
-ids_per_epoch parse_ids(const std::string& text) {
-  std::istringstream in(text);
-  return testing::read_ids(in);
-}
-
-void expect_each_sample_once(const ids_per_epoch& seen) {
-  for (std::uint64_t e = 0; e < epochs; ++e) {
-    std::multiset<std::uint64_t> all;
-    for (std::uint64_t id = 0; id < images; ++id) {
-      all.insert(id);
-    }
-    EXPECT_EQ(seen.count(e) ? seen.at(e) : std::multiset<std::uint64_t>{}, all) << "epoch " << e;
-  }
-}
-
-void merge_into(ids_per_epoch& into, const ids_per_epoch& from) {
-  for (const auto& [e, ids] : from) {
-    into[e].insert(ids.begin(), ids.end());
-  }
+void expect_each_sample_once(const epoch_ids& seen) {
+  testing::expect_each_sample_once(seen, images, epochs);
 }
 
 TEST(Serving, TwoRanksInTwoProcessesSplitEveryEpochExactlyOnce) {
@@ -418,7 +259,8 @@ TEST(Serving, ARestartedJobGoesOnFromItsRanksStatesExactly) {
     after += r.collect();
   }
   ASSERT_EQ(node.wait(60000), 0) << node_story(dir);
-  EXPECT_NE(node_story(dir).find("every rank attached"), std::string::npos) << node_story(dir);
+  EXPECT_NE(node_story(dir).find("every rank of every job attached"), std::string::npos)
+      << node_story(dir);
   auto seen = parse_ids(before);
   for (const auto& [e, ids] : parse_ids(after)) {
     seen[e].insert(ids.begin(), ids.end());

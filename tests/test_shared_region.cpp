@@ -10,6 +10,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 
 #include "core/serving/fd_passing.hpp"
@@ -132,6 +133,54 @@ TEST(FdPassing, APeerThatDiesIsAnErrorNotAHang) {
   auto sent = send_message(node.get(), late, sizeof(late));
   ASSERT_FALSE(sent) << "no SIGPIPE, an error";
   EXPECT_EQ(sent.error().code(), errc::disconnected);
+}
+
+// Sends "x" with `count` descriptors of /dev/null on `socket`.
+void send_with_descriptors(int socket, int count) {
+  std::vector<int> fds;
+  for (int i = 0; i < count; ++i) {
+    fds.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  }
+  char byte = 'x';
+  iovec io{&byte, 1};
+  msghdr m{};
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+  m.msg_control = control.data();
+  m.msg_controllen = control.size();
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  ASSERT_NE(c, nullptr);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  ASSERT_GE(::sendmsg(socket, &m, 0), 0);
+  for (int fd : fds) {
+    ::close(fd);
+  }
+}
+
+int descriptors_open() {
+  return static_cast<int>(std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                                        std::filesystem::directory_iterator{}));
+}
+
+TEST(FdPassing, EveryDescriptorThatArrivesIsOwnedAndClosedWithTheMessage) {
+  auto [node, client] = socket_pair();
+  const int before = descriptors_open();
+  for (int count : {1, 2, 3, 16, 40}) {
+    send_with_descriptors(client.get(), count);
+    auto got = receive_message(node.get(), 64, 1s);
+    if (count <= static_cast<int>(max_received_descriptors)) {
+      ASSERT_TRUE(got) << got.error().what();
+      EXPECT_EQ(got->fds.size(), static_cast<std::size_t>(count));
+    } else {
+      ASSERT_FALSE(got) << count << " descriptors";
+      EXPECT_NE(got.error().message().find("more than 16 descriptors"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(descriptors_open(), before) << "a descriptor leaked";
 }
 
 TEST(FdPassing, ATooLongMessageAndAQuietSocketAreErrors) {

@@ -520,11 +520,10 @@ bool server::on_attach(client_session& s, const serve::attach& a) {
   auto rank = static_cast<int>(a.rank);
   drop_gone_holder(job, rank);
   auto box = s.outbox;
-  bool welcomed = true;
   auto ok = hub_->attach(
       job, rank, [box](const serve::message& m) { return box->push(m); },
       [&](std::uint64_t start_epoch) {
-        welcomed = box->push(welcome_of(rank, start_epoch), feeds_.region(rank).fd());
+        box->push(welcome_of(rank, start_epoch), feeds_.region(rank).fd());
         log("serve")->info("rank {} of job {} attached (pid {}, uid {}), from epoch {}", rank, job,
                            s.peer.pid, s.peer.uid, start_epoch);
       });
@@ -534,7 +533,7 @@ bool server::on_attach(client_session& s, const serve::attach& a) {
   s.job = job;
   s.rank = rank;
   ++outcome_.attaches;
-  return welcomed;
+  return true;
 }
 
 expected<void> server::release_slot(const client_session& s, std::uint32_t slot) {
@@ -568,7 +567,8 @@ bool server::on_ask_report(client_session& s) {
   if (!s.attached()) {
     return refuse(s, error{errc::invalid_argument, "report asked before attach"});
   }
-  return s.outbox->push(node_report_of(pipeline_->report()));
+  s.outbox->push(node_report_of(pipeline_->report()));
+  return true;  // a client that does not read is dropped by drop_misbehaving, saying so
 }
 
 bool server::on_sign_state(client_session& s, const serve::sign_state& m, unique_fd state) {
@@ -595,7 +595,8 @@ bool server::on_sign_state(client_session& s, const serve::sign_state& m, unique
   if (!signature) {
     return refuse(s, signature.error());
   }
-  return s.outbox->push(serve::state_signed{signature->mac});
+  s.outbox->push(serve::state_signed{signature->mac});
+  return true;
 }
 
 // A client that died with messages of the node's unread (killed with batches announced) makes
@@ -680,19 +681,20 @@ expected<pipeline> server::open_from_waiting_states() {
   return open_(&blob);
 }
 
-// Once a client of every rank waits, the pipeline starts from their states, and they are
-// welcomed (or all refused, saying why, when it cannot start).
+// Once a client of every rank of every job waits, the pipeline starts from their states, and
+// they are welcomed (or all refused, saying why, when it cannot start).
 void server::start_if_every_rank_waits() {
   if (running() || !config_.resume) {
     return;
   }
-  std::vector<bool> ranks(static_cast<std::size_t>(feeds_.ranks()), false);
+  const auto ranks = static_cast<std::size_t>(feeds_.ranks());
+  std::vector<bool> waiting(static_cast<std::size_t>(config_.jobs) * ranks, false);
   for (const auto& s : sessions_) {
     if (s.fd && s.waiting) {
-      ranks[s.waiting->rank] = true;
+      waiting[s.waiting->job * ranks + s.waiting->rank] = true;
     }
   }
-  if (std::count(ranks.begin(), ranks.end(), true) != feeds_.ranks()) {
+  if (std::find(waiting.begin(), waiting.end(), false) != waiting.end()) {
     return;
   }
   auto opened = open_from_waiting_states();
@@ -709,7 +711,7 @@ void server::start_if_every_rank_waits() {
   pipeline_.emplace(std::move(*opened));
   auto info = pipeline_->info();
   log("serve")->info(
-      "every rank attached: the pipeline starts in epoch {}, {} samples delivered "
+      "every rank of every job attached: the pipeline starts in epoch {}, {} samples delivered "
       "before",
       info.start_epoch, info.delivered_before);
   start_feeding(info.start_epoch);

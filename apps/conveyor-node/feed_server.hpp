@@ -21,11 +21,11 @@
 ///   proportional to what they claim (resume_gate.hpp), and a bad one refuses its own client
 ///   alone; one waiting session per (job, rank); with a state key, only signed states resume.
 ///
-/// With serve.resume the pipeline starts only once a client of every rank has attached: from
-/// the union of each job's ranks' states (every job must stand at the same point), and only
-/// then are they welcomed. A client that attaches later with a state goes on from where the
-/// node is; one that attaches with a state to a node started without serve.resume is refused
-/// (it would see again what it had).
+/// With serve.resume the pipeline starts only once a client of every rank of every job has
+/// attached: from the union of each job's ranks' states (every job must stand at the same
+/// point), and only then are they welcomed. A client that attaches later with a state goes on from
+/// where the node is; one that attaches with a state to a node started without serve.resume is
+/// refused (it would see again what it had).
 
 #include <cstdint>
 #include <functional>
