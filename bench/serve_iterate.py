@@ -4,8 +4,11 @@
 usage: serve_iterate.py SOCKET [RANK [JOB]]
 Prints one JSON line: samples, seconds (first attach to last batch), samples_per_s and the
 hand-over latency of its batches (now - batch.ready_ns, CLOCK_MONOTONIC) p50/p99 in us.
+With STEP_MS set, each batch is held that long before it is released (a training step); with
+IDS_FILE set, "epoch id" of every sample is appended there (an audit of exactly-once).
 """
 import json
+import os
 import sys
 import time
 
@@ -16,6 +19,8 @@ def main():
     socket = sys.argv[1]
     rank = int(sys.argv[2]) if len(sys.argv) > 2 else 0
     job = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    step_s = float(os.environ.get("STEP_MS", "0")) / 1000
+    ids = open(os.environ["IDS_FILE"], "a") if os.environ.get("IDS_FILE") else None
     feed = conveyor.attach(socket, rank=rank, job=job, timeout=60)
     start = time.monotonic()
     samples = 0
@@ -24,6 +29,10 @@ def main():
         for b in feed.epoch(e):
             latencies.append(time.clock_gettime_ns(time.CLOCK_MONOTONIC) - b.ready_ns)
             samples += len(b)
+            if ids:
+                ids.writelines(f"{e} {i}\n" for i in b.sample_ids)
+            if step_s:
+                time.sleep(step_s)
             b.release()
     seconds = time.monotonic() - start
     latencies.sort()

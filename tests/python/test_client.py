@@ -321,6 +321,36 @@ class ClientTest(unittest.TestCase):
         for e in range(EPOCHS):
             self.assertEqual(sorted(received[e]), list(range(SAMPLES)), f"epoch {e}")
 
+    def test_signed_states(self):
+        # A node with serve.state_key_file signs what state_dict() returns; a restarted node
+        # with the same key resumes from it, and refuses the same bytes with the signature
+        # tampered with.
+        key = os.path.join(self.work, "signed.key")
+        node, socket = self.node("signed-before", "--set", f"serve.state_key_file={key}")
+        received = []
+        with conveyor.attach(socket, timeout=30) as feed:
+            for _ in range(2):
+                with feed.next() as b:
+                    received.extend((b.epoch, int(i)) for i in b.sample_ids)
+            state = feed.state_dict()
+        node.kill()
+        blob = state["conveyor_state"]
+        self.assertIn(b"CVYRSIGN", blob)
+        self.assertEqual(os.stat(key).st_mode & 0o777, 0o600)
+        node, socket = self.node("signed-after", "--set", "serve.resume=true",
+                                 "--set", f"serve.state_key_file={key}")
+        tampered = {"conveyor_state": blob[:-1] + bytes([blob[-1] ^ 1])}
+        with self.assertRaises(conveyor.Error) as caught:
+            conveyor.attach(socket, timeout=30, next_timeout=30, state=tampered)
+        self.assertIn("not signed by this node's key", str(caught.exception))
+        with conveyor.attach(socket, timeout=30, state=state) as feed:
+            for e in range(feed.info()["start_epoch"], feed.epochs):
+                for b in feed.epoch(e):
+                    received.extend((b.epoch, int(i)) for i in b.sample_ids)
+                    b.release()
+        self.assert_node_ok(node)
+        self.assertEqual(sorted(received), [(e, i) for e in range(EPOCHS) for i in range(SAMPLES)])
+
     def test_bad_states(self):
         node, socket = self.node("bad-state", "--set", "serve.resume=true")
         for bad in ({"other": b"x"}, b"", 42):
