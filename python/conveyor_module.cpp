@@ -244,6 +244,14 @@ py::dtype numpy_dtype(conveyor::dtype type) {
       return py::dtype::of<float>();
     case conveyor::dtype::bfloat16:
       return py::dtype::of<std::uint16_t>();  // the bits; NumPy has no bfloat16
+    case conveyor::dtype::int16:
+      return py::dtype::of<std::int16_t>();
+    case conveyor::dtype::int32:
+      return py::dtype::of<std::int32_t>();
+    case conveyor::dtype::int64:
+      return py::dtype::of<std::int64_t>();
+    case conveyor::dtype::float16:
+      return py::dtype("float16");
   }
   return py::dtype::of<std::uint8_t>();
 }
