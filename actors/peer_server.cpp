@@ -47,13 +47,13 @@ peer_cache_actor::behavior_type front(peer_cache_actor::stateful_pointer<front_s
     self->state.workers.push_back(self->spawn<caf::detached + caf::linked>(worker, opts));
   }
   return {
+      // The links actor answers hellos and leaves (it knows who is up): delegated, so that
+      // it sees the peer as the sender and its answer goes straight to the peer.
       [self, opts](atoms::hello, const peer_identity& theirs, const caf::strong_actor_ptr& server) {
-        self->send(opts.links, atoms::hello::value, theirs, server);
-        return opts.identity;
+        return self->delegate(opts.links, atoms::hello::value, theirs, server);
       },
       [self, opts](atoms::leave, std::uint64_t rank) {
-        self->send(opts.links, atoms::leave::value, rank);
-        return opts.identity.rank;
+        return self->delegate(opts.links, atoms::leave::value, rank);
       },
       [self, opts](atoms::fetch, std::uint64_t epoch, std::uint64_t id) {
         // The front answers itself (the workers never talk to another node): CAF 0.17 kept a

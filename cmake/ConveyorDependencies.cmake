@@ -13,6 +13,8 @@ find_package(spdlog REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(CAF 0.17.6 EXACT REQUIRED COMPONENTS core io openssl)
+# libcrypto: the HMAC of a peer's proof of rank (core/cluster/run_secret.cpp).
+find_package(OpenSSL REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 # libjpeg-turbo's libjpeg API: partial (region) decodes, which TurboJPEG 2.1 lacks.
