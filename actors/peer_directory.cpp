@@ -2,6 +2,7 @@
 
 #include <caf/actor_cast.hpp>
 
+#include <algorithm>
 #include <mutex>
 
 namespace conveyor {
@@ -37,6 +38,13 @@ bool peer_directory::speaks_for(std::uint64_t rank, const caf::strong_actor_ptr&
   std::shared_lock<std::shared_mutex> lock(mutex_);
   return sender && rank < handles_.size() && handles_[rank] &&
          sender->node() == handles_[rank].node();
+}
+
+bool peer_directory::from_a_peer(const caf::strong_actor_ptr& sender) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return sender && std::any_of(handles_.begin(), handles_.end(), [&](const peer_cache_actor& h) {
+           return h && h.node() == sender->node();
+         });
 }
 
 std::optional<std::uint64_t> peer_directory::forget(const caf::actor_addr& address) {

@@ -37,6 +37,8 @@ class peer_directory {
   /// `sender` runs on the node of the handle on file for peer `rank` (false when none is):
   /// a message from it speaks for that peer.
   bool speaks_for(std::uint64_t rank, const caf::strong_actor_ptr& sender) const;
+  /// `sender` runs on the node of a peer that is up.
+  bool from_a_peer(const caf::strong_actor_ptr& sender) const;
   /// The peer at `address` went down: its rank, its handle forgotten (the caller marks it lost
   /// or left in health()); nullopt for an address that is no peer's.
   std::optional<std::uint64_t> forget(const caf::actor_addr& address);

@@ -279,7 +279,7 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
   peer_links = spawn_peer_links(system, {peers, identity, connector, p.fetch_timeout, p.retry,
                                          p.wait, std::move(start), p.secret});
   peer_server = spawn_peer_server(system, {spec.source, spec.cache, status, spec.settings.epochs,
-                                           p.server_workers, peer_links, p.fetch_timeout});
+                                           p.server_workers, peer_links, peers, p.fetch_timeout});
   if (auto port = publish(peer_server); !port) {
     startup_error = port.error();
     status->fail(port.error());

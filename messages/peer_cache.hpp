@@ -68,6 +68,7 @@ enum class peer_status : std::uint8_t {
   not_held = 1,     ///< the sample is not one this node caches
   read_failed = 2,  ///< this node holds it but could not read it from storage (`error` says why)
   bad_request = 3,  ///< an id or epoch outside the run (`error` says which)
+  not_a_peer = 4,   ///< the asker is on no node this node admitted as a peer
 };
 
 /// A sample's record as one node sends it to another, or why it does not.
@@ -89,7 +90,8 @@ typename Inspector::result_type inspect(Inspector& f, peer_record& x) {
 /// `hello(identity, server)`: a node of lower rank introduces itself and its own cache server
 /// (a peer_cache_actor); the answer is this node's identity, with its proof for that rank; an
 /// error when the hello is refused (its proof does not hold, the rank is up already, or is
-/// not below this node's). `fetch(epoch, id)` gives sample `id` from this node's cache; a
+/// not below this node's). `fetch(epoch, id)` gives sample `id` from this node's cache, to a
+/// node admitted as a peer (not_a_peer to any other); a
 /// sample it holds but has not cached yet is read from its storage, cached and given (so the
 /// cluster's storage is read once per sample); `epoch` is the asker's, for this node's
 /// per-epoch counts. `leave(rank)`: that node's run is over (it stops serving): not a failure;

@@ -3,7 +3,8 @@
 // through CAF's middleman: a hello must prove its rank (cluster.secret_file) and a refused one
 // does not keep the real node of that rank out; a dialed peer's answer must prove its rank
 // too; a second hello for a rank that is up is refused; only a peer's own node may say it
-// left; and records a peer gives that are not the samples asked for fall back to storage.
+// left; a node serves samples to its peers only; and records a peer gives that are not the
+// samples asked for fall back to storage.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -121,6 +122,11 @@ class stranger {
                                      const peer_cache_actor& server) {
     return ask<peer_identity>(node, atoms::hello::value, who,
                               caf::actor_cast<caf::strong_actor_ptr>(server));
+  }
+
+  /// `node`'s answer to fetch(0, `id`).
+  caf::expected<peer_record> fetch(const peer_cache_actor& node, std::uint64_t id) {
+    return ask<peer_record>(node, atoms::fetch::value, std::uint64_t{0}, id);
   }
 
   /// `node`'s answer to leave(`rank`).
@@ -321,6 +327,29 @@ TEST(NodePeerTrust, RecordsThatAreNotTheSampleAskedForFallBackToStorage) {
   for (const auto& [e, got] : ids) {
     EXPECT_EQ(std::set<std::uint64_t>(got.begin(), got.end()).size(), got.size()) << e;
   }
+}
+
+TEST(NodePeerTrust, AFetchFromANodeThatIsNoPeerIsRefused) {
+  temp_dir dir;
+  auto folder = testing::make_image_folder(dir, 20);
+  auto ports = testing::free_tcp_ports(2);
+  auto node = start_node(dir, cluster_topology(dir, folder, loopback(ports)), 1);
+  ASSERT_TRUE(node->wait_for_log("listens at", 60s)) << node->err();
+  // A sample the node's cache holds by the plan: it would read it from storage for a peer.
+  auto source = open_sample_source(folder, dataset_format::folder);
+  ASSERT_TRUE(source);
+  auto plan = cache_plan::make(**source, {1ULL << 30U, 0}, 5, {1, 2, cache_partition::by_hash});
+  std::uint64_t held = 0;
+  while (held < plan.size() && plan.holder(held) != std::optional<std::uint64_t>(1)) {
+    ++held;
+  }
+  ASSERT_LT(held, plan.size());
+  stranger s;
+  auto answer = s.fetch(s.reach(ports[1]), held);
+  ASSERT_TRUE(answer) << s.render(answer.error());
+  EXPECT_EQ(answer->status, static_cast<std::uint8_t>(peer_status::not_a_peer));
+  EXPECT_TRUE(answer->payload.empty());
+  EXPECT_TRUE(node->wait_for_log("which is no peer of this node, was refused", 60s)) << node->err();
 }
 
 TEST(NodePeerTrust, ASecretFileOthersMayReadStopsStartUpNamingIt) {
