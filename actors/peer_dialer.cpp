@@ -50,7 +50,9 @@ void dial(caf::blocking_actor* self, dial_order order) {
           [&](const peer_identity& theirs) {
             self->send(order.links, atoms::greeted::value, order.rank, theirs, *peer);
           },
-          [&](const caf::error& e) { fail("no answer to hello: " + self->system().render(e)); });
+          [&](const caf::error& e) {
+            fail("hello refused or not answered: " + self->system().render(e));
+          });
 }
 
 }  // namespace

@@ -2,13 +2,15 @@
 
 #include <caf/actor_cast.hpp>
 
+#include <algorithm>
 #include <mutex>
 
 namespace conveyor {
 
 peer_directory::peer_directory(std::vector<peer_address> nodes, std::uint64_t self,
-                               std::chrono::milliseconds backoff)
-    : health_(std::move(nodes), self, backoff), handles_(health_.world()) {}
+                               std::chrono::milliseconds backoff,
+                               std::chrono::milliseconds deadline)
+    : health_(std::move(nodes), self, backoff, deadline), handles_(health_.world()) {}
 
 peer_cache_actor peer_directory::usable(std::uint64_t rank,
                                         peer_health::clock::time_point now) const {
@@ -25,6 +27,24 @@ void peer_directory::connected(std::uint64_t rank, peer_cache_actor handle) {
     handles_[rank] = std::move(handle);
   }
   health_.connected(rank);
+}
+
+bool peer_directory::up(std::uint64_t rank) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return rank < handles_.size() && handles_[rank];
+}
+
+bool peer_directory::speaks_for(std::uint64_t rank, const caf::strong_actor_ptr& sender) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return sender && rank < handles_.size() && handles_[rank] &&
+         sender->node() == handles_[rank].node();
+}
+
+bool peer_directory::from_a_peer(const caf::strong_actor_ptr& sender) const {
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  return sender && std::any_of(handles_.begin(), handles_.end(), [&](const peer_cache_actor& h) {
+           return h && h.node() == sender->node();
+         });
 }
 
 std::optional<std::uint64_t> peer_directory::forget(const caf::actor_addr& address) {

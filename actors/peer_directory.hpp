@@ -4,6 +4,7 @@
 /// (actors/peer_links.hpp) connects and watches them; readers take a handle to fetch from.
 
 #include <caf/actor_addr.hpp>
+#include <caf/actor_control_block.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -22,7 +23,7 @@ class peer_directory {
  public:
   /// The cluster's nodes in rank order, this node at `self`; see peer_health.
   peer_directory(std::vector<peer_address> nodes, std::uint64_t self,
-                 std::chrono::milliseconds backoff);
+                 std::chrono::milliseconds backoff, std::chrono::milliseconds deadline);
 
   peer_health& health() noexcept { return health_; }
   const peer_health& health() const noexcept { return health_; }
@@ -31,6 +32,13 @@ class peer_directory {
   peer_cache_actor usable(std::uint64_t rank, peer_health::clock::time_point now) const;
   /// Peer `rank` is up at `handle` (marked connected).
   void connected(std::uint64_t rank, peer_cache_actor handle);
+  /// A handle is on file for peer `rank`: it is up.
+  bool up(std::uint64_t rank) const;
+  /// `sender` runs on the node of the handle on file for peer `rank` (false when none is):
+  /// a message from it speaks for that peer.
+  bool speaks_for(std::uint64_t rank, const caf::strong_actor_ptr& sender) const;
+  /// `sender` runs on the node of a peer that is up.
+  bool from_a_peer(const caf::strong_actor_ptr& sender) const;
   /// The peer at `address` went down: its rank, its handle forgotten (the caller marks it lost
   /// or left in health()); nullopt for an address that is no peer's.
   std::optional<std::uint64_t> forget(const caf::actor_addr& address);

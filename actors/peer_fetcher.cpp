@@ -8,8 +8,13 @@ namespace conveyor {
 
 peer_fetcher::peer_fetcher(caf::actor_system& system, std::shared_ptr<peer_directory> peers,
                            std::shared_ptr<const cache_plan> plan,
+                           std::shared_ptr<const sample_source> source,
                            std::chrono::milliseconds deadline)
-    : system_(&system), peers_(std::move(peers)), plan_(std::move(plan)), deadline_(deadline) {}
+    : system_(&system),
+      peers_(std::move(peers)),
+      plan_(std::move(plan)),
+      source_(std::move(source)),
+      deadline_(deadline) {}
 
 std::optional<record> peer_fetcher::fetch(std::uint64_t epoch, std::uint64_t id,
                                           read_counts& counts) const {
@@ -31,11 +36,14 @@ std::optional<record> peer_fetcher::ask(const peer_cache_actor& holder, std::uin
                                         std::uint64_t epoch, std::uint64_t id) const {
   std::optional<record> out;
   caf::scoped_actor self{*system_};
+  const auto asked = peer_health::clock::now();
   self->request(holder, deadline_, atoms::fetch::value, epoch, id)
       .receive(
           [&](peer_record& r) {
+            const auto now = peer_health::clock::now();
+            peers_->health().answered(rank, now - asked, now);
             if (r.status == static_cast<std::uint8_t>(peer_status::found)) {
-              out = record{std::move(r.key), r.label, std::move(r.payload)};
+              out = checked(r, rank, id);
             } else {
               log("cluster")->warn("{} did not give sample {}: {}", peers_->health().name(rank), id,
                                    r.error);
@@ -54,6 +62,20 @@ std::optional<record> peer_fetcher::ask(const peer_cache_actor& holder, std::uin
             }
           });
   return out;
+}
+
+std::optional<record> peer_fetcher::checked(peer_record& r, std::uint64_t rank,
+                                            std::uint64_t id) const {
+  record got{std::move(r.key), r.label, std::move(r.payload)};
+  if (auto same = source_->check(id, got); !same) {
+    peers_->health().gave_wrong_record(rank, peer_health::clock::now());
+    log("cluster")->warn(
+        "{} gave a record for sample {} that does not match this node's dataset ({}): it is "
+        "read from storage, and that peer is not asked for a while",
+        peers_->health().name(rank), id, same.error().what());
+    return std::nullopt;
+  }
+  return got;
 }
 
 }  // namespace conveyor

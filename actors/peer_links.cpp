@@ -39,6 +39,27 @@ std::string with_key(std::string what, std::uint64_t there, std::uint64_t here) 
   return what + " (" + std::to_string(there) + " there, " + std::to_string(here) + " here)";
 }
 
+proof_subject subject_of(const peer_identity& id, std::uint64_t receiver) {
+  return {id.protocol, id.rank, receiver, id.dataset_size, id.seed, id.world, id.plan_digest};
+}
+
+// This node's identity as said to `rank`: with its proof for that rank.
+peer_identity identity_for(const links_state& s, std::uint64_t rank) {
+  auto out = s.opts.identity;
+  out.proof = s.opts.secret.prove(subject_of(out, rank));
+  return out;
+}
+
+// `theirs` proves to this node the rank it claims (always true without a secret).
+bool proven(const links_state& s, const peer_identity& theirs) {
+  return s.opts.secret.verify(subject_of(theirs, s.opts.identity.rank), theirs.proof);
+}
+
+// The answer to a hello or leave this node refuses; `why` reaches the sender.
+caf::error refusal(std::string why) {
+  return caf::make_error(caf::sec::invalid_argument, std::move(why));
+}
+
 // Start-up goes on once every peer is up or refused, or the wait is over.
 void check_ready(links_pointer self) {
   auto& s = self->state;
@@ -96,25 +117,75 @@ void admit(links_pointer self, std::uint64_t rank, const peer_cache_actor& handl
   check_ready(self);
 }
 
+// The peer this node dialed at `rank` answered its hello with `theirs`.
+void greeted(links_pointer self, std::uint64_t rank, const peer_identity& theirs,
+             const peer_cache_actor& handle) {
+  auto& s = self->state;
+  if (!proven(s, theirs)) {
+    not_reached(self, rank,
+                "its answer to hello does not prove its rank (is cluster.secret_file the same "
+                "on every node?)");
+    return;
+  }
+  admit(self, rank, handle, theirs);
+}
+
 void dial(links_pointer self, std::uint64_t rank) {
   auto& s = self->state;
   s.attempting.insert(rank);
-  spawn_peer_dialer(self->system(), {rank, s.health().address(rank), s.opts.connector,
-                                     s.opts.identity, s.server, self, s.opts.attempt_timeout});
+  spawn_peer_dialer(self->system(),
+                    {rank, s.health().address(rank), s.opts.connector, identity_for(s, rank),
+                     s.server, self, s.opts.attempt_timeout});
 }
 
-// A peer of lower rank dialed this node and introduced itself with `theirs` and its server.
-void introduced(links_pointer self, const peer_identity& theirs, caf::strong_actor_ptr server) {
+// A node dialed this node and introduced itself with `theirs` and its server: admitted when it
+// is of lower rank (only they dial), proves that rank, and the rank is not up already; the
+// answer is this node's identity, or why the hello is refused.
+caf::result<peer_identity> introduced(links_pointer self, const peer_identity& theirs,
+                                      caf::strong_actor_ptr server) {
   auto& s = self->state;
   const auto rank = theirs.rank;
-  if (rank >= s.opts.identity.rank || !server) {  // only lower ranks dial (and so are peers)
+  if (rank >= s.opts.identity.rank || !server) {
     log("cluster")->error(
         "cluster: a node that says it is rank {} dialed this node (rank {} of {}): only nodes "
         "of lower rank do; do all nodes list cluster.peers in the same order?",
         rank, s.opts.identity.rank, s.health().world());
-    return;
+    return refusal("rank " + std::to_string(s.opts.identity.rank) +
+                   " is dialed only by nodes of lower rank");
+  }
+  const auto name = s.health().name(rank);
+  if (!proven(s, theirs)) {
+    log("cluster")->warn(
+        "cluster: a hello as {} was refused: it does not prove that rank (another "
+        "cluster.secret_file, or not a node of this run); the rank may still say hello",
+        name);
+    return refusal("hello refused: no proof of rank " + std::to_string(rank));
+  }
+  if (s.opts.peers->up(rank)) {
+    log("cluster")->warn(
+        "cluster: a second hello as {} was refused: that rank is up, and its connection is kept",
+        name);
+    return refusal("hello refused: rank " + std::to_string(rank) + " is up already");
   }
   admit(self, rank, caf::actor_cast<peer_cache_actor>(std::move(server)), theirs);
+  return identity_for(s, rank);
+}
+
+// Peer `rank` says its run is over: believed only from that peer's own node.
+caf::result<std::uint64_t> leave(links_pointer self, std::uint64_t rank) {
+  auto& s = self->state;
+  const auto& sender = self->current_sender();
+  if (!s.opts.peers->speaks_for(rank, sender)) {
+    log("cluster")->warn(
+        "cluster: a leave for rank {} from {} was ignored: it is not that peer's node", rank,
+        sender ? caf::to_string(sender->node()) : std::string("an anonymous sender"));
+    return refusal("leave refused: the sender is not rank " + std::to_string(rank));
+  }
+  if (s.opts.peers->left(rank)) {
+    log("cluster")->info("cluster: {} ended its run: its samples are read from storage from now on",
+                         s.health().name(rank));
+  }
+  return s.opts.identity.rank;
 }
 
 // The peer at `down.source` went down: its connection lost, or its run over.
@@ -148,6 +219,11 @@ peer_links_actor::behavior_type links(links_pointer self, peer_links_options opt
   for (std::uint64_t rank = 0; rank < s.opts.identity.rank; ++rank) {
     s.health().unreachable(rank, "it has not dialed this node (nodes dial those of higher rank)");
   }
+  if (!s.opts.secret.enabled() && world > 1) {
+    log("cluster")->info(
+        "cluster: no cluster.secret_file: peers' ranks are taken on their word (a process that "
+        "reaches this node's port may say hello as a rank that is not up)");
+  }
   self->set_down_handler([self](const caf::down_msg& down) { peer_down(self, down); });
   self->delayed_send(self, s.opts.wait, atoms::peers_up::value);
   check_ready(self);  // a node alone has nobody to wait for
@@ -157,21 +233,14 @@ peer_links_actor::behavior_type links(links_pointer self, peer_links_options opt
         self->send(self, atoms::tick::value);
       },
       [self](atoms::hello, const peer_identity& theirs, caf::strong_actor_ptr& server) {
-        introduced(self, theirs, std::move(server));
+        return introduced(self, theirs, std::move(server));
       },
       [self](atoms::greeted, std::uint64_t rank, const peer_identity& theirs,
-             const peer_cache_actor& server) { admit(self, rank, server, theirs); },
+             const peer_cache_actor& server) { greeted(self, rank, theirs, server); },
       [self](atoms::failed, std::uint64_t rank, const std::string& why) {
         not_reached(self, rank, why);
       },
-      [self](atoms::leave, std::uint64_t rank) {
-        if (self->state.opts.peers->left(rank)) {
-          log("cluster")->info(
-              "cluster: {} ended its run: its samples are read from storage "
-              "from now on",
-              self->state.health().name(rank));
-        }
-      },
+      [self](atoms::leave, std::uint64_t rank) { return leave(self, rank); },
       [self](atoms::tick) {
         auto& st = self->state;
         for (auto rank : st.health().unconnected()) {

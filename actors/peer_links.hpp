@@ -11,6 +11,14 @@
 /// asking it); one this node dials is tried again, first after 50 ms, then ever less often, up
 /// to every `retry`.
 ///
+/// Who says what is checked. With a `secret`, a hello, and the answer to one, must prove the
+/// sender's rank (core/cluster/run_secret.hpp): a hello that does not is refused (the rank is
+/// not refused for good: its real node may still come), and a dialed peer whose answer does
+/// not is tried again later; only a peer that proves its rank and then disagrees on the run is
+/// refused for good. Without one, ranks are taken on their word (logged once). A second hello
+/// for a rank that is up is refused (the live connection is kept), and `leave(rank)` counts
+/// only when its sender is on that rank's node.
+///
 /// At start, `on_ready` is called once every peer is up or refused, or after `wait`, whichever
 /// comes first: the pipeline starts reading then, so that the first epoch fills every node's
 /// partition of the cache.
@@ -25,6 +33,7 @@
 #include <string>
 
 #include "actors/peer_directory.hpp"
+#include "core/cluster/run_secret.hpp"
 #include "messages/peer_cache.hpp"
 #include "messages/peer_links.hpp"
 
@@ -38,6 +47,7 @@ struct peer_links_options {
   std::chrono::milliseconds retry{2000};  ///< the longest between attempts at a peer not up
   std::chrono::milliseconds wait{60000};  ///< the longest start waits for peers
   std::function<void()> on_ready;         ///< called once (see above)
+  run_secret secret{};                    ///< none: ranks are taken on their word
 };
 
 peer_links_actor spawn_peer_links(caf::actor_system& sys, peer_links_options options);

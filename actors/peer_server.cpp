@@ -2,7 +2,10 @@
 
 #include <caf/all.hpp>
 
+#include <utility>
 #include <vector>
+
+#include "core/base/log.hpp"
 
 namespace conveyor {
 namespace {
@@ -39,29 +42,52 @@ struct front_state {
   static inline const char* name = "peer_server";
   std::vector<fetch_worker> workers;
   std::size_t next = 0;
+  bool told_stranger = false;  ///< a fetch from a node that is no peer was logged
 };
 
-peer_cache_actor::behavior_type front(peer_cache_actor::stateful_pointer<front_state> self,
-                                      peer_server_options opts) {
+using front_pointer = peer_cache_actor::stateful_pointer<front_state>;
+
+// A fetch from the sender of the current message is served: it is on a peer's node. The first
+// refusal is logged (a stranger may ask many times).
+bool from_a_peer(front_pointer self, const peer_server_options& opts) {
+  const auto& sender = self->current_sender();
+  if (opts.peers->from_a_peer(sender)) {
+    return true;
+  }
+  if (!std::exchange(self->state.told_stranger, true)) {
+    log("cluster")->warn(
+        "cluster: a fetch from {}, which is no peer of this node, was refused (further ones "
+        "are refused without a word)",
+        sender ? caf::to_string(sender->node()) : std::string("an anonymous sender"));
+  }
+  return false;
+}
+
+peer_cache_actor::behavior_type front(front_pointer self, peer_server_options opts) {
   for (int w = 0; w < opts.workers; ++w) {
     self->state.workers.push_back(self->spawn<caf::detached + caf::linked>(worker, opts));
   }
   return {
+      // The links actor answers hellos and leaves (it knows who is up): delegated, so that
+      // it sees the peer as the sender and its answer goes straight to the peer.
       [self, opts](atoms::hello, const peer_identity& theirs, const caf::strong_actor_ptr& server) {
-        self->send(opts.links, atoms::hello::value, theirs, server);
-        return opts.identity;
+        return self->delegate(opts.links, atoms::hello::value, theirs, server);
       },
       [self, opts](atoms::leave, std::uint64_t rank) {
-        self->send(opts.links, atoms::leave::value, rank);
-        return opts.identity.rank;
+        return self->delegate(opts.links, atoms::leave::value, rank);
       },
       [self, opts](atoms::fetch, std::uint64_t epoch, std::uint64_t id) {
         // The front answers itself (the workers never talk to another node): CAF 0.17 kept a
         // detached actor that had answered a remote request from being destroyed, now and
         // then, and the node's shutdown waited for it forever.
+        const bool served = from_a_peer(self, opts);  // before the promise takes the sender
+        auto answer = self->make_response_promise<peer_record>();
+        if (!served) {
+          answer.deliver(refusal(peer_status::not_a_peer, "this node serves its peers only"));
+          return answer;
+        }
         auto& s = self->state;
         const auto& to = s.workers[s.next++ % s.workers.size()];
-        auto answer = self->make_response_promise<peer_record>();
         self->request(to, opts.deadline, atoms::fetch::value, epoch, id)
             .then([answer](peer_record& r) mutable { answer.deliver(std::move(r)); },
                   [answer, id](const caf::error&) mutable {

@@ -1,10 +1,10 @@
 #pragma once
 /// A node's cache as its peers see it (the partitioned cache): published on the node's
-/// address in cluster.peers, it answers `hello` with the node's identity (and passes the
-/// introduced peer on to the node's links actor) and `fetch(epoch, id)` with sample `id` from
-/// the node's cache. A sample the node holds but has not cached yet is
-/// read from storage, cached and given: the cluster reads each held sample from storage once.
-/// A front actor hands fetches to `workers` detached actors, so storage reads for peers run
+/// address in cluster.peers, it delegates `hello` and `leave` to the node's links actor (which
+/// checks who says them and answers) and answers `fetch(epoch, id)` with sample `id` from the
+/// node's cache, to a node it admitted as a peer only. A sample the node holds but has not cached
+/// yet is read from storage, cached and given: the cluster reads each held sample from storage
+/// once. A front actor hands fetches to `workers` detached actors, so storage reads for peers run
 /// beside each other and never on the scheduler's threads; the front alone answers the peers.
 
 #include <caf/actor_system.hpp>
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "actors/peer_directory.hpp"
 #include "core/delivery/pipeline_status.hpp"
 #include "core/storage/minio_cache.hpp"
 #include "core/storage/sample_source.hpp"
@@ -25,10 +26,11 @@ struct peer_server_options {
   std::shared_ptr<const sample_source> source;
   std::shared_ptr<minio_cache> cache;
   std::shared_ptr<pipeline_status> status;  ///< counts reads for peers and samples served
-  peer_identity identity;                   ///< this node's
   std::uint64_t epochs = 1;                 ///< the run's: a fetch for a later one is refused
   int workers = 1;                          ///< >= 1
-  peer_links_actor links;                   ///< where introductions (hello) go
+  peer_links_actor links;                   ///< answers hello and leave
+  /// The peers this node admitted: a fetch from any other node is refused (not_a_peer).
+  std::shared_ptr<const peer_directory> peers;
   /// A fetch a worker has not answered by then is answered as failed (the asker has given
   /// up by then: it waits as long).
   std::chrono::milliseconds deadline{1000};

@@ -6,6 +6,7 @@
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <mutex>
 
@@ -42,6 +43,25 @@ void load_network(caf::actor_system_config& cfg, const peer_settings& peers) {
     cfg.load<caf::openssl::manager>();
   }
   peer_message_types(cfg);
+}
+
+// Without TLS, CAF 0.17 lets whoever opens a connection to the node's port make it allocate
+// whatever message size the connection announces (messages/peer_cache.hpp): say so.
+void warn_about_plain_tcp(const peer_settings& p) {
+  if (p.tls.enabled()) {
+    return;
+  }
+  const auto port = p.nodes[p.rank].port;
+  const bool beyond = std::any_of(p.nodes.begin(), p.nodes.end(),
+                                  [](const peer_address& a) { return !a.loopback(); });
+  log("cluster")->warn(
+      "cluster: plain TCP between the nodes{}: {} can connect to port {} and make this node "
+      "allocate up to 4 GiB per connection (CAF 0.17 allocates whatever message size a "
+      "connection announces){}; TLS (cluster.tls_certificate, tls_key and tls_cafile, every node "
+      "holding a certificate of the authority) is the only protection in CAF 0.17",
+      beyond ? " beyond this machine (cluster.insecure = true)" : " on loopback",
+      beyond ? "anyone who reaches this machine" : "any local process", port,
+      beyond ? ", and read or alter what the nodes send each other" : "");
 }
 
 caf::actor_system_config make_config(int scheduler_threads,
@@ -245,18 +265,21 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
   }
   const auto& p = *spec.peers;
   const auto& plan = spec.cache->layout();
-  peer_identity identity{1,      spec.source->size(), spec.settings.seed, p.nodes.size(),
-                         p.rank, plan.digest()};
-  peers = std::make_shared<peer_directory>(p.nodes, p.rank, p.retry);
+  peer_identity identity;
+  identity.dataset_size = spec.source->size();
+  identity.seed = spec.settings.seed;
+  identity.world = p.nodes.size();
+  identity.rank = p.rank;
+  identity.plan_digest = plan.digest();
+  peers = std::make_shared<peer_directory>(p.nodes, p.rank, p.retry, p.fetch_timeout);
   fetcher = std::make_shared<const peer_fetcher>(system, peers, spec.cache->layout_ptr(),
-                                                 p.fetch_timeout);
+                                                 spec.source, p.fetch_timeout);
   auto connector =
       p.tls.enabled() ? system.openssl_manager().actor_handle() : system.middleman().actor_handle();
-  peer_links = spawn_peer_links(
-      system, {peers, identity, connector, p.fetch_timeout, p.retry, p.wait, std::move(start)});
-  peer_server =
-      spawn_peer_server(system, {spec.source, spec.cache, status, identity, spec.settings.epochs,
-                                 p.server_workers, peer_links, p.fetch_timeout});
+  peer_links = spawn_peer_links(system, {peers, identity, connector, p.fetch_timeout, p.retry,
+                                         p.wait, std::move(start), p.secret});
+  peer_server = spawn_peer_server(system, {spec.source, spec.cache, status, spec.settings.epochs,
+                                           p.server_workers, peer_links, peers, p.fetch_timeout});
   if (auto port = publish(peer_server); !port) {
     startup_error = port.error();
     status->fail(port.error());
@@ -264,6 +287,7 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
     return;
   }
   caf::anon_send(peer_links, atoms::connect::value, peer_server);
+  warn_about_plain_tcp(p);
   log("cluster")->info("cluster: rank {} of {} listens at {} for its peers{}", p.rank,
                        p.nodes.size(), p.nodes[p.rank].text(), p.tls.enabled() ? " (TLS)" : "");
 }

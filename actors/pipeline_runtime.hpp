@@ -15,6 +15,7 @@
 #include "core/batching/batcher_core.hpp"
 #include "core/batching/quarantine_report.hpp"
 #include "core/cluster/peer_address.hpp"
+#include "core/cluster/run_secret.hpp"
 #include "core/cluster/tls_files.hpp"
 #include "core/delivery/pipeline_status.hpp"
 #include "core/feeding/host_copy_engine.hpp"
@@ -35,6 +36,7 @@ struct peer_settings {
   std::chrono::milliseconds wait{60000};          ///< reading waits this long for every peer
   tls_files tls{};                                ///< none: plain TCP
   int server_workers = 1;  ///< threads that serve the peers' fetches (storage reads for them)
+  run_secret secret{};     ///< the proof of rank in hellos; none: ranks taken on their word
 };
 
 struct pipeline_spec {

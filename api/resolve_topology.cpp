@@ -131,9 +131,10 @@ expected<std::optional<peer_settings>> peers_of(const topology& t) {
   if (!c.partitioned()) {
     return std::optional<peer_settings>{};
   }
-  auto bad = [&](const std::string& what) {
-    return error{errc::invalid_config, t.source + ": cluster.peers: " + what};
+  auto bad_key = [&](const std::string& key, const std::string& what) {
+    return error{errc::invalid_config, t.source + ": " + key + ": " + what};
   };
+  auto bad = [&](const std::string& what) { return bad_key("cluster.peers", what); };
   if (c.peers.size() != static_cast<std::size_t>(c.world_or_default())) {
     return bad("lists " + std::to_string(c.peers.size()) + " nodes, but the cluster has " +
                std::to_string(c.world_or_default()) +
@@ -158,6 +159,13 @@ expected<std::optional<peer_settings>> peers_of(const topology& t) {
   p.wait = milliseconds(c.peer_wait_s * 1000.0);
   p.tls = c.tls;
   p.server_workers = t.pipeline.readers;
+  if (!c.secret_file.empty()) {
+    auto secret = read_secret_file(c.secret_file);
+    if (!secret) {
+      return bad_key("cluster.secret_file", secret.error().message());
+    }
+    p.secret = std::move(*secret);
+  }
   return std::optional<peer_settings>(std::move(p));
 }
 

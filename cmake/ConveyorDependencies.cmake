@@ -13,7 +13,7 @@ find_package(spdlog REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(CAF 0.17.6 EXACT REQUIRED COMPONENTS core io openssl)
-find_package(OpenSSL REQUIRED)  # libcrypto: HMAC of served resume states
+find_package(OpenSSL REQUIRED)  # libcrypto: HMAC of served resume states and cluster proofs
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 # libjpeg-turbo's libjpeg API: partial (region) decodes, which TurboJPEG 2.1 lacks.

@@ -1,6 +1,7 @@
 #include "config/section_readers.hpp"
 
 #include "core/base/byte_size.hpp"
+#include "core/cluster/run_secret.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -259,6 +260,35 @@ tls_files read_tls(table_reader& section) {
   return all ? out : tls_files{};
 }
 
+// Plain TCP beyond this machine only when the operator accepts the risk (cluster.insecure).
+void refuse_plain_tcp_beyond_loopback(table_reader& section, const cluster_config& c) {
+  if (c.tls.enabled() || c.insecure) {
+    return;
+  }
+  auto beyond = std::find_if(c.peers.begin(), c.peers.end(),
+                             [](const peer_address& a) { return !a.loopback(); });
+  if (beyond != c.peers.end()) {
+    section.fail(*section.find("peers"), "peers",
+                 beyond->text() +
+                     " is not a loopback address, and the nodes would talk plain TCP: anyone "
+                     "who reaches the port could make a node allocate up to 4 GiB per "
+                     "connection (CAF 0.17 bounds no message size) and read or alter what the "
+                     "nodes send; set tls_certificate, tls_key and tls_cafile, or insecure = "
+                     "true to accept the risk");
+  }
+}
+
+// cluster.secret_file: "" when absent; a file that would be refused at start is reported.
+std::string secret_file(table_reader& section) {
+  auto path = section.string("secret_file", "");
+  if (const auto* value = section.find("secret_file"); value && !path.empty()) {
+    if (auto secret = read_secret_file(path); !secret) {
+      section.fail(*value, "secret_file", secret.error().message());
+    }
+  }
+  return path;
+}
+
 }  // namespace
 
 cluster_config read_cluster(table_reader& section) {
@@ -275,7 +305,9 @@ cluster_config read_cluster(table_reader& section) {
     }
   }
   out.split = section.choice("shard_by", out.split, {shard_by::sample, shard_by::shard});
+  const auto errors_before = section.errors().error_count();
   out.peers = read_peers(section);
+  const bool peers_read = section.errors().error_count() == errors_before;
   if (const auto* value = section.find("peers");
       value && out.world && !out.peers.empty() &&
       out.peers.size() != static_cast<std::size_t>(*out.world)) {
@@ -287,6 +319,11 @@ cluster_config read_cluster(table_reader& section) {
   out.peer_retry_ms = section.integer("peer_retry_ms", out.peer_retry_ms, at_least(1));
   out.peer_wait_s = section.number("peer_wait_s", out.peer_wait_s, closed(0.0, 86400.0));
   out.tls = read_tls(section);
+  out.insecure = section.boolean("insecure", out.insecure);
+  if (peers_read) {  // a list wrong in itself is reported as such first
+    refuse_plain_tcp_beyond_loopback(section, out);
+  }
+  out.secret_file = secret_file(section);
   return out;
 }
 

@@ -133,6 +133,13 @@ struct cluster_config {
   int peer_retry_ms = 2000;    ///< >= 1: a peer that failed is asked again after this long
   double peer_wait_s = 60.0;   ///< >= 0: start waits this long at most for every peer
   tls_files tls;               ///< tls_certificate, tls_key, tls_cafile
+  /// Plain TCP (no tls) to peers beyond the loopback interface is accepted only when set: CAF
+  /// 0.17 lets anyone who reaches the port make the node allocate up to 4 GiB per connection.
+  bool insecure = false;
+  /// A file holding the run's secret, with which the nodes prove their ranks to each other
+  /// (core/cluster/run_secret.hpp): a regular file that its group and others may not read or
+  /// write, not empty; "": ranks are taken on their word.
+  std::string secret_file;
   int rank_or_default() const noexcept { return rank.value_or(0); }
   int world_or_default() const noexcept { return world.value_or(1); }
   bool partitioned() const noexcept { return !peers.empty(); }

@@ -16,15 +16,17 @@ namespace conveyor {
 
 /// `connect(server)`: this node's own cache server, to introduce to the peers it dials (they
 /// start then); `hello(identity, server)`: a peer of lower rank introduced itself to this
-/// node's server; `leave(rank)`: that peer's run is over (said to this node's server);
-/// `greeted(rank, identity, server)` and `failed(rank, why)`: how a dialer's attempt at `rank`
-/// ended; `tick`: try the peers not up; `peers_up`: the start's wait is over.
-using peer_links_actor =
-    caf::typed_actor<caf::reacts_to<atoms::connect, peer_cache_actor>,
-                     caf::reacts_to<atoms::hello, peer_identity, caf::strong_actor_ptr>,
-                     caf::reacts_to<atoms::leave, std::uint64_t>,
-                     caf::reacts_to<atoms::greeted, std::uint64_t, peer_identity, peer_cache_actor>,
-                     caf::reacts_to<atoms::failed, std::uint64_t, std::string>,
-                     caf::reacts_to<atoms::tick>, caf::reacts_to<atoms::peers_up>>;
+/// node's server, which delegates the hello here: the answer (this node's identity, or an
+/// error when the hello is refused) goes to that peer; `leave(rank)`: that peer's run is over
+/// (said to this node's server, delegated here: the sender is the peer's); `greeted(rank,
+/// identity, server)` and `failed(rank, why)`: how a dialer's attempt at `rank` ended; `tick`:
+/// try the peers not up; `peers_up`: the start's wait is over.
+using peer_links_actor = caf::typed_actor<
+    caf::reacts_to<atoms::connect, peer_cache_actor>,
+    caf::replies_to<atoms::hello, peer_identity, caf::strong_actor_ptr>::with<peer_identity>,
+    caf::replies_to<atoms::leave, std::uint64_t>::with<std::uint64_t>,
+    caf::reacts_to<atoms::greeted, std::uint64_t, peer_identity, peer_cache_actor>,
+    caf::reacts_to<atoms::failed, std::uint64_t, std::string>, caf::reacts_to<atoms::tick>,
+    caf::reacts_to<atoms::peers_up>>;
 
 }  // namespace conveyor

@@ -12,77 +12,34 @@
 
 #include <csignal>
 #include <memory>
-#include <numeric>
 #include <set>
 
 #include "core/base/unique_fd.hpp"
-#include "support/node_app.hpp"
+#include "support/cluster_nodes.hpp"
 
 namespace conveyor {
 namespace {
 
+using testing::cluster_topology;
+using testing::ids_of;
 using testing::json_array;
 using testing::json_number;
+using testing::loopback;
+using testing::make_certificates;
 using testing::node_process;
+using testing::start_node;
+using testing::sum;
 using testing::temp_dir;
+using testing::tls_args;
 
 constexpr std::uint64_t images = 60;
-constexpr int epochs = 3;
-
-// "peers = [...]" for nodes on `ports` of the loopback interface.
-std::string peers_key(const std::vector<std::uint16_t>& ports) {
-  std::string out = "peers = [";
-  for (std::size_t i = 0; i < ports.size(); ++i) {
-    out += (i == 0 ? "\"" : ", \"") + std::string("127.0.0.1:") + std::to_string(ports[i]) + "\"";
-  }
-  return out + "]\n";
-}
-
-// The topology every node of a cluster of `ports.size()` nodes shares; `cluster` adds keys to
-// [cluster]. A cache that alone could hold the set: together, the nodes' partitions cover it.
-std::filesystem::path cluster_topology(const temp_dir& dir, const std::filesystem::path& folder,
-                                       const std::vector<std::uint16_t>& ports,
-                                       const std::string& cluster = "peer_wait_s = 60\n") {
-  return testing::write_topology(
-      dir, "gpus = 1\n[dataset]\npath = \"" + folder.string() +
-               "\"\nformat = \"folder\"\nseed = 5\n"
-               "[pipeline]\nbatch_size = 2\npreprocessors = 1\n"
-               "[trainer]\nstep_ms = 10\nepochs = " +
-               std::to_string(epochs) +
-               "\n[monitor]\ninterval_ms = 50\n"
-               "[cache]\nmemory = \"1G\"\n"
-               "[cluster]\nworld = " +
-               std::to_string(ports.size()) + "\n" + peers_key(ports) +
-               // Generous: a loaded CI machine must not turn a slow answer into a fallback.
-               "peer_timeout_ms = 10000\n" + cluster +
-               "[[transform]]\nop = \"decode\"\n"
-               "[[transform]]\nop = \"random_resized_crop\"\nsize = 16\n"
-               "[[transform]]\nop = \"to_uint8\"\n");
-}
-
-std::filesystem::path ids_of(const temp_dir& dir, int rank) {
-  return dir / ("ids-" + std::to_string(rank));
-}
-
-// Node `rank` of the cluster of `file`, with `extra` arguments.
-std::unique_ptr<node_process> start_node(const temp_dir& dir, const std::filesystem::path& file,
-                                         int rank, std::vector<std::string> extra = {}) {
-  std::vector<std::string> args{"--topology", file.string(),
-                                "--set",      "cluster.rank=" + std::to_string(rank),
-                                "--set",      "trainer.ids_file=" + ids_of(dir, rank).string()};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return std::make_unique<node_process>(std::move(args));
-}
-
-double sum(const std::vector<double>& v) {
-  return std::accumulate(v.begin(), v.end(), 0.0);
-}
+constexpr int epochs = testing::cluster_epochs;
 
 TEST(NodePeers, ThreeNodesFetchFromEachOtherAndDeliverEverySampleOnce) {
   temp_dir dir;
   auto folder = testing::make_image_folder(dir, static_cast<int>(images));
   auto ports = testing::free_tcp_ports(3);
-  auto file = cluster_topology(dir, folder, ports);
+  auto file = cluster_topology(dir, folder, loopback(ports));
   std::vector<std::unique_ptr<node_process>> nodes;
   for (int rank = 0; rank < 3; ++rank) {
     nodes.push_back(start_node(dir, file, rank));
@@ -106,6 +63,10 @@ TEST(NodePeers, ThreeNodesFetchFromEachOtherAndDeliverEverySampleOnce) {
     EXPECT_NE(out.find("\"failed_peers\":[]"), std::string::npos) << out;
     EXPECT_NE(node.err().find("every peer answered; reading starts"), std::string::npos)
         << node.err();
+    // Without TLS and a secret, the node says what it cannot protect against.
+    EXPECT_NE(node.err().find("plain TCP between the nodes on loopback"), std::string::npos)
+        << node.err();
+    EXPECT_NE(node.err().find("ranks are taken on their word"), std::string::npos) << node.err();
     for (const auto& [e, got] : testing::read_ids_file(ids_of(dir, rank))) {
       all[e].insert(got.begin(), got.end());
     }
@@ -123,7 +84,8 @@ TEST(NodePeers, ANodeKilledMidRunLeavesTheOthersToFinishAndNamesIt) {
   auto folder = testing::make_image_folder(dir, static_cast<int>(images));
   auto ports = testing::free_tcp_ports(3);
   // Slow trainers: the run lasts seconds, and the kill lands in its middle.
-  auto file = cluster_topology(dir, folder, ports, "peer_retry_ms = 200\npeer_wait_s = 60\n");
+  auto file =
+      cluster_topology(dir, folder, loopback(ports), "peer_retry_ms = 200\npeer_wait_s = 60\n");
   std::vector<std::unique_ptr<node_process>> nodes;
   for (int rank = 0; rank < 3; ++rank) {
     nodes.push_back(start_node(dir, file, rank, {"--set", "trainer.step_ms=60"}));
@@ -162,7 +124,7 @@ TEST(NodePeers, APeerOfAnotherRunIsRefusedByName) {
   temp_dir dir;
   auto folder = testing::make_image_folder(dir, 20);
   auto ports = testing::free_tcp_ports(2);
-  auto file = cluster_topology(dir, folder, ports);
+  auto file = cluster_topology(dir, folder, loopback(ports));
   auto a = start_node(dir, file, 0);
   auto b = start_node(dir, file, 1, {"--set", "dataset.seed=6"});
   for (auto* node : {a.get(), b.get()}) {
@@ -174,34 +136,13 @@ TEST(NodePeers, APeerOfAnotherRunIsRefusedByName) {
   }
 }
 
-// A certificate authority and a node certificate it signed, in `dir` (openssl's command line).
-void make_certificates(const temp_dir& dir, const std::string& name) {
-  auto run = [&](const std::string& cmd) {
-    ASSERT_EQ(std::system((cmd + " 2>/dev/null >/dev/null").c_str()), 0) << cmd;
-  };
-  auto at = [&](const std::string& file) { return (dir / (name + file)).string(); };
-  run("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + name + "-ca -keyout " +
-      at("-ca.key") + " -out " + at("-ca.pem"));
-  run("openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout " + at(".key") + " -out " +
-      at(".csr"));
-  run("openssl x509 -req -days 2 -in " + at(".csr") + " -CA " + at("-ca.pem") + " -CAkey " +
-      at("-ca.key") + " -CAcreateserial -out " + at(".pem"));
-}
-
-std::vector<std::string> tls_args(const temp_dir& dir, const std::string& name,
-                                  const std::string& ca) {
-  return {"--set", "cluster.tls_certificate=" + (dir / (name + ".pem")).string(),
-          "--set", "cluster.tls_key=" + (dir / (name + ".key")).string(),
-          "--set", "cluster.tls_cafile=" + (dir / (ca + "-ca.pem")).string()};
-}
-
 TEST(NodePeers, NodesWithCertificatesTalkTlsAndAStrangerIsNotServed) {
   temp_dir dir;
   make_certificates(dir, "ours");
   make_certificates(dir, "theirs");
   auto folder = testing::make_image_folder(dir, 20);
   auto ports = testing::free_tcp_ports(2);
-  auto file = cluster_topology(dir, folder, ports, "peer_wait_s = 3\n");
+  auto file = cluster_topology(dir, folder, loopback(ports), "peer_wait_s = 3\n");
   {
     auto a = start_node(dir, file, 0, tls_args(dir, "ours", "ours"));
     auto b = start_node(dir, file, 1, tls_args(dir, "ours", "ours"));
@@ -226,7 +167,7 @@ TEST(NodePeers, APortTakenOrAMissingCacheStopsStartUpWithExitTwo) {
   temp_dir dir;
   auto folder = testing::make_image_folder(dir, 10);
   auto ports = testing::free_tcp_ports(2);
-  auto file = cluster_topology(dir, folder, ports);
+  auto file = cluster_topology(dir, folder, loopback(ports));
   unique_fd taken(socket(AF_INET, SOCK_STREAM, 0));
   sockaddr_in a{};
   a.sin_family = AF_INET;

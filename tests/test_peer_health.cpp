@@ -1,6 +1,7 @@
 // What a node knows of its peers (core/cluster/peer_health.hpp) as plain code with the clock
 // passed in: who may be asked when, what start-up waits for, and what the run's report says
-// about each peer that failed; and the addresses of cluster.peers.
+// about each peer that failed; how a peer's pace rests it (core/cluster/peer_pace.hpp); and
+// the addresses of cluster.peers.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -8,6 +9,7 @@
 
 #include "core/base/unique_fd.hpp"
 #include "core/cluster/peer_health.hpp"
+#include "core/cluster/peer_pace.hpp"
 #include "core/cluster/tcp_probe.hpp"
 
 namespace conveyor {
@@ -20,7 +22,7 @@ std::vector<peer_address> three_nodes() {
 }
 
 TEST(PeerHealth, OnlyPeersThatAreUpAndNotBackingOffAreAsked) {
-  peer_health h(three_nodes(), 0, 2000ms);
+  peer_health h(three_nodes(), 0, 2000ms, 1000ms);
   auto t0 = peer_health::clock::now();
   EXPECT_FALSE(h.usable(1, t0));  // not connected yet
   EXPECT_FALSE(h.usable(0, t0));  // itself
@@ -35,7 +37,7 @@ TEST(PeerHealth, OnlyPeersThatAreUpAndNotBackingOffAreAsked) {
 }
 
 TEST(PeerHealth, StartWaitsForEveryPeerUpOrRefused) {
-  peer_health h(three_nodes(), 1, 100ms);
+  peer_health h(three_nodes(), 1, 100ms, 1000ms);
   EXPECT_FALSE(h.settled());
   EXPECT_EQ(h.unconnected(), (std::vector<std::uint64_t>{0, 2}));
   EXPECT_EQ(h.unreached(), (std::vector<std::uint64_t>{0, 2}));
@@ -52,7 +54,7 @@ TEST(PeerHealth, StartWaitsForEveryPeerUpOrRefused) {
 }
 
 TEST(PeerHealth, TheReportNamesEachPeerThatFailedAndHow) {
-  peer_health h(three_nodes(), 0, 100ms);
+  peer_health h(three_nodes(), 0, 100ms, 1000ms);
   h.unreachable(2, "Connection refused");
   EXPECT_EQ(h.failures(),
             (std::vector<std::string>{"127.0.0.1:7101 (rank 1): never reached",
@@ -75,13 +77,109 @@ TEST(PeerHealth, TheReportNamesEachPeerThatFailedAndHow) {
 }
 
 TEST(PeerHealth, APeerWhoseRunEndedIsNoFailure) {
-  peer_health h(three_nodes(), 2, 100ms);
+  peer_health h(three_nodes(), 2, 100ms, 1000ms);
   h.connected(0);
   h.connected(1);
   h.left(0);
   EXPECT_FALSE(h.usable(0, peer_health::clock::now()));
   EXPECT_EQ(h.unconnected(), std::vector<std::uint64_t>{0});
   EXPECT_TRUE(h.failures().empty());
+}
+
+TEST(PeerPace, AnswersNearTheDeadlineRestThePeerLongerEachTimeInARow) {
+  peer_pace pace(1000ms, 100ms);
+  auto t = peer_pace::clock::time_point{} + 1h;
+  EXPECT_TRUE(pace.ready(t));
+  // Fast answers: never rests.
+  for (int i = 0; i < 10; ++i) {
+    pace.answered(50ms, t);
+    EXPECT_TRUE(pace.ready(t));
+  }
+  // Answers just under the deadline: the third in a row takes the typical answer past half the
+  // deadline, and the peer rests.
+  pace.answered(950ms, t);
+  pace.answered(950ms, t);
+  EXPECT_TRUE(pace.ready(t));
+  pace.answered(950ms, t);
+  EXPECT_FALSE(pace.ready(t));
+  EXPECT_FALSE(pace.ready(t + 99ms));
+  EXPECT_TRUE(pace.ready(t + 100ms));
+  EXPECT_EQ(pace.slow_rests(), 1u);
+  // Answers to fetches asked before the rest began start no rest of their own.
+  pace.answered(950ms, t + 50ms);
+  EXPECT_TRUE(pace.ready(t + 100ms));
+  // Still slow after each rest: 200 ms, then 400 ms.
+  t += 100ms;
+  pace.answered(950ms, t);
+  EXPECT_FALSE(pace.ready(t + 199ms));
+  EXPECT_TRUE(pace.ready(t + 200ms));
+  t += 200ms;
+  pace.answered(950ms, t);
+  EXPECT_FALSE(pace.ready(t + 399ms));
+  EXPECT_TRUE(pace.ready(t + 400ms));
+  // The rests stop growing at 32 x the first.
+  for (int i = 0; i < 10; ++i) {
+    t += 1h;
+    pace.answered(950ms, t);
+  }
+  EXPECT_FALSE(pace.ready(t + 3199ms));
+  EXPECT_TRUE(pace.ready(t + 3200ms));
+  // Fast answers bring the typical time back under half the deadline: the series ends, and
+  // the next rest is the first again.
+  t += 1h;
+  while (pace.typical() * 2 > 1000ms) {
+    pace.answered(10ms, t);
+  }
+  EXPECT_TRUE(pace.ready(t));
+  pace.struck(t);
+  EXPECT_FALSE(pace.ready(t + 99ms));
+  EXPECT_TRUE(pace.ready(t + 100ms));
+}
+
+TEST(PeerPace, StrikesRestAtOnceAndDoubleInARow) {
+  peer_pace pace(1000ms, 100ms);
+  auto t = peer_pace::clock::time_point{} + 1h;
+  pace.struck(t);
+  EXPECT_FALSE(pace.ready(t + 99ms));
+  pace.struck(t + 50ms);  // a second timeout of a fetch asked before the rest
+  EXPECT_TRUE(pace.ready(t + 100ms));
+  pace.struck(t + 100ms);
+  EXPECT_FALSE(pace.ready(t + 299ms));
+  EXPECT_TRUE(pace.ready(t + 300ms));
+  EXPECT_EQ(pace.slow_rests(), 0u);  // strikes are counted by who strikes
+}
+
+TEST(PeerHealth, SlowAndWrongPeersRestAndAreNamed) {
+  peer_health h(three_nodes(), 0, 100ms, 1000ms);
+  auto t = peer_health::clock::time_point{} + 1h;
+  h.connected(1);
+  h.connected(2);
+  for (int i = 0; i < 3; ++i) {
+    h.answered(1, 950ms, t);
+    h.answered(2, 20ms, t);
+  }
+  EXPECT_FALSE(h.usable(1, t));
+  EXPECT_TRUE(h.usable(1, t + 100ms));
+  EXPECT_TRUE(h.usable(2, t));
+  h.gave_wrong_record(2, t);
+  EXPECT_FALSE(h.usable(2, t));
+  EXPECT_TRUE(h.usable(2, t + 100ms));
+  EXPECT_EQ(h.failures(),
+            (std::vector<std::string>{
+                "127.0.0.1:7101 (rank 1): not asked 1 time for a while: its answers came near "
+                "cluster.peer_timeout_ms (typical 549 ms)",
+                "node-c:7102 (rank 2): 1 record did not match this node's dataset"}));
+}
+
+TEST(PeerAddress, LoopbackIsLocalhostAnd127And6Colon1) {
+  for (const char* local :
+       {"localhost", "LocalHost", "127.0.0.1", "127.8.9.10", "::1", "::ffff:127.0.0.1"}) {
+    EXPECT_TRUE((peer_address{local, 7100}.loopback())) << local;
+  }
+  for (const char* beyond :
+       {"10.0.0.1", "0.0.0.0", "::", "fe80::1", "node-a", "128.0.0.1", "localhost.example.com"}) {
+    EXPECT_FALSE((peer_address{beyond, 7100}.loopback())) << beyond;
+  }
 }
 
 TEST(PeerAddress, ParsesHostAndPortAndSaysWhatIsWrong) {

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/storage/dataset_writer.hpp"
+#include "core/storage/sample_source.hpp"
 #include "core/storage/sharded_dataset.hpp"
 #include "support/test_support.hpp"
 
@@ -46,6 +47,59 @@ TEST(ShardedDataset, RollsShardsAtTheTargetSizeAndReadsBackByGlobalIndex) {
     EXPECT_EQ(r->payload, payloads[i]);
   }
   EXPECT_FALSE(dataset->read(60));
+}
+
+TEST(ShardedDataset, ACopyOfARecordIsCheckedAgainstItsStoredHeaderAndChecksum) {
+  temp_dir dir;
+  write_dataset(dir.path(), 12, 8 * 1024);
+  auto source = open_sample_source(dir.path(), dataset_format::shards);
+  ASSERT_TRUE(source) << source.error().what();
+  const auto& dataset = **source;
+  auto original = dataset.read(5);
+  ASSERT_TRUE(original);
+  EXPECT_TRUE(dataset.check(5, *original));
+  auto expect_differs = [&](const record& got, const std::string& what) {
+    auto checked = dataset.check(5, got);
+    ASSERT_FALSE(checked) << what;
+    EXPECT_EQ(checked.error().code(), errc::checksum_mismatch);
+    EXPECT_NE(checked.error().message().find("record "), std::string::npos)
+        << checked.error().what();
+    EXPECT_NE(checked.error().message().find(what), std::string::npos) << checked.error().what();
+  };
+  auto other = dataset.read(6);  // another sample's record: its own key and bytes
+  ASSERT_TRUE(other);
+  expect_differs(*other, "differ from the index");
+  auto renamed = *original;
+  renamed.key.back() = 'x';  // same size, another key
+  expect_differs(renamed, "key \"img_x\" is not this record's");
+  auto relabelled = *original;
+  relabelled.label += 1;
+  expect_differs(relabelled, "label");
+  auto flipped = *original;
+  flipped.payload[flipped.payload.size() / 2] ^= 0xffU;
+  expect_differs(flipped, "payload does not match the record's checksum");
+  auto cut = *original;
+  cut.payload.pop_back();
+  expect_differs(cut, "differ from the index");
+  EXPECT_FALSE(dataset.check(12, *original));  // out of range: refused, not read
+}
+
+TEST(ShardedDataset, AnImageFolderChecksKeyLabelAndSize) {
+  temp_dir dir;
+  auto source = open_sample_source(testing::make_image_folder(dir, 4), dataset_format::folder);
+  ASSERT_TRUE(source) << source.error().what();
+  auto original = (*source)->read(1);
+  ASSERT_TRUE(original);
+  EXPECT_TRUE((*source)->check(1, *original));
+  auto other = (*source)->read(2);
+  ASSERT_TRUE(other);
+  auto checked = (*source)->check(1, *other);
+  ASSERT_FALSE(checked);
+  EXPECT_NE(checked.error().message().find("is not this sample's"), std::string::npos)
+      << checked.error().what();
+  auto cut = *original;
+  cut.payload.pop_back();
+  EXPECT_FALSE((*source)->check(1, cut));
 }
 
 TEST(ShardedDataset, VerifyCountsEverythingAndFindsNoProblemInAGoodDataset) {

@@ -1,6 +1,7 @@
 // The TOML topology: the shipped files load with their documented values; every bad topology
 // is errc::invalid_config naming file:line:column (or the override) and the key path.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
@@ -395,6 +396,39 @@ TEST(Topology, BadCacheAndClusterKeysAreNamed) {
                  {"cluster: tls_certificate, tls_key and tls_cafile go together"});
   expect_invalid(load_with("[cluster]\npeer_timeout_ms = 0\n"),
                  {"cluster.peer_timeout_ms: must be >= 1 (got 0)"});
+}
+
+TEST(Topology, PlainTcpBeyondLoopbackNeedsTlsOrInsecure) {
+  const std::string peers = "[cluster]\npeers = [\"127.0.0.1:7100\", \"10.0.0.2:7100\"]\n";
+  expect_invalid(load_with(peers),
+                 {"node.toml:2:9: cluster.peers: 10.0.0.2:7100 is not a loopback address",
+                  "CAF 0.17 bounds no message size",
+                  "set tls_certificate, tls_key and tls_cafile, or insecure = true"});
+  auto accepted = load_with(peers + "insecure = true\n");
+  ASSERT_TRUE(accepted) << accepted.error().what();
+  EXPECT_TRUE(accepted->cluster.insecure);
+  auto local = load_with("[cluster]\npeers = [\"127.0.0.1:1\", \"localhost:2\", \"[::1]:3\"]\n");
+  ASSERT_TRUE(local) << local.error().what();
+  EXPECT_FALSE(local->cluster.insecure);
+}
+
+TEST(Topology, TheSecretFileMustBePrivateAndIsNamed) {
+  temp_dir dir;
+  auto secret = dir / "secret";
+  std::ofstream(secret) << "s3cret\n";
+  ASSERT_EQ(::chmod(secret.c_str(), 0600), 0);
+  auto with_secret = [&] {
+    return load_with("[cluster]\nsecret_file = \"" + secret.string() + "\"\n");
+  };
+  auto t = with_secret();
+  ASSERT_TRUE(t) << t.error().what();
+  EXPECT_EQ(t->cluster.secret_file, secret.string());
+  ASSERT_EQ(::chmod(secret.c_str(), 0644), 0);
+  expect_invalid(with_secret(), {"node.toml:2:15: cluster.secret_file: " + secret.string() +
+                                 ": its group or others may read or write it"});
+  expect_invalid(load_with("[cluster]\nsecret_file = \"/no/such/secret\"\n"),
+                 {"cluster.secret_file: /no/such/secret: No such file"});
+  EXPECT_TRUE(load_with("[cluster]\nsecret_file = \"\"\n"));  // none
 }
 
 TEST(Topology, ParametersTheStepRejectsNameTheTable) {

@@ -1,5 +1,9 @@
 #include "core/cluster/peer_address.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <strings.h>
+
 #include <charconv>
 
 namespace conveyor {
@@ -7,6 +11,21 @@ namespace conveyor {
 std::string peer_address::text() const {
   bool v6 = host.find(':') != std::string::npos;
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+bool peer_address::loopback() const {
+  if (strcasecmp(host.c_str(), "localhost") == 0) {
+    return true;
+  }
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24U) == 127U;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127U);
+  }
+  return false;
 }
 
 expected<peer_address> parse_peer_address(std::string_view text) {

@@ -16,6 +16,9 @@ struct peer_address {
 
   /// "host:port", as it was written.
   std::string text() const;
+  /// The host is this machine's loopback interface: "localhost", 127.0.0.0/8 or ::1 (also
+  /// IPv4-mapped). Any other name counts as beyond the machine: it is not resolved here.
+  bool loopback() const;
   bool operator==(const peer_address& o) const noexcept { return host == o.host && port == o.port; }
 };
 

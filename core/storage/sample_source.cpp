@@ -7,6 +7,23 @@
 namespace conveyor {
 namespace {
 
+error differs(const std::string& where, const std::string& what) {
+  return error{errc::checksum_mismatch, where + ": " + what};
+}
+
+// `got` has the key and label of `key` and `label` (stored at `where`).
+expected<void> check_key_and_label(const std::string& where, const std::string& key,
+                                   std::int32_t label, const record& got) {
+  if (got.key != key) {
+    return differs(where, "key \"" + got.key + "\" is not this sample's (\"" + key + "\")");
+  }
+  if (got.label != label) {
+    return differs(where, "label " + std::to_string(got.label) + " is not this sample's (" +
+                              std::to_string(label) + ")");
+  }
+  return {};
+}
+
 class shard_source final : public sample_source {
  public:
   explicit shard_source(sharded_dataset dataset) : dataset_(std::move(dataset)) {}
@@ -20,6 +37,9 @@ class shard_source final : public sample_source {
     return record_location(dataset_.shards()[at.shard].name(), at.record);
   }
   expected<record> read(std::uint64_t id) const override { return dataset_.read(id); }
+  expected<void> check(std::uint64_t id, const record& got) const override {
+    return dataset_.check(id, got);
+  }
   std::uint64_t stored_bytes(std::uint64_t id) const override {
     auto at = dataset_.locate(id);
     return dataset_.shards()[at.shard].entry(at.record).size;
@@ -60,6 +80,18 @@ class folder_source final : public sample_source {
     }
     return r;
   }
+  expected<void> check(std::uint64_t id, const record& got) const override {
+    const auto& entry = images_.entries[id];
+    if (auto same = check_key_and_label(entry.path.string(), entry.key, entry.label, got); !same) {
+      return same;
+    }
+    const auto size = stored_bytes(id);  // 0: the file is gone; its read will say so
+    if (size != 0 && size != got.payload.size()) {
+      return differs(entry.path.string(), std::to_string(got.payload.size()) +
+                                              " bytes, but the file holds " + std::to_string(size));
+    }
+    return {};
+  }
   std::uint64_t stored_bytes(std::uint64_t id) const override {
     std::error_code ec;
     auto bytes = std::filesystem::file_size(images_.entries[id].path, ec);
@@ -89,6 +121,21 @@ expected<std::shared_ptr<const sample_source>> wrap(Opened opened) {
 }
 
 }  // namespace
+
+expected<void> sample_source::check(std::uint64_t id, const record& got) const {
+  auto stored = read(id);
+  if (!stored) {
+    return std::move(stored).error();
+  }
+  const auto where = locate(id);
+  if (auto same = check_key_and_label(where, stored->key, stored->label, got); !same) {
+    return same;
+  }
+  if (got.payload != stored->payload) {
+    return differs(where, "payload differs from the stored one");
+  }
+  return {};
+}
 
 expected<std::shared_ptr<const sample_source>> open_sample_source(const std::filesystem::path& path,
                                                                   dataset_format format) {

@@ -27,6 +27,13 @@ class sample_source {
   virtual std::string locate(std::uint64_t id) const = 0;
   /// Reads sample `id`; errors name its file, or its shard and record.
   virtual expected<record> read(std::uint64_t id) const = 0;
+  /// Whether `got` (a copy from elsewhere: a peer's) is sample `id` as this dataset stores it;
+  /// an error (checksum_mismatch, or a read's) names the sample and what differs. As much as
+  /// the dataset can tell cheaply: record shards check the key, label and payload against the
+  /// record's stored header and checksum (one read of its header and key); an image folder
+  /// checks the key, label and payload size (its files carry no checksum). This default reads
+  /// the sample and compares all of it. Precondition: id < size().
+  virtual expected<void> check(std::uint64_t id, const record& got) const;
   /// The bytes sample `id` takes in storage (its record, or its file; 0 when that cannot be
   /// told, e.g. a file gone since the scan). A folder asks the file system each time.
   virtual std::uint64_t stored_bytes(std::uint64_t id) const = 0;

@@ -102,16 +102,59 @@ expected<shard_reader> shard_reader::open(std::shared_ptr<const byte_source> sou
   return shard_reader(std::move(source), *t, std::move(*index));
 }
 
+error shard_reader::out_of_range(std::uint64_t i) const {
+  return error{errc::not_found, record_location(name(), i) + ": out of range (shard has " +
+                                    std::to_string(index_.size()) + " records)"};
+}
+
 expected<record> shard_reader::read(std::uint64_t i) const {
   if (i >= index_.size()) {
-    return error{errc::not_found, record_location(name(), i) + ": out of range (shard has " +
-                                      std::to_string(index_.size()) + " records)"};
+    return out_of_range(i);
   }
   std::vector<std::uint8_t> bytes(index_[i].size);
   if (auto ok = source_->read_at(index_[i].offset, bytes.data(), bytes.size()); !ok) {
     return error{ok.error().code(), record_location(name(), i) + ": " + ok.error().message()};
   }
   return parse_record(i, bytes.data());
+}
+
+expected<void> shard_reader::check(std::uint64_t i, const record& got) const {
+  if (i >= index_.size()) {
+    return out_of_range(i);
+  }
+  auto where = record_location(name(), i);
+  auto differs = [&](const std::string& what) {
+    return error{errc::checksum_mismatch, where + ": " + what};
+  };
+  const auto& at = index_[i];
+  const auto body = at.size - sf::record_header_size;
+  if (got.key.size() > body || got.payload.size() != body - got.key.size()) {
+    return differs("key and payload sizes (" + std::to_string(got.key.size()) + " + " +
+                   std::to_string(got.payload.size()) + ") differ from the index (" +
+                   std::to_string(body) + ")");
+  }
+  std::vector<std::uint8_t> head(sf::record_header_size + got.key.size());
+  if (auto ok = source_->read_at(at.offset, head.data(), head.size()); !ok) {
+    return error{ok.error().code(), where + ": " + ok.error().message()};
+  }
+  auto header = sf::decode_record_header(head.data(), where);
+  if (!header) {
+    return std::move(header).error();
+  }
+  const auto* key = head.data() + sf::record_header_size;
+  const std::string stored_key(reinterpret_cast<const char*>(key), header->key_size);
+  if (header->key_size != got.key.size() || stored_key != got.key) {
+    return differs("key \"" + got.key + "\" is not this record's");
+  }
+  if (header->label != got.label) {
+    return differs("label " + std::to_string(got.label) + " is not this record's (" +
+                   std::to_string(header->label) + ")");
+  }
+  if (sf::record_checksum(head.data(), key, header->key_size, got.payload.data(),
+                          got.payload.size()) != header->checksum) {
+    return differs("payload does not match the record's checksum");
+  }
+  return {};
 }
 
 expected<record> shard_reader::parse_record(std::uint64_t i, const std::uint8_t* bytes) const {

@@ -33,9 +33,16 @@ class shard_reader {
   /// Parses a record from the exact bytes of index entry `i` and checks its checksum.
   expected<record> parse_record(std::uint64_t i, const std::uint8_t* bytes) const;
 
+  /// Whether `got` is record `i` of this shard (a copy from elsewhere): its sizes against the
+  /// index, then its key, label and payload against the record's stored header and checksum.
+  /// Reads only the record's header and key (one read of 32 + key bytes). Errors
+  /// (checksum_mismatch, or the read's) name the shard and the record.
+  expected<void> check(std::uint64_t i, const record& got) const;
+
  private:
   shard_reader(std::shared_ptr<const byte_source> source, shard_format::trailer t,
                std::vector<shard_format::index_entry> index);
+  error out_of_range(std::uint64_t i) const;
 
   std::shared_ptr<const byte_source> source_;
   shard_format::trailer trailer_;

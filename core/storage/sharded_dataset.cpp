@@ -58,13 +58,29 @@ sharded_dataset::location sharded_dataset::locate(std::uint64_t index) const {
   return {shard, index - before};
 }
 
+namespace {
+
+error out_of_range(std::uint64_t index, std::uint64_t size) {
+  return error{errc::not_found, "record " + std::to_string(index) + " is out of range (" +
+                                    std::to_string(size) + " records)"};
+}
+
+}  // namespace
+
 expected<record> sharded_dataset::read(std::uint64_t index) const {
   if (index >= size()) {
-    return error{errc::not_found, "record " + std::to_string(index) + " is out of range (" +
-                                      std::to_string(size()) + " records)"};
+    return out_of_range(index, size());
   }
   auto at = locate(index);
   return shards_[at.shard].read(at.record);
+}
+
+expected<void> sharded_dataset::check(std::uint64_t index, const record& got) const {
+  if (index >= size()) {
+    return out_of_range(index, size());
+  }
+  auto at = locate(index);
+  return shards_[at.shard].check(at.record, got);
 }
 
 expected<verify_report> verify_dataset(const std::filesystem::path& dir,

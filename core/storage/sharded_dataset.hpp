@@ -34,6 +34,8 @@ class sharded_dataset {
   location locate(std::uint64_t index) const;
 
   expected<record> read(std::uint64_t index) const;
+  /// shard_reader::check of the record at `index`; not_found when it is out of range.
+  expected<void> check(std::uint64_t index, const record& got) const;
 
  private:
   sharded_dataset(dataset_manifest manifest, std::vector<shard_reader> shards);

@@ -55,6 +55,7 @@ class app_process {
   /// (killed, or still running after `limit`).
   int finish(std::chrono::seconds limit);
   void signal(int sig) const;
+  pid_t pid() const noexcept { return pid_; }
   const std::string& out() const { return out_text_; }
   const std::string& err() const { return err_text_; }
 
