@@ -63,7 +63,7 @@ TEST(StateKey, AKeyFileOthersMayReadOrOfTheWrongSizeIsRefusedNamingIt) {
   ::chmod(path.c_str(), 0644);
   auto open_to_all = state_key::load_or_make(path);
   ASSERT_FALSE(open_to_all);
-  EXPECT_EQ(open_to_all.error().code(), errc::invalid_config);
+  EXPECT_EQ(open_to_all.error().code(), errc::permission_denied);
   EXPECT_NE(open_to_all.error().message().find(path), std::string::npos);
   EXPECT_NE(open_to_all.error().message().find("chmod 600"), std::string::npos);
   ::chmod(path.c_str(), 0600);
@@ -71,7 +71,8 @@ TEST(StateKey, AKeyFileOthersMayReadOrOfTheWrongSizeIsRefusedNamingIt) {
   std::ofstream(path) << "short";
   auto short_key = state_key::load_or_make(path);
   ASSERT_FALSE(short_key);
-  EXPECT_NE(short_key.error().message().find("holds 5 bytes"), std::string::npos);
+  EXPECT_NE(short_key.error().message().find("holds 5 bytes; it must hold 32 to 4096"),
+            std::string::npos);
   auto directory = state_key::load_or_make(dir.path().string());
   ASSERT_FALSE(directory);
   EXPECT_NE(directory.error().message().find("not a regular file"), std::string::npos);

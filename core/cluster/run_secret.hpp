@@ -35,7 +35,7 @@ class run_secret {
   /// No secret: ranks are taken on their word (every proof is empty and every proof passes).
   run_secret() = default;
   /// Precondition: `bytes` is not empty.
-  explicit run_secret(std::string bytes) : bytes_(std::move(bytes)) {}
+  explicit run_secret(std::string bytes);
 
   bool enabled() const noexcept { return !bytes_.empty(); }
   /// HMAC-SHA256 of `subject` under the secret (32 bytes); empty without a secret.
@@ -44,12 +44,13 @@ class run_secret {
   bool verify(const proof_subject& subject, const std::vector<std::uint8_t>& proof) const;
 
  private:
-  std::string bytes_;
+  std::vector<std::uint8_t> bytes_;
 };
 
 /// The secret in the file at `path`, without its trailing line breaks. The file must be a
-/// regular file that neither its group nor others may read or write, and not empty; an
-/// error (permission_denied, not_found, invalid_config, io_error) names the file and says why.
+/// regular file of this user's that neither its group nor others may read or write, and not
+/// empty; an error (read_private_file's, core/base/private_file.hpp) names the file and says
+/// why.
 expected<run_secret> read_secret_file(const std::filesystem::path& path);
 
 }  // namespace conveyor

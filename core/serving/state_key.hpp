@@ -22,9 +22,9 @@ namespace conveyor {
 class state_key {
  public:
   /// The key in the file at `path`, or a new one written there (mode 0600, never over an
-  /// existing file) when none is. errc::invalid_config naming the file when it is not a
-  /// regular file owned by this user with no permissions for group or others, or holds fewer
-  /// than 32 or more than 4096 bytes; errc::io_error when it cannot be read or made.
+  /// existing file) when none is. Errors as read_private_file's (core/base/private_file.hpp):
+  /// a file others may read or write, another user's, not a regular file, or of fewer than 32
+  /// or more than 4096 bytes is refused naming it.
   static expected<state_key> load_or_make(const std::string& path);
 
   /// This key's signature of `state` (a blob of encode()) as rank `rank` of job `job`'s.
