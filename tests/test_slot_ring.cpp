@@ -49,8 +49,12 @@ TEST_F(RingFaults, AnInjectedCopyFaultFailsTheRingNamingTheBatch) {
   auto ring = make_ring(faults);
   ASSERT_TRUE(ring);
   ASSERT_TRUE(submit(*ring, 0));
-  ASSERT_TRUE(submit(*ring, 1));
-  auto failure = log_->wait_for_failure();
+  // The engine's thread meets the fault (copy 2, batch 1's) when it gets there: after submit(1)
+  // has queued the rest of batch 1's work, and the completions report it to on_failure; or
+  // before, and the rest of the queueing returns it, as a CUDA call returns a sticky error of
+  // earlier work: submit(1) fails. Either way nothing waits, and the error names the batch.
+  auto second = submit(*ring, 1);
+  auto failure = second ? log_->wait_for_failure() : std::optional<error>(second.error());
   ASSERT_TRUE(failure) << "no failure within a minute";
   EXPECT_EQ(failure->code(), errc::device_error);
   for (const char* part : {"feeder 0", "batch ", "host engine", "copy 2", "injected"}) {
@@ -63,7 +67,11 @@ TEST_F(RingFaults, AnInjectedCopyFaultFailsTheRingNamingTheBatch) {
   auto after = submit(*ring, 2);
   ASSERT_FALSE(after) << "the fault is sticky";
   EXPECT_EQ(after.error().code(), errc::device_error);
-  EXPECT_EQ(log_->failures(), 1u) << "the ring fails once";
+  if (second) {
+    EXPECT_EQ(log_->failures(), 1u) << "the ring fails once";
+  } else {
+    EXPECT_LE(log_->failures(), 1u) << "the ring fails at most once more (polling batch 0)";
+  }
 }
 
 TEST_F(RingFaults, AStalledCopyFailsWithinTheDeadline) {
