@@ -103,6 +103,19 @@ void complete_settings(pipeline_spec& spec) {
   }
 }
 
+// A supervisor's way to spawn its worker of `context`: `spawn` with a copy of `options`. It
+// owns what the workers need, for a supervisor calls it on a CAF thread at its start and on
+// every restart, which may be after the runtime has begun to go (a pipeline that fails to
+// start is destroyed at once): the members after `system` are gone while ~actor_system waits.
+template <class Options, class Spawn>
+auto worker_spawner(caf::actor_system& system, Options options, Spawn spawn) {
+  return [sys = &system, options = std::move(options), spawn](const worker_context& context) {
+    auto o = options;
+    o.context = context;
+    return caf::actor_cast<caf::actor>(spawn(*sys, std::move(o)));
+  };
+}
+
 }  // namespace
 
 struct pipeline_runtime::impl {
@@ -190,25 +203,24 @@ feeder_actor pipeline_runtime::impl::spawn_feeder(feeder_options options) {
 void pipeline_runtime::impl::spawn_supervisors(const reporting& report) {
   auto faults =
       spec.faults.enabled() ? std::make_shared<const fault_injector>(spec.faults) : nullptr;
-  auto* sys = &system;
   auto supervise = [&](worker_role role, int children, auto spawn) {
     if (children > 0) {
       supervisors.push_back(spawn_supervisor(
           system, {role, children, std::move(spawn), faults, spec.supervision, batcher, status}));
     }
   };
-  supervise(worker_role::straggler, spec.settings.stragglers, [=](const worker_context& c) {
-    return caf::actor_cast<caf::actor>(
-        spawn_straggler(*sys, {c, spec.chain, batcher, status, report}));
-  });
-  supervise(worker_role::preprocessor, spec.settings.workers, [=](const worker_context& c) {
-    return caf::actor_cast<caf::actor>(
-        spawn_preprocessor(*sys, {c, spec.chain, batcher, spec.settings.hand_off, status, report}));
-  });
-  supervise(worker_role::reader, spec.settings.readers, [=](const worker_context& c) {
-    return caf::actor_cast<caf::actor>(
-        spawn_reader(*sys, {c, spec.source, status, report, spec.cache, fetcher}));
-  });
+  supervise(worker_role::straggler, spec.settings.stragglers,
+            worker_spawner(system, straggler_options{{}, spec.chain, batcher, status, report},
+                           spawn_straggler));
+  supervise(worker_role::preprocessor, spec.settings.workers,
+            worker_spawner(system,
+                           preprocessor_options{
+                               {}, spec.chain, batcher, spec.settings.hand_off, status, report},
+                           spawn_preprocessor));
+  supervise(
+      worker_role::reader, spec.settings.readers,
+      worker_spawner(system, reader_options{{}, spec.source, status, report, spec.cache, fetcher},
+                     spawn_reader));
 }
 
 void pipeline_runtime::impl::spawn_all() {

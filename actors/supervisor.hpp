@@ -30,7 +30,10 @@ struct supervision_settings {
 struct supervisor_options {
   worker_role role = worker_role::preprocessor;
   int children = 1;
-  /// Spawns the worker of place `context.index` (generation `context.generation`).
+  /// Spawns the worker of place `context.index` (generation `context.generation`). Called on
+  /// the supervisor's CAF thread, at its start and on every restart, possibly after its
+  /// spawner has let go of the supervisor (a shutdown right after the start): it must own
+  /// what it uses, never point into its spawner.
   std::function<caf::actor(const worker_context& context)> spawn;
   std::shared_ptr<const fault_injector> faults;  ///< passed to every worker; may be null
   supervision_settings settings;

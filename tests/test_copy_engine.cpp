@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "core/feeding/host_copy_engine.hpp"
+#include "support/stream_gate.hpp"
 
 namespace conveyor {
 namespace {
@@ -88,10 +89,14 @@ TEST(HostCopyEngine, AFaultIsStickyForEveryLaterCallQueryAndWait) {
   host_engine_faults faults;
   faults.fail_copy = 1;
   auto engine = threaded(faults);
+  // The copy runs once both calls are queued: else record() may meet its fault already.
+  testing::stream_gate gate;
+  ASSERT_TRUE(gate.hold(*engine));
   std::vector<std::uint8_t> src(8), dst(8);
   auto done = event_of(*engine);
   ASSERT_TRUE(engine->copy_to_device(dst.data(), src.data(), src.size()));
   ASSERT_TRUE(engine->record(*done));
+  gate.open();
   auto waited = engine->wait_until(*done, in_a_minute());
   ASSERT_FALSE(waited) << "the event after a fault never completes: its wait fails";
   EXPECT_EQ(waited.error().code(), errc::device_error);

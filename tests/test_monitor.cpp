@@ -3,9 +3,11 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include <caf/all.hpp>
+#include <future>
 #include <sstream>
 
 #include "actors/monitor.hpp"
+#include "actors/reporting.hpp"
 #include "core/base/log.hpp"
 
 namespace conveyor {
@@ -67,6 +69,40 @@ TEST_F(MonitorLog, WarnsWhenAMailboxKeepsGrowing) {
   EXPECT_NE(out.find("batcher: mailbox has grown 3 reports in a row (now 20)"), std::string::npos)
       << out;
   EXPECT_EQ(out.find("reader-0: mailbox has grown"), std::string::npos);
+}
+
+// Holds its first message (ok) until `go` is set; answers a tick with its mailbox depth.
+caf::behavior depth_probe(caf::event_based_actor* self, std::shared_ptr<std::promise<void>> entered,
+                          std::shared_future<void> go) {
+  return {
+      [=](caf::ok_atom) {
+        entered->set_value();
+        go.wait();
+      },
+      [=](atoms::tick) -> std::uint64_t { return mailbox_depth(self); },
+      [](int) {},
+  };
+}
+
+TEST(MailboxDepth, CountsTheMessagesWaitingBehindTheOneHandled) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto entered = std::make_shared<std::promise<void>>();
+  auto in_first = entered->get_future();
+  std::promise<void> go;
+  auto probe = sys.spawn(depth_probe, entered, go.get_future().share());
+  caf::scoped_actor self{sys};
+  self->send(probe, caf::ok_atom::value);
+  in_first.wait();
+  // Queued while the probe is busy: the tick, then 5 more behind it.
+  auto depth = self->request(probe, caf::infinite, atoms::tick::value);
+  for (int i = 0; i < 5; ++i) {
+    self->send(probe, i);
+  }
+  go.set_value();
+  depth.receive([](std::uint64_t n) { EXPECT_EQ(n, 5u); },
+                [&](const caf::error& e) { FAIL() << sys.render(e); });
+  self->send_exit(probe, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace

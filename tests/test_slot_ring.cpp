@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "support/host_kit.hpp"
+#include "support/stream_gate.hpp"
 
 namespace conveyor::testing {
 
@@ -17,14 +18,21 @@ namespace {
 
 class RingFaults : public ::testing::Test {
  protected:
+  // A ring over an engine with `faults`; its engine's queue held by `held` when given.
   std::shared_ptr<slot_ring> make_ring(
-      host_engine_faults faults, std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
+      host_engine_faults faults, std::chrono::milliseconds deadline = std::chrono::seconds(30),
+      stream_gate* held = nullptr) {
     ring_options r;
     r.name = "feeder 0";
     r.slots = 3;
     r.deadline = deadline;
     r.on_failure = [log = log_](const error& e) { log->failed(e); };
-    auto ring = slot_ring::create(kit_.engine(faults), std::move(r));
+    auto engine = kit_.engine(faults);
+    if (held) {
+      auto holds = held->hold(*engine);
+      EXPECT_TRUE(holds) << holds.error().what();
+    }
+    auto ring = slot_ring::create(std::move(engine), std::move(r));
     EXPECT_TRUE(ring) << ring.error().what();
     return ring ? *ring : nullptr;
   }
@@ -46,10 +54,14 @@ class RingFaults : public ::testing::Test {
 TEST_F(RingFaults, AnInjectedCopyFaultFailsTheRingNamingTheBatch) {
   host_engine_faults faults;
   faults.fail_copy = 2;
-  auto ring = make_ring(faults);
+  // Both batches are queued before the engine runs any of it: else the fault (copy 2, batch
+  // 1's) may strike while submit(1) is still queueing, and submit(1) returns it (sticky).
+  stream_gate gate;
+  auto ring = make_ring(faults, std::chrono::seconds(30), &gate);
   ASSERT_TRUE(ring);
   ASSERT_TRUE(submit(*ring, 0));
   ASSERT_TRUE(submit(*ring, 1));
+  gate.open();
   auto failure = log_->wait_for_failure();
   ASSERT_TRUE(failure) << "no failure within a minute";
   EXPECT_EQ(failure->code(), errc::device_error);

@@ -1,5 +1,6 @@
 #include "core/feeding/slot_ring.hpp"
 
+#include "core/base/deliberate_leak.hpp"
 #include "core/base/log.hpp"
 #include "core/transforms/normalize_batch.hpp"
 
@@ -25,7 +26,7 @@ expected<void> grow(engine_buffer& buffer, std::size_t bytes, Allocate allocate)
 /// Keeps `buffer`'s memory for ever: device work that may still use it did not complete.
 void leak(engine_buffer& buffer) {
   if (buffer.memory) {
-    new std::shared_ptr<std::uint8_t>(std::move(buffer.memory));  // NOLINT: deliberately leaked
+    leak_for_ever(std::move(buffer.memory));
   }
 }
 
