@@ -178,6 +178,9 @@ void pipeline_runtime::impl::escalate_on_death(const Handle& handle, std::string
 // (inline, or as the spec's host_engine says).
 feeder_actor pipeline_runtime::impl::spawn_feeder(feeder_options options) {
   options.device_timeout = spec.next_timeout;
+  options.schema = spec.batch_schema;
+  options.batch_size = spec.settings.batch_size;
+  options.normalize_field = spec.normalize_field;
   if (spec.collate_normalize) {
     options.collate_normalize = coefficients_of(*spec.collate_normalize);
   }
@@ -210,13 +213,15 @@ void pipeline_runtime::impl::spawn_supervisors(const reporting& report) {
     }
   };
   supervise(worker_role::straggler, spec.settings.stragglers,
-            worker_spawner(system, straggler_options{{}, spec.chain, batcher, status, report},
+            worker_spawner(system,
+                           straggler_options{{}, spec.chain, spec.schema, batcher, status, report},
                            spawn_straggler));
   supervise(worker_role::preprocessor, spec.settings.workers,
-            worker_spawner(system,
-                           preprocessor_options{
-                               {}, spec.chain, batcher, spec.settings.hand_off, status, report},
-                           spawn_preprocessor));
+            worker_spawner(
+                system,
+                preprocessor_options{
+                    {}, spec.chain, spec.schema, batcher, spec.settings.hand_off, status, report},
+                spawn_preprocessor));
   supervise(
       worker_role::reader, spec.settings.readers,
       worker_spawner(system, reader_options{{}, spec.source, status, report, spec.cache, fetcher},

@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "api/resolve_devices.hpp"
+#include "api/resolve_fields.hpp"
 #include "core/base/log.hpp"
-#include "core/transforms/normalize_placement.hpp"
 
 namespace conveyor {
 namespace {
@@ -193,18 +193,19 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   // CUDA feeders on the device; otherwise in every feeder on the CPU, from the uint8 samples
   // straight into the batch (one pass, no float tensor per sample to copy).
   const bool on_gpu = !devices->empty() && t.normalize_on_gpu;
-  auto placed = move_normalize_to_feeder(t.transforms);
   if (devices->empty() && t.normalize_dtype == output_dtype::bfloat16) {
     log("node")->warn("normalize dtype = \"bfloat16\" needs a CUDA feeder: serving float32");
   }
-  auto chain = transform_chain::build(placed.cpu_chain);
-  if (!chain) {
-    return error{errc::invalid_config, t.source + ": transform: " + chain.error().what()};
+  auto fields = resolve_fields(t, on_gpu);
+  if (!fields) {
+    return std::move(fields).error();
   }
-  pipeline_spec spec{std::move(*source), std::move(*chain), resolve_settings(t, slots),
-                     t.batching.policy};
+  pipeline_spec spec{
+      std::move(*source),         fields->chain,    fields->schema, fields->batch_schema,
+      resolve_settings(t, slots), t.batching.policy};
   spec.cuda_devices = std::move(*devices);
-  (on_gpu ? spec.gpu_normalize : spec.collate_normalize) = placed.in_feeder;
+  spec.normalize_field = fields->normalize_field;
+  (on_gpu ? spec.gpu_normalize : spec.collate_normalize) = fields->in_feeder;
   spec.gpu_normalize_type =
       t.normalize_dtype == output_dtype::bfloat16 ? dtype::bfloat16 : dtype::float32;
   spec.readers = t.pipeline.readers;

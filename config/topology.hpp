@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/field_schema.hpp"
 #include "core/batching/batch_policy.hpp"
 #include "core/cluster/peer_address.hpp"
 #include "core/cluster/tls_files.hpp"
@@ -199,6 +200,9 @@ struct topology {
   fault_config faults;
   /// The [[transform]] tables in order; not empty, accepted by transform_chain::build.
   std::vector<transform_spec> transforms;
+  /// [collate.<field>]: how a batch carries each field named there (the others: stack), each
+  /// checked against the chain's fields (a field no step makes is an error).
+  std::vector<std::pair<std::string, collate_spec>> collate;
   /// normalize's `on = "gpu"`: the chain still ends with its normalize spec; a CUDA feeder
   /// that honours this runs it on the GPU instead.
   bool normalize_on_gpu = false;

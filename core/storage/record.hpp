@@ -12,6 +12,9 @@ struct record {
   std::string key;
   std::int32_t label = 0;
   std::vector<std::uint8_t> payload;
+  /// `payload` is a part container (core/storage/record_parts.hpp); false: it is one part,
+  /// named by the key's extension.
+  bool multipart = false;
 };
 
 }  // namespace conveyor
