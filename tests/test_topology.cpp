@@ -488,13 +488,34 @@ TEST(Topology, EmptyTransformListIsAnError) {
                  {"node.toml:1:13: transform: must list at least decode and normalize"});
 }
 
-TEST(Topology, ChainOrderIsChecked) {
+TEST(Topology, TheChainsFieldsAreCheckedAtTheStepThatNamesThem) {
   expect_invalid(load("[dataset]\npath = \"/x\"\n[[transform]]\nop = \"normalize\"\n"
                       "[[transform]]\nop = \"decode\"\n"),
-                 {"transform: ", "the first transform must be decode"});
+                 {"node.toml:3:1: transform[0]: transform 0 (normalize): field 'image' is not made "
+                  "by any step before it"});
+  expect_invalid(load("[dataset]\npath = \"/x\"\n[[transform]]\nop = \"decode\"\n"
+                      "[[transform]]\nop = \"flip\"\nfields = [\"image\", \"boxes\"]\n"
+                      "[[transform]]\nop = \"normalize\"\n"),
+                 {"node.toml:5:1: transform[1]: transform 1 (flip): field 'boxes' is not made"});
   expect_invalid(load("[dataset]\npath = \"/x\"\n[[transform]]\nop = \"decode\"\n"
                       "[[transform]]\nop = \"flip\"\n"),
-                 {"transform: ", "the last transform must be normalize or to_uint8"});
+                 {"transform[1]: transform 1 (flip): field 'image' is still an image when the "
+                  "chain ends"});
+}
+
+TEST(Topology, CollateNamesFieldsOfTheChain) {
+  auto ok = load_after("[collate.image]\nmode = \"pad\"\nmultiple = 32\n");
+  ASSERT_TRUE(ok) << ok.error().what();
+  ASSERT_EQ(ok->collate.size(), 1u);
+  EXPECT_EQ(ok->collate[0].first, "image");
+  EXPECT_EQ(ok->collate[0].second.mode, collate_mode::pad);
+  EXPECT_EQ(ok->collate[0].second.multiple, 32);
+  expect_invalid(load_after("[collate.audio]\nmode = \"pad\"\n"),
+                 {"collate.audio: no step makes a field 'audio' (the fields are label, image)"});
+  expect_invalid(load_after("[collate.image]\nmode = \"sideways\"\n"),
+                 {"collate.image.mode: must be one of \"stack\", \"pad\", \"ragged\""});
+  expect_invalid(load_after("[collate.image]\nmax_shape = [3, 4]\n"),
+                 {"collate.image.max_shape: needs one extent per axis of the field"});
 }
 
 TEST(Topology, BFloat16NeedsTheGpu) {

@@ -221,7 +221,7 @@ batch_field write_field(const batch_plan& plan, std::size_t index, const field_s
       break;
   }
   out.type = f.type.type;
-  out.rank = f.type.rank + 1;
+  out.rank = f.collate.mode == collate_mode::ragged ? f.type.rank : f.type.rank + 1;
   out.values = region.values;
   out.samples = static_cast<std::uint32_t>(plan.samples.size());
   if (f.collate.mode != collate_mode::ragged) {
@@ -264,9 +264,10 @@ std::vector<batch_field> collate_batch(const batch_plan& plan, const sample_sche
   out.reserve(schema.fields.size());
   for (std::size_t i = 0; i < schema.fields.size(); ++i) {
     if (plan.samples.empty()) {
+      const auto& f = schema.fields[i];
       batch_field empty;
-      empty.type = schema.fields[i].type.type;
-      empty.rank = schema.fields[i].type.rank + 1;
+      empty.type = f.type.type;
+      empty.rank = f.collate.mode == collate_mode::ragged ? f.type.rank : f.type.rank + 1;
       out.push_back(empty);
       continue;
     }

@@ -52,7 +52,8 @@ inline constexpr int max_batch_rank = host_array::max_rank + 1;
 /// buffer (offsets from its start; lengths and offsets only for pad and ragged).
 struct batch_field {
   dtype type = dtype::uint8;
-  int rank = 0;  ///< with the batch axis first (stack, pad: samples; ragged: rows)
+  /// stack, pad: the sample's rank + 1, samples first; ragged: the sample's, rows first.
+  int rank = 0;
   std::array<std::int64_t, max_batch_rank> shape{};
   std::size_t values = 0;
   std::size_t lengths = 0;

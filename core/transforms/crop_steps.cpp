@@ -171,7 +171,7 @@ expected<step_ptr> make_step(const random_resized_crop_spec& spec, chain_fields&
   if (auto ok = check_params(spec); !ok) {
     return std::move(ok).error();
   }
-  auto bound = bind_geometry(spec.op, spec.fields, fields);
+  auto bound = bind_geometry(spec.fields, fields);
   if (!bound) {
     return std::move(bound).error();
   }
@@ -203,7 +203,7 @@ expected<step_ptr> make_step(const resize_spec& spec, chain_fields& fields) {
   if (auto ok = check_params(spec); !ok) {
     return std::move(ok).error();
   }
-  auto bound = bind_geometry(spec.op, spec.fields, fields);
+  auto bound = bind_geometry(spec.fields, fields);
   if (!bound) {
     return std::move(bound).error();
   }
@@ -222,7 +222,7 @@ expected<step_ptr> make_step(const center_crop_spec& spec, chain_fields& fields)
   if (auto ok = check_params(spec); !ok) {
     return std::move(ok).error();
   }
-  auto bound = bind_geometry(spec.op, spec.fields, fields);
+  auto bound = bind_geometry(spec.fields, fields);
   if (!bound) {
     return std::move(bound).error();
   }

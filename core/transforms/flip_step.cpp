@@ -48,7 +48,7 @@ expected<step_ptr> make_step(const flip_spec& spec, chain_fields& fields) {
   if (auto ok = check_params(spec); !ok) {
     return std::move(ok).error();
   }
-  auto bound = bind_geometry(spec.op, spec.fields, fields);
+  auto bound = bind_geometry(spec.fields, fields);
   if (!bound) {
     return std::move(bound).error();
   }

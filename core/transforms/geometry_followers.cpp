@@ -37,15 +37,14 @@ cv::Mat cut_mask(const cv::Mat& mask, const crop_box& box, image_extent out) {
 
 }  // namespace
 
-expected<std::size_t> bind_image(std::string_view op, const std::string& name,
-                                 const chain_fields& fields) {
+expected<std::size_t> bind_image(const std::string& name, const chain_fields& fields) {
   auto index = fields.read(name);
   if (!index) {
-    return error{errc::invalid_config, std::string(op) + ": " + index.error().message()};
+    return index;
   }
   if (!fields.image(*index)) {
     return error{errc::invalid_config,
-                 std::string(op) + ": field '" + name + "' is " + describe(fields.type(*index)) +
+                 "field '" + name + "' is " + describe(fields.type(*index)) +
                      ", not an image (an image comes from a decode of jpg, png and the like, "
                      "before to_uint8 or normalize)"};
   }
@@ -60,14 +59,13 @@ void set_image_size(chain_fields& fields, std::size_t index, std::int64_t height
   fields.write(fields.name(index), type, /*image=*/true);
 }
 
-expected<geometry_followers> geometry_followers::bind(std::string_view op,
-                                                      const geometry_fields& names,
+expected<geometry_followers> geometry_followers::bind(const geometry_fields& names,
                                                       const chain_fields& fields) {
   geometry_followers out;
   for (std::size_t i = 1; i < names.size(); ++i) {
     auto index = fields.read(names[i]);
     if (!index) {
-      return error{errc::invalid_config, std::string(op) + ": " + index.error().message()};
+      return std::move(index).error();
     }
     if (fields.image(*index)) {
       out.masks_.push_back(*index);
@@ -75,8 +73,7 @@ expected<geometry_followers> geometry_followers::bind(std::string_view op,
       out.boxes_.push_back(*index);
     } else {
       return error{errc::invalid_config,
-                   std::string(op) + ": field '" + names[i] + "' is " +
-                       describe(fields.type(*index)) +
+                   "field '" + names[i] + "' is " + describe(fields.type(*index)) +
                        ": a field that moves with the image must be boxes (float32 [?, 4]: x0, "
                        "y0, x1, y1) or an image (a mask)"};
     }
@@ -84,16 +81,15 @@ expected<geometry_followers> geometry_followers::bind(std::string_view op,
   return out;
 }
 
-expected<bound_geometry> bind_geometry(std::string_view op, const geometry_fields& names,
-                                       const chain_fields& fields) {
+expected<bound_geometry> bind_geometry(const geometry_fields& names, const chain_fields& fields) {
   if (names.empty()) {
-    return error{errc::invalid_config, std::string(op) + ": fields is empty (name its image)"};
+    return error{errc::invalid_config, "fields is empty (name its image)"};
   }
-  auto image = bind_image(op, names.front(), fields);
+  auto image = bind_image(names.front(), fields);
   if (!image) {
     return std::move(image).error();
   }
-  auto followers = geometry_followers::bind(op, names, fields);
+  auto followers = geometry_followers::bind(names, fields);
   if (!followers) {
     return std::move(followers).error();
   }

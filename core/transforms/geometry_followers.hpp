@@ -18,10 +18,9 @@
 
 namespace conveyor {
 
-/// The index of the image field `name` that step `op` works on; errc::invalid_config naming
+/// The index of the image field `name` a step works on; errc::invalid_config naming
 /// the field when no step before made it, or it holds no image (an array).
-expected<std::size_t> bind_image(std::string_view op, const std::string& name,
-                                 const chain_fields& fields);
+expected<std::size_t> bind_image(const std::string& name, const chain_fields& fields);
 
 /// Field `index` (an image) is `height` x `width` from now on (`varies` for either: it depends
 /// on the sample); its channels stay.
@@ -31,10 +30,10 @@ void set_image_size(chain_fields& fields, std::size_t index, std::int64_t height
 class geometry_followers {
  public:
   geometry_followers() = default;
-  /// Binds names[1..] for step `op`: each must be a field made before, a float32 [?, 4] array
+  /// Binds names[1..] of a step: each must be a field made before, a float32 [?, 4] array
   /// (boxes) or an image (a mask); errc::invalid_config naming the field otherwise. The first
   /// name is the step's image and is not bound here.
-  static expected<geometry_followers> bind(std::string_view op, const geometry_fields& names,
+  static expected<geometry_followers> bind(const geometry_fields& names,
                                            const chain_fields& fields);
 
   bool empty() const noexcept { return boxes_.empty() && masks_.empty(); }
@@ -61,7 +60,6 @@ struct bound_geometry {
 
 /// Binds a geometric step's `names` (spec.fields): the first its image (bind_image), the rest
 /// its followers (geometry_followers::bind).
-expected<bound_geometry> bind_geometry(std::string_view op, const geometry_fields& names,
-                                       const chain_fields& fields);
+expected<bound_geometry> bind_geometry(const geometry_fields& names, const chain_fields& fields);
 
 }  // namespace conveyor

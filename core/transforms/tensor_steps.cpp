@@ -86,9 +86,8 @@ class to_uint8_step final : public image_step {
 };
 
 // The image in `name` becomes a channels x height x width array of `type`.
-expected<std::size_t> bind_planar(std::string_view op, const std::string& name, dtype type,
-                                  chain_fields& fields) {
-  auto index = bind_image(op, name, fields);
+expected<std::size_t> bind_planar(const std::string& name, dtype type, chain_fields& fields) {
+  auto index = bind_image(name, fields);
   if (!index) {
     return index;
   }
@@ -118,7 +117,7 @@ expected<step_ptr> make_step(const normalize_spec& spec, chain_fields& fields) {
   if (auto ok = check_params(spec); !ok) {
     return std::move(ok).error();
   }
-  auto index = bind_planar(spec.op, spec.field, dtype::float32, fields);
+  auto index = bind_planar(spec.field, dtype::float32, fields);
   if (!index) {
     return std::move(index).error();
   }
@@ -130,7 +129,7 @@ expected<void> check_params(const to_uint8_spec& /*spec*/) {
 }
 
 expected<step_ptr> make_step(const to_uint8_spec& spec, chain_fields& fields) {
-  auto index = bind_planar(spec.op, spec.field, dtype::uint8, fields);
+  auto index = bind_planar(spec.field, dtype::uint8, fields);
   if (!index) {
     return std::move(index).error();
   }
