@@ -166,40 +166,38 @@ class dict_reader {
   std::size_t pos_ = 0;
 };
 
+/// Reads one value into `slot`, which must still be empty.
+template <class T, class Read>
+expected<void> read_once(std::optional<T>& slot, std::string_view key, Read read) {
+  if (slot) {
+    return npy_error("header dict: '" + std::string(key) + "' appears twice");
+  }
+  auto value = read();
+  if (!value) {
+    return value.error();
+  }
+  slot = std::move(*value);
+  return {};
+}
+
 /// Reads the value of `key` into `fields`.
 expected<void> read_value(dict_reader& reader, std::string_view key, header_fields& fields) {
-  auto duplicate = npy_error("header dict: '" + std::string(key) + "' appears twice");
   if (key == "descr") {
-    if (fields.descr) {
-      return duplicate;
-    }
-    auto descr = reader.string_literal();
-    if (!descr) {
-      return npy_error("header dict: descr is not a string (structured dtypes are not read)");
-    }
-    fields.descr = *descr;
-  } else if (key == "fortran_order") {
-    if (fields.fortran_order) {
-      return duplicate;
-    }
-    auto order = reader.boolean();
-    if (!order) {
-      return order.error();
-    }
-    fields.fortran_order = *order;
-  } else if (key == "shape") {
-    if (fields.shape) {
-      return duplicate;
-    }
-    auto shape = reader.shape_tuple();
-    if (!shape) {
-      return shape.error();
-    }
-    fields.shape = std::move(*shape);
-  } else {
-    return npy_error("header dict: unexpected key '" + std::string(key) + "'");
+    return read_once(fields.descr, key, [&reader]() -> expected<std::string_view> {
+      auto descr = reader.string_literal();
+      if (!descr) {
+        return npy_error("header dict: descr is not a string (structured dtypes are not read)");
+      }
+      return descr;
+    });
   }
-  return {};
+  if (key == "fortran_order") {
+    return read_once(fields.fortran_order, key, [&reader] { return reader.boolean(); });
+  }
+  if (key == "shape") {
+    return read_once(fields.shape, key, [&reader] { return reader.shape_tuple(); });
+  }
+  return npy_error("header dict: unexpected key '" + std::string(key) + "'");
 }
 
 /// The dict literal: its three keys, in any order, each once; a trailing comma allowed.

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """python3-soundfile's own audio files for tests/test_audio_decoder.cpp: WAV (16-bit PCM,
-24-bit PCM, float), FLAC (16 and 24 bit), OGG/Vorbis and MP3, mono and stereo, and damaged
-ones.
+24-bit PCM, float), FLAC (16 and 24 bit), OGG/Vorbis, OGG/Opus and MP3, mono and stereo, and
+damaged ones.
 
 Usage: write_audio_references.py DIR. For each good case writes DIR/<case>.<ext>,
 DIR/<case>.ref (soundfile's float32 read of that file, frames x channels), DIR/<case>.src (the
@@ -58,6 +58,12 @@ def cases(rng):
     signal = tone(22050, 2, 44100)
     out.append(("vorbis_stereo", "ogg", 44100, signal, signal, False,
                 {"format": "OGG", "subtype": "VORBIS"}))
+    signal = tone(30000, 1, 48000)
+    out.append(("opus_mono", "opus", 48000, signal, signal, False,
+                {"format": "OGG", "subtype": "OPUS"}))
+    signal = tone(30000, 2, 16000)
+    out.append(("mp3_stereo", "mp3", 16000, signal, signal, False,
+                {"format": "MP3", "subtype": "MPEG_LAYER_III"}))
     return out
 
 
