@@ -53,18 +53,26 @@ void transpose_slice(const std::uint8_t* in, std::size_t in_column, Word* out, s
   }
 }
 
-/// Column-major elements at `in` into row-major order at `out`, for rank >= 2. Axis 0 is
+/// The `count` column-major elements at `in` into row-major order at `out`. Axis 0 is
 /// contiguous in the input and the last axis in the output: each combination of the middle
 /// axes is one 2-D transpose.
 template <class Word>
-void fortran_to_c(const npy_header& header, const std::uint8_t* in, Word* out) {
-  const auto rank = static_cast<std::size_t>(header.rank);
+void fortran_to_c(const npy_header& header, const std::uint8_t* in, Word* out, std::size_t count) {
+  // Axes of extent 1 move no element (a 1 x D x H x W volume is a D x H x W one): leaving
+  // them out keeps the transposes' strides short.
   axis_sizes extent{};
+  std::size_t rank = 0;
+  for (int k = 0; k < header.rank; ++k) {
+    if (header.shape[static_cast<std::size_t>(k)] != 1) {
+      extent[rank++] = static_cast<std::size_t>(header.shape[static_cast<std::size_t>(k)]);
+    }
+  }
+  if (rank < 2) {
+    std::memcpy(out, in, count * sizeof(Word));
+    return;
+  }
   axis_sizes in_stride{};
   axis_sizes out_stride{};
-  for (std::size_t k = 0; k < rank; ++k) {
-    extent[k] = static_cast<std::size_t>(header.shape[k]);
-  }
   for (std::size_t k = 0; k < rank; ++k) {
     in_stride[k] = k == 0 ? 1 : in_stride[k - 1] * extent[k - 1];
   }
@@ -93,9 +101,12 @@ void fortran_to_c(const npy_header& header, const std::uint8_t* in, Word* out) {
 template <class Word>
 void copy_elements(const npy_header& header, const std::uint8_t* in, host_array& out) {
   auto* words = reinterpret_cast<Word*>(out.bytes.data());
-  if (header.fortran_order && header.rank > 1) {
-    fortran_to_c(header, in, words);
-  } else if (!out.bytes.empty()) {
+  if (out.bytes.empty()) {
+    return;
+  }
+  if (header.fortran_order) {
+    fortran_to_c(header, in, words, out.element_count());
+  } else {
     std::memcpy(words, in, out.bytes.size());
   }
   if (sizeof(Word) > 1 && header.big_endian != host_is_big_endian) {

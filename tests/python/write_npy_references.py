@@ -60,6 +60,9 @@ def main():
         # A Fortran-order volume larger than the decoder's tiles, with odd extents.
         volume = values("f4", (37, 70, 45), rng)
         write_case(out_dir, "volume_f", np.asfortranarray(volume), (1, 0), manifest)
+        # A 1 x D x H x W volume, as MLPerf's UNet3D preprocessing saves them.
+        volume = values("f4", (1, 9, 70, 45), rng)
+        write_case(out_dir, "volume_1dhw_f", np.asfortranarray(volume), (1, 0), manifest)
         # Files NumPy writes but Conveyor does not hold: the decoder must refuse them.
         for name, array in [("refuse_f8", np.zeros(3, "<f8")), ("refuse_u2", np.zeros(3, "<u2")),
                             ("refuse_rank5", np.zeros((1, 2, 1, 2, 1), "<f4")),
