@@ -98,6 +98,27 @@ TEST(JsonDecoder, RaggedAndMixedNestingIsAnErrorNamingTheKeyAndIndex) {
                  "inner extents [] where [4] were asked for");
 }
 
+TEST(JsonDecoder, AShapeFromTheFirstElementsIsCheckedBeforeAnythingIsAllocated) {
+  // The first elements say 1000 x 1000 x 1000 x 1000 (10^12 numbers) in 14 KB of text; the
+  // others are not arrays.
+  std::string text = "[0";
+  for (int i = 0; i < 999; ++i) {
+    text += ",0";
+  }
+  text += "]";
+  for (int level = 0; level < 3; ++level) {
+    std::string outer = "[" + text;
+    for (int i = 0; i < 999; ++i) {
+      outer += ",1";
+    }
+    text = outer + "]";
+  }
+  auto array = json_to_array(reinterpret_cast<const std::uint8_t*>(text.data()), text.size(), "",
+                             dtype::float32);
+  expect_refused(array, errc::decode_error,
+                 "json document[0][0][1]: 1 is not an array of 1000 like the first one");
+}
+
 TEST(JsonDecoder, NumbersMustFitTheDtype) {
   expect_refused(take("big", dtype::uint8), errc::decode_error,
                  "json 'big'[0]: 300 is not an integer in uint8's range");

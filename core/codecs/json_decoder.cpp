@@ -144,12 +144,9 @@ expected<T> integer_value(const json& v, const value_place& place, dtype type) {
   return static_cast<T>(d);
 }
 
-/// Writes number `v` as one element of `type` at `out`.
+/// Writes number `v` (is_number()) as one element of `type` at `out`.
 expected<void> store_number(const json& v, const value_place& place, dtype type,
                             std::uint8_t* out) {
-  if (!v.is_number()) {
-    return decode_failure(place, shown(v) + " is not a number");
-  }
   auto store = [out](auto x) -> expected<void> {
     std::memcpy(out, &x, sizeof x);
     return {};
@@ -181,10 +178,17 @@ expected<void> store_number(const json& v, const value_place& place, dtype type,
   return error(errc::invalid_argument, "json: no conversion to " + std::string(name_of(type)));
 }
 
-/// Checks that `v` has `shape` from axis place.depth on and writes its numbers at `out`.
+/// Checks that `v` has `shape` from axis place.depth on, with a number at every leaf, and
+/// writes the numbers at `out` (advancing it) unless `out` is null (a check only).
 expected<void> fill(const json& v, const array_shape& shape, dtype type, value_place& place,
                     std::uint8_t*& out) {
   if (place.depth == shape.rank) {
+    if (!v.is_number()) {
+      return decode_failure(place, shown(v) + " is not a number");
+    }
+    if (out == nullptr) {
+      return {};
+    }
     if (auto stored = store_number(v, place, type, out); !stored) {
       return stored;
     }
@@ -269,6 +273,12 @@ expected<host_array> json_array(const json_document& document, std::string_view 
   auto shape = shape_of(**found, place, inner_shape);
   if (!shape) {
     return shape.error();
+  }
+  // The shape comes from the first elements alone: check every element against it before
+  // allocating, or a document of a few thousand numbers could ask for 1000^4 of them.
+  std::uint8_t* check_only = nullptr;
+  if (auto checked = fill(**found, *shape, type, place, check_only); !checked) {
+    return checked.error();
   }
   auto out =
       host_array::uninitialized(type, shape->shape.begin(), shape->shape.begin() + shape->rank);
