@@ -47,9 +47,9 @@ class PilFiles : public ::testing::Test {
 std::unique_ptr<testing::temp_dir> PilFiles::dir_;
 int PilFiles::status_ = -1;
 
-TEST_F(PilFiles, EveryModeDecodesToWhatPilReadsInBothChannelPolicies) {
+TEST_F(PilFiles, EveryModeAndInterlacingDecodesToWhatPilReadsInBothChannelPolicies) {
   const auto cases = testing::read_manifest(dir_->path() / "manifest.txt");
-  ASSERT_EQ(cases.size(), 18u);
+  ASSERT_EQ(cases.size(), 20u);
   for (const auto& c : cases) {
     SCOPED_TRACE(c[0]);
     png_options options;

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """PIL's own PNG files for tests/test_png_decoder.cpp: 8-bit L, LA, RGB, RGBA, P (with and
 without transparency, 8 and 4 bits), 1-bit and 16-bit 'I;16' gray, and the pixels PIL reads
-from each, for both channel policies of the decoder.
+from each, for both channel policies of the decoder; also an Adam7-interlaced RGB file written
+here (PIL writes none) and PIL's reading of it.
 
 Usage: write_png_references.py DIR. Writes DIR/<image>.png, DIR/<case>.raw (the pixels as the
 decoder must give them: HWC, C order, uint8, or int32 for 16-bit) and DIR/manifest.txt, one
@@ -70,6 +71,22 @@ def chunk(kind, data):
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
+def write_interlaced(path, pixels):
+    """An Adam7-interlaced 8-bit RGB PNG of `pixels` (PIL writes none; it reads them)."""
+    height, width, _ = pixels.shape
+    passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2),
+              (0, 1, 1, 2)]
+    data = b""
+    for x0, y0, dx, dy in passes:
+        if x0 < width:
+            for y in range(y0, height, dy):
+                data += b"\0" + pixels[y, x0::dx].tobytes()
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 1)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) +
+                chunk(b"IDAT", zlib.compress(data)) + chunk(b"IEND", b""))
+
+
 def write_huge(path):
     """A well-formed header that asks for 10^10 pixels: refused before any allocation."""
     header = struct.pack(">IIBBBBB", 100000, 100000, 8, 0, 0, 0, 0)
@@ -84,10 +101,13 @@ def main():
     warnings.filterwarnings("ignore", "Palette images with Transparency")
     out_dir = sys.argv[1]
     rng = np.random.default_rng(29)
+    write_interlaced(os.path.join(out_dir, "interlaced.png"),
+                     rng.integers(0, 256, size=(HEIGHT, WIDTH, 3), dtype=np.uint8))
     with open(os.path.join(out_dir, "manifest.txt"), "w") as manifest:
-        for name, image, options in images(rng):
+        for name, image, options in images(rng) + [("interlaced", None, None)]:
             path = os.path.join(out_dir, name + ".png")
-            image.save(path, **options)
+            if image is not None:
+                image.save(path, **options)
             for policy in ("keep", "rgb"):
                 pixels = np.ascontiguousarray(expected_pixels(path, policy))
                 case = f"{name}_{policy}"
