@@ -88,6 +88,8 @@ void read_params(table_reader& table, decode_spec& spec, transform_list& /*list*
   }
   spec.key = table.string("key", spec.key);
   spec.mono = table.boolean("mono", spec.mono);
+  spec.sample_rate = table.integer<int>("sample_rate", spec.sample_rate, at_least(0));
+  spec.utf8 = table.boolean("utf8", spec.utf8);
   spec.inner_shape = table.integers("inner_shape", spec.inner_shape, at_least(0), 3);
   spec.strict = table.boolean("strict", spec.strict);
   spec.scaled = table.boolean("scaled", spec.scaled);

@@ -198,4 +198,9 @@ expected<host_array> decode_png(const std::uint8_t* data, std::size_t size,
   return out;
 }
 
+bool is_png(const std::uint8_t* data, std::size_t size) noexcept {
+  static constexpr std::uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return size >= sizeof signature && std::memcmp(data, signature, sizeof signature) == 0;
+}
+
 }  // namespace conveyor

@@ -33,6 +33,9 @@ struct png_options {
   std::int64_t max_pixels = std::int64_t{1} << 28;
 };
 
+/// True when `data` starts with the PNG signature.
+bool is_png(const std::uint8_t* data, std::size_t size) noexcept;
+
 /// Decodes a whole PNG (interlaced or not; the first frame of an APNG). errc::decode_error
 /// names what is wrong: not a PNG, truncated (the IEND chunk included), a damaged critical
 /// chunk or compressed stream (libpng's own message), or more than max_pixels pixels; the

@@ -1,12 +1,15 @@
 // The decode step: encoded bytes -> RGB image, reduced in the DCT domain when the crop or
 // resize that follows is known before decoding.
 
+#include <cstring>
 #include <optional>
 #include <type_traits>
 #include <variant>
 
 #include "core/codecs/jpeg_decoder.hpp"
 #include "core/codecs/jpeg_region.hpp"
+#include "core/codecs/png_decoder.hpp"
+#include "core/transforms/array_decode_step.hpp"
 #include "core/transforms/crop_geometry.hpp"
 #include "core/transforms/resampler.hpp"
 #include "core/transforms/sample_parts.hpp"
@@ -99,7 +102,28 @@ class decode_step final : public transform_step {
         return std::move(**decoded);
       }
     }
+    if (!is_jpeg(part.data, part.size) && is_png(part.data, part.size)) {
+      return decode_png_image(part);  // libpng: 8 and 16 bit, in every build
+    }
     return decode_image(part.data, part.size, options);
+  }
+
+  /// A PNG as an 8-bit RGB image (PIL's convert("RGB")); a 16-bit one is an error (decode it
+  /// as an array: dtype = "int32").
+  static expected<cv::Mat> decode_png_image(const part_ref& part) {
+    png_options o;
+    o.channels = png_channels::rgb;
+    auto a = decode_png(part.data, part.size, o);
+    if (!a) {
+      return std::move(a).error();
+    }
+    if (a->type != dtype::uint8) {
+      return error{errc::decode_error, "a 16-bit PNG is no 8-bit image (decode it as an array: "
+                                       "dtype = \"int32\", rank = 3)"};
+    }
+    cv::Mat image(static_cast<int>(a->extent(0)), static_cast<int>(a->extent(1)), CV_8UC3);
+    std::memcpy(image.data, a->bytes.data(), a->bytes.size());
+    return image;
   }
 
   std::string from_;
@@ -132,12 +156,34 @@ reducible_step reducible(const decode_spec& spec, const transform_spec* next) {
 
 }  // namespace
 
+namespace {
+
+// The decoder `spec.from` names (its first alternative's extension decides; the record's
+// image when it names none).
+expected<part_kind> kind_of(const decode_spec& spec) {
+  if (spec.from.empty()) {
+    return part_kind::jpeg;  // the image path, whatever image format the part holds
+  }
+  return decoder_for_extension(spec.from.substr(0, spec.from.find(';')));
+}
+
+// A JPEG, or a PNG with no array type declared: an image a crop works on.
+bool decodes_to_image(part_kind kind, const decode_spec& spec) {
+  return kind == part_kind::jpeg || (kind == part_kind::png && !spec.type);
+}
+
+}  // namespace
+
 expected<void> check_params(const decode_spec& spec) {
   if (spec.to.empty()) {
     return invalid_spec(decode_spec::op, "to must name the field it makes");
   }
-  if (!spec.from.empty() && !names_image(spec.from.substr(0, spec.from.find(';')))) {
-    return invalid_spec(decode_spec::op, "no decoder for part '" + spec.from + "' yet");
+  auto kind = kind_of(spec);
+  if (!kind) {
+    return invalid_spec(decode_spec::op, "from: " + kind.error().message());
+  }
+  if (spec.sample_rate < 0) {
+    return invalid_spec(decode_spec::op, "sample_rate must be >= 0");
   }
   return {};
 }
@@ -146,6 +192,10 @@ expected<step_ptr> make_step(const decode_spec& spec, chain_fields& fields,
                              const transform_spec* next) {
   if (auto ok = check_params(spec); !ok) {
     return std::move(ok).error();
+  }
+  const auto kind = *kind_of(spec);
+  if (!decodes_to_image(kind, spec)) {
+    return make_array_decode_step(spec, kind, fields);
   }
   auto to = fields.write(spec.to, {field_kind::tensor, dtype::uint8, 3, {varies, varies, 3, 0}},
                          /*image=*/true);

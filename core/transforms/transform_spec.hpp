@@ -44,7 +44,9 @@ struct decode_spec {
   std::optional<dtype> type;
   std::optional<int> rank;
   std::string key;   ///< json: the key path ("boxes", "a.b") of the value to take
-  bool mono = true;  ///< audio: mix the channels down to one
+  bool mono = true;     ///< audio: mix the channels down to one
+  int sample_rate = 0;  ///< audio: the rate the recipe needs (0: any)
+  bool utf8 = true;     ///< txt: the bytes must be UTF-8
   /// json: the extents of the axes after the first (e.g. [4] for boxes), so that an empty
   /// array has the right shape ([0, 4]).
   std::vector<std::int64_t> inner_shape;
