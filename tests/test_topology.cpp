@@ -458,7 +458,8 @@ TEST(Topology, BadEnumValuesListTheChoices) {
       {"node.toml:2:10: batching.policy: must be one of \"in_order\", \"latency_aware\" (got "
        "\"fastest\")"});
   expect_invalid(load_dataset("format = \"zip\"\n"),
-                 {"dataset.format: must be one of \"folder\", \"shards\" (got \"zip\")"});
+                 {"dataset.format: must be one of \"folder\", \"shards\", \"webdataset\" (got "
+                  "\"zip\")"});
   expect_invalid(load_with("[supervision]\nstrategy = \"all_for_one\"\n"),
                  {"supervision.strategy: must be one of \"one_for_one\""});
   expect_invalid(load_after("[[transform]]\nop = \"resize\"\nsize = 3\ninterpolation = \"x\"\n"),
