@@ -452,6 +452,14 @@ TEST(Topology, UnknownKeysAreErrorsEverywhere) {
                  {"node.toml:11:1: transform[2].sise: unknown key (did you mean 'size'?)"});
 }
 
+TEST(Topology, EveryDatasetFormatIsNamed) {
+  for (auto format : {dataset_format::shards, dataset_format::folder, dataset_format::webdataset}) {
+    auto node = load_dataset("format = \"" + std::string(to_string(format)) + "\"\n");
+    ASSERT_TRUE(node) << node.error().what();
+    EXPECT_EQ(node->dataset.format, format);
+  }
+}
+
 TEST(Topology, BadEnumValuesListTheChoices) {
   expect_invalid(
       load_with("[batching]\npolicy = \"fastest\"\n"),

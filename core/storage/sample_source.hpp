@@ -22,11 +22,12 @@ class sample_source {
  public:
   virtual ~sample_source() = default;
   virtual std::uint64_t size() const noexcept = 0;
+  /// Indexed by label; empty for a WebDataset (its labels are its samples' cls parts).
   virtual const std::vector<std::string>& class_names() const noexcept = 0;
   /// Where sample `id` lives ("<file>", "<shard> record <i>" or "<tar> key <key>"), for
   /// messages. Precondition: id < size().
   virtual std::string locate(std::uint64_t id) const = 0;
-  /// Reads sample `id`; errors name its file, or its shard and record.
+  /// Reads sample `id`; errors name its file, its shard and record, or its tar and key.
   virtual expected<record> read(std::uint64_t id) const = 0;
   /// Whether `got` (a copy from elsewhere: a peer's) is sample `id` as this dataset stores it;
   /// an error (checksum_mismatch, or a read's) names the sample and what differs. As much as
