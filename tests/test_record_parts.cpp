@@ -94,6 +94,10 @@ TEST(RecordParts, ASinglePartRecordIsNamedByItsKeysExtension) {
 
   record plain{"img_1", 0, text("?"), false};
   EXPECT_EQ((*parts_of(plain))[0].name, "bin");
+  for (const char* key : {"x/y.TIFF", "x/y.tiff", "x/z.TiFf"}) {
+    record r{key, 0, text("t"), false};
+    EXPECT_EQ((*parts_of(r))[0].name, "tiff") << key;
+  }
 }
 
 TEST(RecordParts, FindPartTakesTheFirstAlternativeThatNamesAPartExactly) {

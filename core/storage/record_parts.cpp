@@ -115,13 +115,16 @@ std::optional<std::int32_t> decimal_label(std::string_view text) {
   return static_cast<std::int32_t>(value);
 }
 
-// single_part_name(key) as a view that outlives the call: into the key itself when its
-// extension is lowercase already (the usual case), else into a process-wide set of the
-// lowercased names met so far (a handful: "JPEG", "PNG", ...).
+// single_part_name(key) as a view that outlives the call: a constant for the usual names
+// (ImageNet's ".JPEG" among them), else into the key itself when its extension is lowercase
+// already, else into a process-wide set of the lowercased names met so far.
 std::string_view single_part_view_name(std::string_view key) {
+  static constexpr std::string_view usual[] = {"bin", "jpg", "jpeg", "png", "bmp", "webp"};
   auto name = single_part_name(key);
-  if (name == "bin") {
-    return "bin";
+  for (auto known : usual) {
+    if (name == known) {
+      return known;
+    }
   }
   if (key.size() >= name.size() && key.substr(key.size() - name.size()) == name) {
     return key.substr(key.size() - name.size());
