@@ -33,8 +33,8 @@ namespace conveyor {
 
 inline constexpr std::size_t max_part_name_size = 255;
 
-/// One part of a record: a view into the record's payload, valid while the record lives and
-/// is not modified.
+/// One part of a record: views into the record (its payload; a single part's name may view its
+/// key), valid while the record lives and is not modified.
 struct part_view {
   std::string_view name;
   const std::uint8_t* data = nullptr;
