@@ -79,7 +79,8 @@ expected<epoch_share> share_of(const topology& t, const sample_source& source) {
   if (source.size() > 0 && !source.shard_of(0)) {
     return error{errc::invalid_config, t.source +
                                            ": cluster.shard_by = \"shard\" needs a dataset in "
-                                           "record shards (dataset.format = \"shards\")"};
+                                           "shards (dataset.format = \"shards\" or "
+                                           "\"webdataset\")"};
   }
   share.ids.assign(source.size(), false);
   for (std::uint64_t id = 0; id < source.size(); ++id) {

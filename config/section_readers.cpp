@@ -72,7 +72,8 @@ dataset_config read_dataset(table_reader& section) {
     }
   }
   out.format =
-      section.choice("format", out.format, {dataset_format::folder, dataset_format::shards});
+      section.choice("format", out.format,
+                     {dataset_format::folder, dataset_format::shards, dataset_format::webdataset});
   out.seed = section.integer("seed", out.seed, at_least(0));
   out.shuffle = section.boolean("shuffle", out.shuffle);
   return out;

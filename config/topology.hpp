@@ -38,7 +38,7 @@ struct gpu_selection {
 
 /// [dataset]
 struct dataset_config {
-  std::string path;  ///< required: a shard directory or an image folder
+  std::string path;  ///< required: a shard directory, an image folder, or WebDataset tars
   dataset_format format = dataset_format::shards;
   std::uint64_t seed = 0;  ///< epoch order and per-sample randomness derive from it
   bool shuffle = true;

@@ -452,13 +452,22 @@ TEST(Topology, UnknownKeysAreErrorsEverywhere) {
                  {"node.toml:11:1: transform[2].sise: unknown key (did you mean 'size'?)"});
 }
 
+TEST(Topology, EveryDatasetFormatIsNamed) {
+  for (auto format : {dataset_format::shards, dataset_format::folder, dataset_format::webdataset}) {
+    auto node = load_dataset("format = \"" + std::string(to_string(format)) + "\"\n");
+    ASSERT_TRUE(node) << node.error().what();
+    EXPECT_EQ(node->dataset.format, format);
+  }
+}
+
 TEST(Topology, BadEnumValuesListTheChoices) {
   expect_invalid(
       load_with("[batching]\npolicy = \"fastest\"\n"),
       {"node.toml:2:10: batching.policy: must be one of \"in_order\", \"latency_aware\" (got "
        "\"fastest\")"});
   expect_invalid(load_dataset("format = \"zip\"\n"),
-                 {"dataset.format: must be one of \"folder\", \"shards\" (got \"zip\")"});
+                 {"dataset.format: must be one of \"folder\", \"shards\", \"webdataset\" (got "
+                  "\"zip\")"});
   expect_invalid(load_with("[supervision]\nstrategy = \"all_for_one\"\n"),
                  {"supervision.strategy: must be one of \"one_for_one\""});
   expect_invalid(load_after("[[transform]]\nop = \"resize\"\nsize = 3\ninterpolation = \"x\"\n"),

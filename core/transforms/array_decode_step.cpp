@@ -25,18 +25,19 @@ decoder decoder_of(part_kind kind, const decode_spec& spec) {
     case part_kind::npy:
       return [](const part_ref& p) { return decode_npy(p.data, p.size); };
     case part_kind::audio:
-      return [mono = spec.mono, rate = spec.sample_rate](const part_ref& p) -> expected<host_array> {
-        auto audio = decode_audio(p.data, p.size);
-        if (!audio) {
-          return std::move(audio).error();
-        }
-        if (rate > 0 && audio->sample_rate != rate) {
-          return error{errc::decode_error, "a sample rate of " +
-                                               std::to_string(audio->sample_rate) +
-                                               " Hz, the recipe's is " + std::to_string(rate)};
-        }
-        return mono ? mono_downmix(audio->samples) : std::move(audio->samples);
-      };
+      return
+          [mono = spec.mono, rate = spec.sample_rate](const part_ref& p) -> expected<host_array> {
+            auto audio = decode_audio(p.data, p.size);
+            if (!audio) {
+              return std::move(audio).error();
+            }
+            if (rate > 0 && audio->sample_rate != rate) {
+              return error{errc::decode_error, "a sample rate of " +
+                                                   std::to_string(audio->sample_rate) +
+                                                   " Hz, the recipe's is " + std::to_string(rate)};
+            }
+            return mono ? mono_downmix(audio->samples) : std::move(audio->samples);
+          };
     case part_kind::cls:
       return [](const part_ref& p) { return decode_cls(p.data, p.size); };
     case part_kind::txt:

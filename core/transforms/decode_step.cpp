@@ -118,8 +118,9 @@ class decode_step final : public transform_step {
       return std::move(a).error();
     }
     if (a->type != dtype::uint8) {
-      return error{errc::decode_error, "a 16-bit PNG is no 8-bit image (decode it as an array: "
-                                       "dtype = \"int32\", rank = 3)"};
+      return error{errc::decode_error,
+                   "a 16-bit PNG is no 8-bit image (decode it as an array: "
+                   "dtype = \"int32\", rank = 3)"};
     }
     cv::Mat image(static_cast<int>(a->extent(0)), static_cast<int>(a->extent(1)), CV_8UC3);
     std::memcpy(image.data, a->bytes.data(), a->bytes.size());

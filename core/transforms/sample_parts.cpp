@@ -1,65 +1,61 @@
 #include "core/transforms/sample_parts.hpp"
 
-#include "core/transforms/transform_step.hpp"
-
 #include <algorithm>
 #include <array>
-#include <cctype>
+
+#include "core/storage/record_parts.hpp"
+#include "core/transforms/transform_step.hpp"
 
 namespace conveyor {
 namespace {
 
-// The last dot-component of `name`, lower-cased.
-std::string extension_of(std::string_view name) {
-  auto slash = name.find_last_of('/');
-  if (slash != std::string_view::npos) {
-    name.remove_prefix(slash + 1);
+constexpr std::array<std::string_view, 9> image_names{"jpg", "jpeg", "png", "bmp", "webp",
+                                                      "ppm", "pgm",  "tif", "tiff"};
+
+// The record's image when the step names none: its only part, else its first image part.
+const part_view* image_part(const std::vector<part_view>& parts) {
+  if (parts.size() == 1) {
+    return &parts.front();
   }
-  auto dot = name.find_last_of('.');
-  std::string out(dot == std::string_view::npos ? "bin" : name.substr(dot + 1));
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out.empty() ? "bin" : out;
+  auto it = std::find_if(parts.begin(), parts.end(),
+                         [](const part_view& p) { return names_image(p.name); });
+  return it == parts.end() ? nullptr : &*it;
 }
 
-bool matches(std::string_view name, std::string_view wanted) {
-  std::size_t at = 0;
-  while (at <= wanted.size()) {
-    auto end = wanted.find(';', at);
-    auto one = wanted.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
-    if (!one.empty() && one == name) {
-      return true;
-    }
-    if (end == std::string_view::npos) {
-      break;
-    }
-    at = end + 1;
+std::string names_of(const std::vector<part_view>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    out += (out.empty() ? "'" : ", '") + std::string(p.name) + "'";
   }
-  return false;
+  return out.empty() ? "none" : out;
 }
 
 }  // namespace
 
 bool names_image(std::string_view name) noexcept {
-  static constexpr std::array<std::string_view, 9> images{"jpg", "jpeg", "png", "bmp", "webp",
-                                                          "ppm", "pgm",  "tif", "tiff"};
   auto dot = name.find_last_of('.');
   auto ext = dot == std::string_view::npos ? name : name.substr(dot + 1);
-  return std::find(images.begin(), images.end(), ext) != images.end();
+  return std::find(image_names.begin(), image_names.end(), ext) != image_names.end();
 }
 
 expected<part_ref> find_sample_part(const sample_state& sample, std::string_view wanted) {
-  // One part: the record's payload, named by its key's extension.
-  part_ref only{extension_of(sample.key), sample.encoded.data(), sample.encoded.size()};
+  std::vector<part_view> parts;
   if (sample.multipart) {
-    return error{errc::corrupt_shard,
-                 sample_location(sample) + ": records of several parts are not read yet"};
+    auto parsed = parse_parts(sample.encoded.data(), sample.encoded.size(), sample.key);
+    if (!parsed) {
+      return std::move(parsed).error();
+    }
+    parts = std::move(*parsed);
+  } else {
+    parts.push_back({single_part_name(sample.key), sample.encoded.data(), sample.encoded.size()});
   }
-  if (wanted.empty() || matches(only.name, wanted)) {
-    return only;
+  const part_view* found = wanted.empty() ? image_part(parts) : find_part(parts, wanted);
+  if (found == nullptr) {
+    return error{errc::not_found, sample_location(sample) + " has no part '" +
+                                      (wanted.empty() ? "an image" : std::string(wanted)) +
+                                      "' (its parts: " + names_of(parts) + ")"};
   }
-  return error{errc::not_found, sample_location(sample) + " has no part '" + std::string(wanted) +
-                                    "' (its part: '" + only.name + "')"};
+  return part_ref{std::string(found->name), found->data, found->size};
 }
 
 }  // namespace conveyor

@@ -43,7 +43,7 @@ struct decode_spec {
   /// something else is quarantined naming it.
   std::optional<dtype> type;
   std::optional<int> rank;
-  std::string key;   ///< json: the key path ("boxes", "a.b") of the value to take
+  std::string key;      ///< json: the key path ("boxes", "a.b") of the value to take
   bool mono = true;     ///< audio: mix the channels down to one
   int sample_rate = 0;  ///< audio: the rate the recipe needs (0: any)
   bool utf8 = true;     ///< txt: the bytes must be UTF-8
