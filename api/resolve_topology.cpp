@@ -30,6 +30,17 @@ batcher_settings resolve_settings(const topology& t, int gpus) {
   return s;
 }
 
+// batching.bucket_by, resolved to the field's index (the loader checked that it is one).
+bucketing bucketing_of(const batching_config& b, const sample_schema& schema) {
+  bucketing out;
+  if (auto field = schema.index_of(b.bucket_by); field && !b.bucket_boundaries.empty()) {
+    out.field = *field;
+    out.axis = b.bucket_axis;
+    out.boundaries = b.bucket_boundaries;
+  }
+  return out;
+}
+
 std::chrono::milliseconds milliseconds(double ms) {
   return std::chrono::milliseconds(std::llround(ms));
 }
@@ -205,6 +216,7 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
       std::move(*source),         fields->chain,    fields->schema, fields->batch_schema,
       resolve_settings(t, slots), t.batching.policy};
   spec.cuda_devices = std::move(*devices);
+  spec.settings.buckets = bucketing_of(t.batching, *fields->schema);
   spec.normalize_field = fields->normalize_field;
   (on_gpu ? spec.gpu_normalize : spec.collate_normalize) = fields->in_feeder;
   spec.gpu_normalize_type =

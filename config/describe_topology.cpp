@@ -80,6 +80,19 @@ std::string describe_transforms(const topology& node) {
   return out;
 }
 
+// " bucket_by=audio bucket_axis=0 bucket_boundaries=[100, 200]", or "" without buckets.
+std::string describe_buckets(const batching_config& b) {
+  if (b.bucket_by.empty()) {
+    return "";
+  }
+  std::string out = " bucket_by=" + b.bucket_by + " bucket_axis=" + std::to_string(b.bucket_axis) +
+                    " bucket_boundaries=[";
+  for (std::size_t i = 0; i < b.bucket_boundaries.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(b.bucket_boundaries[i]);
+  }
+  return out + "]";
+}
+
 std::string describe_serve(const serve_config& serve) {
   if (!serve.enabled()) {
     return "off (simulated trainer)";
@@ -126,7 +139,7 @@ std::string describe(const topology& node) {
       << " straggler_percentile=" << number_text(b.straggler_percentile)
       << " min_budget_ms=" << number_text(b.min_budget_ms)
       << " handoff_share=" << number_text(b.handoff_share)
-      << " straggler_backlog=" << b.straggler_backlog << "\n"
+      << " straggler_backlog=" << b.straggler_backlog << describe_buckets(b) << "\n"
       << "trainer: step_ms=" << number_text(node.trainer.step_ms)
       << " epochs=" << node.trainer.epochs
       << " ids_file=" << (node.trainer.ids_file.empty() ? "none" : node.trainer.ids_file)

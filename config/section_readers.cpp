@@ -1,5 +1,7 @@
 #include "config/section_readers.hpp"
 
+#include "config/bucket_reader.hpp"
+
 #include "core/base/byte_size.hpp"
 #include "core/cluster/run_secret.hpp"
 
@@ -101,6 +103,7 @@ batching_config read_batching(table_reader& section) {
   out.min_budget_ms = section.number("min_budget_ms", out.min_budget_ms, at_least(0.0));
   out.handoff_share = section.number("handoff_share", out.handoff_share, closed(0.0, 1.0));
   out.straggler_backlog = section.integer("straggler_backlog", out.straggler_backlog, at_least(0));
+  read_bucketing(section, out);
   return out;
 }
 

@@ -65,6 +65,13 @@ struct batching_config {
   double min_budget_ms = 5.0;          ///< >= 0: the budget never goes below this
   double handoff_share = 0.25;  ///< in [0, 1]: of the window, at most held by handed-off samples
   int straggler_backlog = 1;    ///< >= 0: samples queued at a straggler actor beyond its current
+  /// latency_aware: batches of samples of one length bucket (core/batching/bucketing.hpp): the
+  /// field whose extent on bucket_axis is a sample's length, checked against the chain's
+  /// fields (it must vary there); "": no bucketing.
+  std::string bucket_by;
+  int bucket_axis = 0;  ///< >= 0, below the field's rank
+  /// Strictly increasing, each >= 1; not empty exactly when bucket_by is set.
+  std::vector<std::int64_t> bucket_boundaries;
 };
 
 /// [trainer]: the simulated trainer that stands in for a GPU.

@@ -527,6 +527,44 @@ TEST(Topology, CollateNamesFieldsOfTheChain) {
                  {"collate.image.max_shape: needs one extent per axis of the field"});
 }
 
+/// A chain of an audio field and an image, batched by `batching` (a [batching] table's keys).
+expected<topology> load_bucketed(const std::string& batching) {
+  return load("[dataset]\npath = \"/x\"\n[batching]\n" + batching +
+              "[[transform]]\nop = \"decode\"\nfrom = \"flac\"\nto = \"audio\"\n"
+              "[[transform]]\nop = \"decode\"\n"
+              "[[transform]]\nop = \"random_resized_crop\"\nsize = 8\n"
+              "[[transform]]\nop = \"normalize\"\n");
+}
+
+TEST(Topology, BucketingNamesAVaryingAxisOfAFieldOfTheChain) {
+  const std::string aware = "policy = \"latency_aware\"\n";
+  auto ok = load_bucketed(aware + "bucket_by = \"audio\"\nbucket_boundaries = [16000, 32000]\n");
+  ASSERT_TRUE(ok) << ok.error().what();
+  EXPECT_EQ(ok->batching.bucket_by, "audio");
+  EXPECT_EQ(ok->batching.bucket_axis, 0);
+  EXPECT_EQ(ok->batching.bucket_boundaries, (std::vector<std::int64_t>{16000, 32000}));
+  EXPECT_NE(describe(*ok).find("bucket_by=audio bucket_axis=0 bucket_boundaries=[16000, 32000]"),
+            std::string::npos)
+      << describe(*ok);
+  const std::string bounds = "bucket_boundaries = [100]\n";
+  expect_invalid(load_bucketed(aware + "bucket_by = \"speech\"\n" + bounds),
+                 {"node.toml:5:13: batching.bucket_by: no step makes a field 'speech' (the fields "
+                  "are label, audio, image)"});
+  expect_invalid(load_bucketed(aware + "bucket_by = \"audio\"\nbucket_axis = 1\n" + bounds),
+                 {"batching.bucket_axis: 'audio' (float32 [?]) has no axis 1"});
+  expect_invalid(load_bucketed(aware + "bucket_by = \"image\"\n" + bounds),
+                 {"batching.bucket_by: 'image' (float32 [3, 8, 8]) has the same extent on axis 0 "
+                  "in every sample (3)"});
+  expect_invalid(load_bucketed(aware + "bucket_by = \"audio\"\nbucket_boundaries = [5, 9, 9]\n"),
+                 {"batching.bucket_boundaries: must increase strictly (element 2, 9, follows 9)"});
+  expect_invalid(load_bucketed(aware + "bucket_boundaries = [0]\n"),
+                 {"batching.bucket_boundaries[0]: must be >= 1"});
+  expect_invalid(load_bucketed(aware + "bucket_by = \"audio\"\n"),
+                 {"batching.bucket_by: bucket_by and bucket_boundaries go together"});
+  expect_invalid(load_bucketed("bucket_by = \"audio\"\n" + bounds),
+                 {"batching.bucket_by: needs policy = \"latency_aware\""});
+}
+
 TEST(Topology, BFloat16NeedsTheGpu) {
   expect_invalid(load_after("[[transform]]\nop = \"normalize\"\ndtype = \"bfloat16\"\n"),
                  {"transform[2].dtype: \"bfloat16\" needs on = \"gpu\""});
