@@ -42,6 +42,11 @@ expected<resolved_fields> resolve_fields(const topology& t, bool normalize_on_de
   auto batch = *schema;
   if (placed.in_feeder) {
     out.normalize_field = *schema->index_of(placed.in_feeder->field);
+    if (schema->fields[out.normalize_field].collate.mode == collate_mode::ragged) {
+      return bad_collate(t, placed.in_feeder->field,
+                         "normalize writes this image: it is stacked or padded, not ragged "
+                         "(its rows would be its channels)");
+    }
     if (!normalize_on_device) {
       batch.fields[out.normalize_field].type.type = dtype::float32;
     }

@@ -122,17 +122,20 @@ void write_normalized(const batch_plan& plan, const collate_normalize& n, std::u
   store_fence();
 }
 
-// Copies `a` into the box at `dest` whose extents are `box` (each >= a's), row by row.
-void copy_into_box(const host_array& a, const host_array::shape_type& box, std::uint8_t* dest) {
+// Writes each row (the last axis) of `a` into the box at `dest` whose extents are `box` (each
+// >= a's) and whose elements are `out_item` bytes: write(row, elements, index on the first
+// axis, where it goes).
+template <class WriteRow>
+void rows_into_box(const host_array& a, const host_array::shape_type& box, std::size_t out_item,
+                   std::uint8_t* dest, WriteRow write) {
   const auto item = size_of(a.type);
   if (a.rank == 0) {
-    std::memcpy(dest, a.bytes.data(), item);
+    write(a.bytes.data(), 1, 0, dest);
     return;
   }
   const int last = a.rank - 1;
-  const std::size_t row = static_cast<std::size_t>(a.extent(last)) * item;
-  const std::size_t rows =
-      a.element_count() / static_cast<std::size_t>(std::max<std::int64_t>(a.extent(last), 1));
+  const auto row = static_cast<std::size_t>(a.extent(last));
+  const std::size_t rows = a.element_count() / std::max<std::size_t>(row, 1);
   std::array<std::int64_t, host_array::max_rank> at{};
   for (std::size_t r = 0; r < rows && row > 0; ++r) {
     std::size_t offset = 0;  // of row `at` in the box, in elements
@@ -141,7 +144,7 @@ void copy_into_box(const host_array& a, const host_array::shape_type& box, std::
                static_cast<std::size_t>(at[static_cast<std::size_t>(d)]);
     }
     offset *= static_cast<std::size_t>(box[static_cast<std::size_t>(last)]);
-    std::memcpy(dest + offset * item, a.bytes.data() + r * row, row);
+    write(a.bytes.data() + r * row * item, row, last == 0 ? 0 : at[0], dest + offset * out_item);
     for (int d = last - 1; d >= 0; --d) {  // the next row's index
       if (++at[static_cast<std::size_t>(d)] < a.extent(d)) {
         break;
@@ -151,8 +154,29 @@ void copy_into_box(const host_array& a, const host_array::shape_type& box, std::
   }
 }
 
+// Copies `a` into the box (of a's dtype), or with `normalize` writes its uint8 rows as
+// normalised floats (channel = index on the first axis).
+void write_into_box(const host_array& a, const host_array::shape_type& box, std::uint8_t* dest,
+                    const collate_normalize* normalize) {
+  if (normalize != nullptr) {
+    rows_into_box(a, box, sizeof(float), dest,
+                  [&](const std::uint8_t* row, std::size_t n, std::int64_t c, std::uint8_t* out) {
+                    write_normalized_plane(normalize->table, static_cast<int>(c), row, n,
+                                           reinterpret_cast<float*>(out));
+                  });
+    return;
+  }
+  const auto item = size_of(a.type);
+  rows_into_box(a, box, item, dest,
+                [item](const std::uint8_t* row, std::size_t n, std::int64_t, std::uint8_t* out) {
+                  std::memcpy(out, row, n * item);
+                });
+}
+
+// `normalize`: the field is the uint8 image that the feeder normalises into float32 (f's type).
 batch_field write_pad(const batch_plan& plan, std::size_t index, const field_spec& f,
-                      const field_region& region, std::uint8_t* buffer) {
+                      const field_region& region, std::uint8_t* buffer,
+                      const collate_normalize* normalize) {
   batch_field out;
   auto box = f.type.shape;
   for (int axis : region.padded_axes) {
@@ -169,10 +193,13 @@ batch_field write_pad(const batch_plan& plan, std::size_t index, const field_spe
   auto* lengths = reinterpret_cast<std::int32_t*>(buffer + region.lengths);
   for (std::size_t i = 0; i < plan.samples.size(); ++i) {
     const auto& a = plan.samples[i]->fields[index];
-    copy_into_box(a, box, values + i * sample_bytes);
+    write_into_box(a, box, values + i * sample_bytes, normalize);
     for (int axis : region.padded_axes) {
       *lengths++ = static_cast<std::int32_t>(a.extent(axis));
     }
+  }
+  if (normalize != nullptr) {
+    store_fence();
   }
   out.lengths = region.lengths;
   out.length_axes = static_cast<int>(region.padded_axes.size());
@@ -204,17 +231,18 @@ batch_field write_field(const batch_plan& plan, std::size_t index, const field_s
                         const field_region& region, std::uint8_t* buffer,
                         const collate_normalize* normalize) {
   batch_field out;
+  const auto* normalized = normalize != nullptr && normalize->field == index ? normalize : nullptr;
   switch (f.collate.mode) {
     case collate_mode::stack:
-      if (normalize != nullptr && normalize->field == index) {
-        write_normalized(plan, *normalize, buffer + region.values);
+      if (normalized != nullptr) {
+        write_normalized(plan, *normalized, buffer + region.values);
       } else {
         write_stack(plan, index, buffer + region.values);
       }
       std::copy(f.type.shape.begin(), f.type.shape.begin() + f.type.rank, out.shape.begin() + 1);
       break;
     case collate_mode::pad:
-      out = write_pad(plan, index, f, region, buffer);
+      out = write_pad(plan, index, f, region, buffer, normalized);
       break;
     case collate_mode::ragged:
       out = write_ragged(plan, index, f, region, buffer);

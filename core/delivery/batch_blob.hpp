@@ -66,7 +66,8 @@ struct batch_field {
 };
 
 /// The final normalize run as a uint8 CHW field is written into the batch (its batch dtype is
-/// float32): normalize at collate.
+/// float32): normalize at collate. The field is stacked or padded (a padded field's fill value
+/// is a float of the normalised batch); never ragged (resolve_fields refuses it).
 struct collate_normalize {
   std::size_t field = 0;
   normalize_table table;

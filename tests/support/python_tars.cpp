@@ -62,4 +62,19 @@ python_tar_set make_python_tars(const temp_dir& dir, const std::string& scenario
   return set;
 }
 
+detection_set make_detection_set(const temp_dir& dir, int count, int per_tar) {
+  const std::string source = CONVEYOR_SOURCE_DIR;
+  detection_set set{dir / "detection", {}, source + "/config/examples/detection.toml"};
+  auto run = run_app(CONVEYOR_PYTHON, dir,
+                     source + "/scripts/make-detection-set " + std::to_string(count) + " " +
+                         set.dir.string() + " --per-tar " + std::to_string(per_tar));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream in(set.dir / "palette.txt");
+  for (std::array<int, 3> rgb{}; in >> rgb[0] >> rgb[1] >> rgb[2];) {
+    set.palette.push_back(rgb);
+  }
+  EXPECT_FALSE(set.palette.empty());
+  return set;
+}
+
 }  // namespace conveyor::testing

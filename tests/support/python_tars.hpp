@@ -3,6 +3,7 @@
 /// /usr/bin/python3), and what a reader must find in them: the tars as users make them, not as
 /// this project's code would.
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -31,5 +32,17 @@ struct python_tar_set {
 /// Writes the set `scenario` ("clean" or "damaged", see the script) under `dir`. A failed
 /// expectation when the script fails.
 python_tar_set make_python_tars(const temp_dir& dir, const std::string& scenario);
+
+/// A detection set of scripts/make-detection-set: WebDataset tars of jpg + json (boxes,
+/// classes) + cls, each object a filled rectangle in its class's colour.
+struct detection_set {
+  std::filesystem::path dir;
+  std::vector<std::array<int, 3>> palette;  ///< class i's colour, RGB
+  std::filesystem::path recipe;             ///< config/examples/detection.toml
+};
+
+/// Writes `count` samples, `per_tar` to a tar, under `dir`. A failed expectation when the
+/// script fails.
+detection_set make_detection_set(const temp_dir& dir, int count, int per_tar);
 
 }  // namespace conveyor::testing
