@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <conveyor/pipeline.hpp>
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -79,6 +80,58 @@ TEST(CollateNormalize, TheBatchHoldsTheNormalizeStepsBits) {
   }
 }
 
+TEST(CollateNormalize, APaddedImageIsNormalizedRowByRowAndFilledWithTheFloatValue) {
+  // Two CHW uint8 images of different sizes, padded to the batch's largest (rounded to 4) and
+  // normalised as they are written: every pixel is the table's float, every pad the value.
+  const normalize_table table(coefficients_of(custom_normalize()));
+  batch_plan plan;
+  const std::array<std::array<int, 2>, 2> sizes{{{3, 5}, {6, 2}}};
+  for (const auto& hw : sizes) {
+    auto a = host_array::uninitialized(dtype::uint8, {3, hw[0], hw[1]});
+    for (std::size_t i = 0; i < a.bytes.size(); ++i) {
+      a.bytes[i] = static_cast<std::uint8_t>(i * 37 + hw[0]);
+    }
+    auto sample = std::make_shared<prepared_sample>();
+    sample->fields.push_back(std::move(a));
+    plan.samples.push_back(sample);
+  }
+  field_spec image;
+  image.name = "image";
+  image.type.type = dtype::float32;
+  image.type.rank = 3;
+  image.type.shape = {3, varies, varies};
+  image.collate.mode = collate_mode::pad;
+  image.collate.multiple = 4;
+  image.collate.value = -7.25;
+  image.collate.max_shape = {3, 16, 16};
+  const sample_schema schema{{image}};
+  auto layout = blob_layout::make(schema, 2);
+  ASSERT_TRUE(layout) << layout.error().what();
+  std::vector<std::uint8_t> buffer(layout->bytes, 0xEE);
+  const collate_normalize n{0, table};
+  auto fields = collate_batch(plan, schema, *layout, buffer.data(), &n);
+  ASSERT_EQ(fields[0].type, dtype::float32);
+  ASSERT_EQ(fields[0].shape[2], 8) << "6 rows rounded up to 4";
+  ASSERT_EQ(fields[0].shape[3], 8) << "5 columns rounded up to 4";
+  const auto* v = reinterpret_cast<const float*>(buffer.data() + fields[0].values);
+  for (std::size_t s = 0; s < 2; ++s) {
+    const auto& in = plan.samples[s]->fields[0];
+    const int h = sizes[s][0];
+    const int w = sizes[s][1];
+    for (int c = 0; c < 3; ++c) {
+      for (int y = 0; y < 8; ++y) {
+        for (int x = 0; x < 8; ++x) {
+          const float got = v[((s * 3 + c) * 8 + y) * 8 + x];
+          const float want = y < h && x < w
+                                 ? table.channel(c)[in.bytes[(c * h + y) * w + x]]
+                                 : -7.25F;
+          ASSERT_EQ(got, want) << "sample " << s << " channel " << c << " at " << y << "," << x;
+        }
+      }
+    }
+  }
+}
+
 TEST(CollateNormalize, APipelineDeliversTheNormalizeStepsBits) {
   temp_dir dir;
   std::map<std::string, std::vector<std::uint8_t>> files;
@@ -112,6 +165,24 @@ TEST(CollateNormalize, APipelineDeliversTheNormalizeStepsBits) {
     }
   }
   EXPECT_EQ(checked, files.size());
+}
+
+TEST(CollateNormalize, ARaggedImageToNormalizeIsRefusedNamingItsCollate) {
+  temp_dir dir;
+  std::filesystem::create_directories(dir / "images" / "c0");
+  testing::write_file(dir / "images" / "c0" / "a.jpg", testing::make_jpeg(20, 10, 1));
+  auto topology = dir / "node.toml";
+  std::ofstream(topology) << "[dataset]\npath = \"" << (dir / "images").string()
+                          << "\"\nformat = \"folder\"\n"
+                             "[[transform]]\nop = \"decode\"\n"
+                             "[[transform]]\nop = \"normalize\"\n"
+                             "[collate.image]\nmode = \"ragged\"\nmax_values = 100000\n";
+  auto p = pipeline::open(topology);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message().find("collate.image: normalize writes this image: it is "
+                                     "stacked or padded, not ragged"),
+            std::string::npos)
+      << p.error().what();
 }
 
 }  // namespace
