@@ -4,8 +4,8 @@
 // delivers batches to a trainer.
 #include <gtest/gtest.h>
 
-#include <conveyor/pipeline.hpp>
 #include <array>
+#include <conveyor/pipeline.hpp>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -122,9 +122,8 @@ TEST(CollateNormalize, APaddedImageIsNormalizedRowByRowAndFilledWithTheFloatValu
       for (int y = 0; y < 8; ++y) {
         for (int x = 0; x < 8; ++x) {
           const float got = v[((s * 3 + c) * 8 + y) * 8 + x];
-          const float want = y < h && x < w
-                                 ? table.channel(c)[in.bytes[(c * h + y) * w + x]]
-                                 : -7.25F;
+          const float want =
+              y < h && x < w ? table.channel(c)[in.bytes[(c * h + y) * w + x]] : -7.25F;
           ASSERT_EQ(got, want) << "sample " << s << " channel " << c << " at " << y << "," << x;
         }
       }

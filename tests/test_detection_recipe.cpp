@@ -26,7 +26,7 @@ constexpr std::array<float, 3> stddev{0.229f, 0.224f, 0.225f};
 
 /// One sample of a batch: its image (a view into the padded batch) and its objects.
 struct sample_view {
-  const float* pixels = nullptr;  ///< channel c, row y, column x: [(c * rows + y) * cols + x]
+  const float* pixels = nullptr;    ///< channel c, row y, column x: [(c * rows + y) * cols + x]
   std::int64_t rows = 0, cols = 0;  ///< the padded batch's
   int height = 0, width = 0;        ///< its own
   std::vector<std::array<float, 4>> boxes;
@@ -92,8 +92,8 @@ void expect_boxes_cover_their_objects(const sample_view& s, const detection_set&
     for (const auto& r : beside) {
       auto there = mean_colour(s, r[0], r[1], r[2], r[3]);
       if (there[0] > -1000) {  // inside the image
-        EXPECT_GT(distance(there, colour), 60.f) << "beside the box: rows " << r[0] << " cols "
-                                                 << r[2];
+        EXPECT_GT(distance(there, colour), 60.f)
+            << "beside the box: rows " << r[0] << " cols " << r[2];
       }
     }
   }
@@ -125,8 +125,8 @@ std::vector<sample_view> samples_of(const batch& b) {
     EXPECT_EQ(boxes->offsets[i + 1] - boxes->offsets[i],
               classes->offsets[i + 1] - classes->offsets[i]);
     for (auto r = boxes->offsets[i]; r < boxes->offsets[i + 1]; ++r) {
-      s.boxes.push_back({box_rows[4 * r], box_rows[4 * r + 1], box_rows[4 * r + 2],
-                         box_rows[4 * r + 3]});
+      s.boxes.push_back(
+          {box_rows[4 * r], box_rows[4 * r + 1], box_rows[4 * r + 2], box_rows[4 * r + 3]});
     }
     for (auto r = classes->offsets[i]; r < classes->offsets[i + 1]; ++r) {
       s.classes.push_back(class_rows[r]);

@@ -106,8 +106,7 @@ bool inside(std::size_t offset, std::size_t size, std::size_t room) {
 // blob of `room` bytes at `blob`; empty when it can.
 std::string check_field(const field_spec& spec, const batch_field& f, std::uint32_t samples,
                         const std::uint8_t* blob, std::size_t room) {
-  const int rank =
-      spec.collate.mode == collate_mode::ragged ? spec.type.rank : spec.type.rank + 1;
+  const int rank = spec.collate.mode == collate_mode::ragged ? spec.type.rank : spec.type.rank + 1;
   if (f.type != spec.type.type || f.rank != rank || f.samples != samples) {
     return "its dtype, rank or sample count is not the feed's";
   }
