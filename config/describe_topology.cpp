@@ -88,6 +88,9 @@ std::string describe_step(const normalize_spec& spec) {
 std::string describe_step(const to_uint8_spec& spec) {
   return "to_uint8" + field_text(spec.field);
 }
+std::string describe_step(const user_step_spec& spec) {
+  return spec.name + " (user step)";
+}
 
 std::string describe_transforms(const topology& node) {
   std::string out;

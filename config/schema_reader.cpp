@@ -107,22 +107,29 @@ interval open(double min, double max) {
   return out;
 }
 
+std::string report::where(const toml::source_region* region) const {
+  if (region != nullptr && region->path && starts_with(*region->path, override_prefix)) {
+    return *region->path;
+  }
+  if (region != nullptr && region->begin.line > 0) {
+    return (region->path ? *region->path : document_) + ":" + std::to_string(region->begin.line) +
+           ":" + std::to_string(region->begin.column);
+  }
+  return document_;
+}
+
 void report::fail(const toml::source_region* region, std::string_view path, std::string_view what) {
   entry candidate;
-  std::string where = document_;
   candidate.group = 2;
   if (region != nullptr && region->path && starts_with(*region->path, override_prefix)) {
-    where = *region->path;
     candidate.group = 1;
   } else if (region != nullptr && region->begin.line > 0) {
     candidate.group = 0;
     candidate.line = region->begin.line;
     candidate.column = region->begin.column;
-    where = (region->path ? *region->path : document_) + ":" + std::to_string(candidate.line) +
-            ":" + std::to_string(candidate.column);
   }
   candidate.sequence = count_++;
-  candidate.message = where + ": ";
+  candidate.message = where(region) + ": ";
   if (!path.empty()) {
     candidate.message.append(path).append(": ");
   }

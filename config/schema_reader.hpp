@@ -55,6 +55,10 @@ class report {
 
   std::size_t error_count() const noexcept { return count_; }
 
+  /// Where `region` lies as fail() names it: "file:line:column", the override's text, or the
+  /// document's name.
+  std::string where(const toml::source_region* region) const;
+
   /// errc::invalid_config with the first problem in document order, then those of overrides
   /// (in the order met), then those without a position (missing keys); nullopt if none.
   std::optional<error> first() const;
@@ -162,6 +166,8 @@ class table_reader {
 
   /// "pipeline.batch_size", "transform[2].size", "gpus".
   std::string path_of(std::string_view key) const;
+  /// This table's own key path ("transform[2]"; "" for the root).
+  const std::string& path() const noexcept { return path_; }
   report& errors() noexcept { return *errors_; }
 
  private:

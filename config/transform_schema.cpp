@@ -4,6 +4,8 @@
 #include <string>
 #include <variant>
 
+#include "config/user_step_reader.hpp"
+#include "core/transforms/step_registry.hpp"
 #include "core/transforms/transform_chain.hpp"
 #include "core/transforms/transform_step.hpp"
 
@@ -153,6 +155,9 @@ void read_params(table_reader& table, to_uint8_spec& spec, transform_list& /*lis
   spec.field = table.string("field", spec.field);
 }
 
+// default_spec never gives a user step: read_user_step reads those.
+void read_params(table_reader& /*table*/, user_step_spec& /*spec*/, transform_list& /*list*/) {}
+
 /// One [[transform]] table; nullopt after a report.
 std::optional<transform_spec> read_spec(table_reader& table, transform_list& list) {
   std::size_t errors_before = table.errors().error_count();
@@ -163,8 +168,12 @@ std::optional<transform_spec> read_spec(table_reader& table, transform_list& lis
   }
   auto spec = default_spec(*name);
   if (!spec) {
+    if (auto factory = find_registered_step(*name)) {
+      auto user = read_user_step(table, *name, *factory);
+      return user ? std::optional<transform_spec>(std::move(*user)) : std::nullopt;
+    }
     // Its other keys belong to an op we do not know: reporting them would only mislead.
-    table.fail(*op, "op", spec.error().message());
+    table.fail(*op, "op", spec.error().message() + registered_steps_hint());
     return std::nullopt;
   }
   std::visit([&](auto& params) { read_params(table, params, list); }, *spec);

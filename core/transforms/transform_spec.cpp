@@ -10,7 +10,12 @@ namespace {
 template <std::size_t... I>
 std::string known_ops(std::index_sequence<I...> /*ops*/) {
   std::string out;
-  ((out += (I == 0 ? "" : ", "), out += std::variant_alternative_t<I, transform_spec>::op), ...);
+  auto add = [&out](std::string_view op) {
+    if (!op.empty()) {
+      out += (out.empty() ? "" : ", ") + std::string(op);
+    }
+  };
+  (add(std::variant_alternative_t<I, transform_spec>::op), ...);
   return out;
 }
 
@@ -23,7 +28,7 @@ expected<transform_spec> default_spec_from(std::string_view op) {
                      ")");
   } else {
     using spec = std::variant_alternative_t<I, transform_spec>;
-    if (op == spec::op) {
+    if (!spec::op.empty() && op == spec::op) {
       return transform_spec{spec{}};
     }
     return default_spec_from<I + 1>(op);
@@ -33,6 +38,9 @@ expected<transform_spec> default_spec_from(std::string_view op) {
 }  // namespace
 
 std::string_view op_name(const transform_spec& spec) {
+  if (const auto* user = std::get_if<user_step_spec>(&spec)) {
+    return user->name;
+  }
   return std::visit([](const auto& s) { return s.op; }, spec);
 }
 

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 
 #include "conveyor/dtype.hpp"
 #include "conveyor/error.hpp"
+#include "conveyor/step.hpp"
 
 namespace conveyor {
 
@@ -130,10 +132,20 @@ struct to_uint8_spec {
   std::string field{image_field_name};
 };
 
-using transform_spec = std::variant<decode_spec, random_resized_crop_spec, resize_spec,
-                                    center_crop_spec, flip_spec, normalize_spec, to_uint8_spec>;
+/// A step of the public step API (include/conveyor/step.hpp, core/transforms/user_step.hpp):
+/// the step its registered factory `name` made from the parameters of its table (the topology
+/// loader calls the factory once; copies share the step, which is immutable).
+struct user_step_spec {
+  static constexpr std::string_view op = "";  ///< no built-in op: named by `name`
+  std::string name;
+  std::shared_ptr<const step> made;
+};
 
-/// The op name of a spec, e.g. "center_crop".
+using transform_spec =
+    std::variant<decode_spec, random_resized_crop_spec, resize_spec, center_crop_spec, flip_spec,
+                 normalize_spec, to_uint8_spec, user_step_spec>;
+
+/// The op name of a spec, e.g. "center_crop" (a user step's registered name).
 std::string_view op_name(const transform_spec& spec);
 
 /// The spec of op `op` with every parameter at its default (sizes 0, to be set).

@@ -82,6 +82,8 @@ expected<step_ptr> make_step(const center_crop_spec& spec, chain_fields& fields)
 expected<step_ptr> make_step(const flip_spec& spec, chain_fields& fields);
 expected<step_ptr> make_step(const normalize_spec& spec, chain_fields& fields);
 expected<step_ptr> make_step(const to_uint8_spec& spec, chain_fields& fields);
+/// A public API step (user_step.hpp).
+expected<step_ptr> make_step(const user_step_spec& spec, chain_fields& fields);
 
 // One parameter check per op, next to its factory.
 expected<void> check_params(const decode_spec& spec);
@@ -91,6 +93,8 @@ expected<void> check_params(const center_crop_spec& spec);
 expected<void> check_params(const flip_spec& spec);
 expected<void> check_params(const normalize_spec& spec);
 expected<void> check_params(const to_uint8_spec& spec);
+/// Its factory made a step (the loader checked its parameters then).
+expected<void> check_params(const user_step_spec& spec);
 
 /// The generator step `step_index` of `sample` draws from, seeded from (epoch seed, sample id,
 /// step index) only (sample_seed.hpp). The chain seeds each step with it; a step that decides
