@@ -165,6 +165,12 @@ struct supervision_config {
   std::string quarantine_report;   ///< a file to write quarantined samples to; "" = none
 };
 
+/// [plugins]: shared libraries of user steps (include/conveyor/step.hpp) the node loads before
+/// it reads its [[transform]] tables (core/transforms/plugin_loader.hpp).
+struct plugins_config {
+  std::vector<std::string> libraries;  ///< paths, loaded in order
+};
+
 /// [faults]: injected failures for tests and demos; all off by default.
 struct fault_config {
   double crash_preprocessor = 0.0;  ///< probability in [0, 1], per sample
@@ -205,6 +211,7 @@ struct topology {
   cluster_config cluster;
   supervision_config supervision;
   fault_config faults;
+  plugins_config plugins;
   /// The [[transform]] tables in order; not empty, accepted by transform_chain::build.
   std::vector<transform_spec> transforms;
   /// [collate.<field>]: how a batch carries each field named there (the others: stack), each

@@ -7,6 +7,7 @@
 #include "config/bucket_reader.hpp"
 #include "config/collate_reader.hpp"
 #include "config/load_topology.hpp"
+#include "config/plugins_reader.hpp"
 #include "config/schema_reader.hpp"
 #include "config/section_readers.hpp"
 #include "config/topology_overrides.hpp"
@@ -43,6 +44,8 @@ topology read_topology(const toml::table& document, report& errors) {
   node.cluster = read_section(root, "cluster", config_detail::read_cluster);
   node.supervision = read_section(root, "supervision", config_detail::read_supervision);
   node.faults = read_section(root, "faults", config_detail::read_faults);
+  // Before the transforms: a plugin registers the steps they may name.
+  node.plugins = read_section(root, "plugins", config_detail::read_plugins);
   auto transforms = config_detail::read_transforms(root);
   node.collate = config_detail::read_collate(root, transforms.schema);
   config_detail::check_bucketing(root, node.batching, transforms.schema);
