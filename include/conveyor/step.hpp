@@ -131,6 +131,9 @@ class sample_view {
 /// A field a step reads: it must exist (a step before made it, or "label"), and be of
 /// `type` and `rank` when they are given.
 struct field_read {
+  field_read(std::string n, std::optional<dtype> t = std::nullopt,
+             std::optional<int> r = std::nullopt)
+      : name(std::move(n)), type(t), rank(r) {}
   std::string name;
   std::optional<dtype> type;
   std::optional<int> rank;
@@ -139,6 +142,8 @@ struct field_read {
 /// A field a step makes (or replaces): dtype and rank; the extents vary from sample to sample
 /// unless `same_shape_as` names a field it reads whose extents it keeps.
 struct field_made {
+  field_made(std::string n, dtype t, int r, std::string like = {})
+      : name(std::move(n)), type(t), rank(r), same_shape_as(std::move(like)) {}
   std::string name;
   dtype type = dtype::uint8;
   int rank = 0;

@@ -28,8 +28,11 @@ inline void write_jpeg_dataset(const std::filesystem::path& dir) {
   ASSERT_TRUE(writer->finish());
 }
 
+/// decode -> crop 24x20 -> flip -> normalize; `after_decode` (steps that leave the fields as they
+/// are, e.g. user steps) runs between the decode and the crop.
 inline pipeline_spec make_spec(const std::filesystem::path& dir, int gpus, std::uint64_t epochs,
-                               dataset_format format = dataset_format::shards) {
+                               dataset_format format = dataset_format::shards,
+                               const std::vector<transform_spec>& after_decode = {}) {
   auto source = open_sample_source(dir, format);
   EXPECT_TRUE(source) << source.error().what();
   random_resized_crop_spec crop;
@@ -37,7 +40,10 @@ inline pipeline_spec make_spec(const std::filesystem::path& dir, int gpus, std::
   crop.width = 20;
   flip_spec flip;
   flip.p = 0.5;
-  auto chain = transform_chain::build({decode_spec{}, crop, flip, normalize_spec{}});
+  std::vector<transform_spec> steps{decode_spec{}};
+  steps.insert(steps.end(), after_decode.begin(), after_decode.end());
+  steps.insert(steps.end(), {crop, flip, normalize_spec{}});
+  auto chain = transform_chain::build(steps);
   EXPECT_TRUE(chain) << chain.error().what();
   auto schema = std::make_shared<const sample_schema>(chain->schema());
   pipeline_spec spec{*source, *chain, schema, schema, {}, batching_policy::in_order};
