@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -223,8 +224,7 @@ class step_params {
                    ? static_cast<double>(std::get<std::int64_t>(e->held))
                    : held_as<double>(*e, "a number");
     if (!(v >= min && v <= max)) {
-      fail(key, "must be in [" + std::to_string(min) + ", " + std::to_string(max) + "] (got " +
-                    std::to_string(v) + ")");
+      fail(key, "must be in [" + text(min) + ", " + text(max) + "] (got " + text(v) + ")");
     }
     return v;
   }
@@ -290,6 +290,12 @@ class step_params {
       asked_[static_cast<std::size_t>(e - entries_.data())] = true;
     }
     return e;
+  }
+  /// 0.5, 1e+308: as short as it reads.
+  static std::string text(double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
   }
   template <class T>
   T held_as(const entry& e, const char* expected) const {
