@@ -201,9 +201,9 @@ batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts)
   auto& st = self->state;
   st.core = std::make_unique<batcher_core>(
       opts.settings,
-      make_batch_policy(opts.policy,
-                        {opts.settings.batch_size, opts.settings.gpus, true,
-                         opts.settings.resume ? opts.settings.resume->first_epoch : 0}),
+      make_batch_policy(opts.policy, {opts.settings.batch_size, opts.settings.gpus, true,
+                                      opts.settings.resume ? opts.settings.resume->first_epoch : 0,
+                                      opts.settings.buckets}),
       opts.name_sample);
   st.workers = std::make_unique<worker_handles>(opts.settings.readers, opts.settings.workers,
                                                 opts.settings.stragglers);

@@ -15,7 +15,9 @@ struct feeder_state {
   std::shared_ptr<slot_ring> ring;                   ///< empty when the engine could not be set up
   std::vector<std::shared_ptr<host_batch>> batches;  ///< per slot: what the trainer reads
   std::unique_ptr<actor_metrics> metrics;  ///< per batch: writing the samples, queueing the copy
-  std::optional<normalize_table> collate_normalize;  ///< feeder_options::collate_normalize
+  blob_layout layout;                      ///< where each field lies in a slot's buffer
+  std::optional<conveyor::collate_normalize>
+      collate_normalize;  ///< feeder_options::collate_normalize
 
   feeder_state() = default;
   feeder_state(const feeder_state&) = delete;
@@ -60,72 +62,52 @@ expected<std::shared_ptr<slot_ring>> make_ring(const feeder_options& opts) {
   return slot_ring::create(std::move(*engine), std::move(r));
 }
 
-/// The layout of `plan` in a slot (zeros for an empty plan). Tensors are CHW (host_tensor);
-/// `normalized`: written as float32.
-batch_layout layout_of(const batch_plan& plan, bool normalized) {
+/// What the ring copies of `plan`: the whole buffer, and the images it normalises on the
+/// device (nothing for an empty plan).
+batch_layout layout_of(const feeder_state& st, const feeder_options& opts, const batch_plan& plan) {
   batch_layout l;
-  if (!plan.samples.empty()) {
-    const auto& t = plan.samples.front()->tensor;
-    l = {normalized ? dtype::float32 : t.type,
-         static_cast<int>(plan.samples.size()),
-         t.channels,
-         t.height,
-         t.width,
-         pixel_layout::chw};
+  if (plan.samples.empty()) {
+    return l;
+  }
+  l.bytes = st.layout.bytes;
+  if (opts.normalize) {
+    const auto& image = plan.samples.front()->fields[opts.normalize_field];
+    l.images_offset = st.layout.fields[opts.normalize_field].values;
+    l.images = {static_cast<int>(plan.samples.size()), static_cast<int>(image.extent(0)),
+                static_cast<int>(image.extent(1)), static_cast<int>(image.extent(2)),
+                pixel_layout::chw};
   }
   return l;
 }
 
-/// What normalising at collate needs: uint8 samples of 3 channels (the chain's to_uint8).
-expected<void> check_normalizable(const batch_plan& plan, const feeder_options& opts) {
-  if (plan.samples.empty()) {
-    return {};
-  }
-  const auto& t = plan.samples.front()->tensor;
-  if (t.type != dtype::uint8 || t.channels != 3) {
-    return error{errc::invalid_config,
-                 feeder_name(opts) +
-                     ": normalize at collate needs uint8 samples of 3 channels, "
-                     "got " +
-                     std::to_string(t.channels) + " channels of " + std::string(name_of(t.type))};
-  }
-  return {};
-}
-
 /// Where the trainer finds the slot's batch.
-void point_at(host_batch& batch, const slot_output& out) {
+void point_at(host_batch& batch, ring_slot& slot, const feeder_options& opts) {
+  const auto out = slot.output();
   batch.device = out.device;
-  batch.type = out.type;
   batch.bytes.clear();
+  batch.external = slot.host();
   batch.device_data = out.device >= 0 ? out.data : nullptr;
-  batch.external = out.device >= 0 ? nullptr : static_cast<std::uint8_t*>(out.data);
+  batch.normalized = out.normalized;
+  batch.normalized_type = out.normalized_type;
+  batch.normalized_field =
+      out.normalized ? std::optional<std::size_t>(opts.normalize_field) : std::nullopt;
 }
 
 /// Writes the plan into a slot (counted as the samples' collate time from `start`) and submits
 /// it; the ring hands the batch to the trainer once it is complete on the device.
 expected<void> feed(feeder_state& st, const feeder_options& opts, const batch_plan& plan,
                     std::chrono::steady_clock::time_point start) {
-  if (auto ok = check_uniform(plan); !ok) {  // the ring's own errors name the feeder already
-    return error{ok.error().code(), feeder_name(opts) + ": " + ok.error().message()};
-  }
-  const auto& table = st.collate_normalize;
-  if (auto ok = table ? check_normalizable(plan, opts) : expected<void>{}; !ok) {
-    return ok;
-  }
-  auto slot = st.ring->acquire(layout_of(plan, table.has_value()));
+  auto slot = st.ring->acquire(layout_of(st, opts, plan));
   if (!slot) {
     return std::move(slot).error();
   }
   const auto index = (*slot)->index();
-  if (table) {
-    write_normalized_samples(plan, *table, (*slot)->sample(0));
-  } else {
-    write_samples(plan, (*slot)->sample(0));
-  }
   auto batch = st.batches[index];
-  describe_batch(plan, *batch);
+  batch->fields = collate_batch(plan, *opts.schema, st.layout, (*slot)->host(),
+                                st.collate_normalize ? &*st.collate_normalize : nullptr);
+  describe_batch(plan, *opts.schema, *batch);
   batch->slot = index;
-  point_at(*batch, (*slot)->output());
+  point_at(*batch, **slot, opts);
   opts.status->add_collate(elapsed_ns(start), plan.samples.size());  // the writes into the slot
   auto what = "batch " + std::to_string(plan.index) + " of epoch " + std::to_string(plan.epoch) +
               " (slot " + std::to_string(index) + ")";
@@ -172,13 +154,18 @@ feeder_actor::behavior_type feeder(feeder_pointer self, feeder_options opts) {
   auto& st = self->state;
   st.metrics = std::make_unique<actor_metrics>("feeder-" + std::to_string(opts.gpu));
   if (opts.collate_normalize && !opts.normalize) {
-    st.collate_normalize.emplace(*opts.collate_normalize);
+    st.collate_normalize.emplace(
+        collate_normalize{opts.normalize_field, normalize_table(*opts.collate_normalize)});
   }
-  if (auto ring = make_ring(opts); ring) {
+  auto layout = blob_layout::make(*opts.schema, opts.batch_size);
+  auto ring = layout ? make_ring(opts) : expected<std::shared_ptr<slot_ring>>(layout.error());
+  if (ring) {
+    st.layout = std::move(*layout);
     st.ring = std::move(*ring);
     for (std::uint64_t i = 0; i < opts.slots; ++i) {
       st.batches.push_back(std::make_shared<host_batch>());
       st.batches.back()->owner = st.ring;
+      st.batches.back()->schema = opts.schema;
     }
     self->send(opts.batcher, atoms::credit::value, opts.gpu, opts.slots, std::uint64_t{0});
   } else {

@@ -1,12 +1,12 @@
 #pragma once
 /// The feeder of one GPU slot: an actor over a ring of batch slots (core/feeding/slot_ring.hpp)
-/// and the copy engine of its device. Each plan from the batcher is written, sample by sample,
-/// into a free slot's host buffer and submitted: the engine copies it to the device (after the
-/// trainer's release of that slot's previous batch), normalises it there when configured, and
-/// the batch goes into the GPU's channel once it is complete. When the trainer releases a
-/// batch, its slot returns to the ring and a credit (with the number of samples that left the
-/// pipeline) goes back to the batcher. A fault or a stall of the device's work fails the
-/// pipeline with an error naming the device and the batch.
+/// and the copy engine of its device. Each plan from the batcher is collated, field by field
+/// (core/delivery/batch_blob.hpp), into a free slot's host buffer and submitted: the engine copies
+/// it to the device (after the trainer's release of that slot's previous batch), normalises it
+/// there when configured, and the batch goes into the GPU's channel once it is complete. When the
+/// trainer releases a batch, its slot returns to the ring and a credit (with the number of samples
+/// that left the pipeline) goes back to the batcher. A fault or a stall of the device's work fails
+/// the pipeline with an error naming the device and the batch.
 ///
 /// Engines: the CUDA engine of a device (core/cuda/cuda_copy_engine.hpp); where there is no
 /// GPU, the host engine, inline and in place (the trainer reads the slot the samples were
@@ -37,20 +37,27 @@ struct feeder_options {
   std::shared_ptr<batch_channel> channel;
   std::shared_ptr<pipeline_status> status;
   reporting report;
-  /// When set (one tensor per slot), batches are written into this memory (a shared-memory
+  /// The batch's fields as the host buffer holds them (a field normalised at collate is
+  /// float32 there), and the batch size the buffers are laid out for.
+  std::shared_ptr<const sample_schema> schema;
+  std::uint64_t batch_size = 1;
+  /// When set (one buffer per slot), batches are written into this memory (a shared-memory
   /// feed) instead of the engine's host buffers.
   external_slots memory{};
   /// Unset: the host engine, inline and in place.
   engine_factory engine;
   /// The engine's calls may block (a CUDA device): the actor gets a thread of its own.
   bool own_thread = false;
-  /// With a value, samples arrive as uint8 (to_uint8) and are normalised by the engine with
-  /// these coefficients into `normalized_type` (float32 or bfloat16).
+  /// The field `normalize` and `collate_normalize` apply to: uint8 C x H x W images (the
+  /// chain ends with to_uint8 on it).
+  std::size_t normalize_field = 0;
+  /// With a value, that field is normalised by the engine with these coefficients into
+  /// `normalized_type` (float32 or bfloat16).
   std::optional<normalize_coefficients> normalize;
   dtype normalized_type = dtype::float32;
-  /// With a value (and no `normalize`), samples arrive as uint8 CHW (to_uint8) and are
-  /// normalised to float32 with these coefficients as they are written into the slot: the
-  /// chain's final normalize on the CPU, without a float tensor per sample to copy.
+  /// With a value (and no `normalize`), that field is normalised to float32 with these
+  /// coefficients as it is written into the slot: the chain's final normalize on the CPU,
+  /// without a float tensor per sample to copy.
   std::optional<normalize_coefficients> collate_normalize;
   /// The bound of the device's work on a batch (pipeline.next_timeout_s).
   std::chrono::milliseconds device_timeout{std::chrono::seconds(300)};

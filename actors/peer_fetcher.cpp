@@ -66,7 +66,7 @@ std::optional<record> peer_fetcher::ask(const peer_cache_actor& holder, std::uin
 
 std::optional<record> peer_fetcher::checked(peer_record& r, std::uint64_t rank,
                                             std::uint64_t id) const {
-  record got{std::move(r.key), r.label, std::move(r.payload)};
+  record got{std::move(r.key), r.label, std::move(r.payload), r.multipart};
   if (auto same = source_->check(id, got); !same) {
     peers_->health().gave_wrong_record(rank, peer_health::clock::now());
     log("cluster")->warn(

@@ -23,6 +23,7 @@ peer_record found(record r) {
   out.key = std::move(r.key);
   out.label = r.label;
   out.payload = std::move(r.payload);
+  out.multipart = r.multipart;
   return out;
 }
 

@@ -98,8 +98,7 @@ void complete_settings(pipeline_spec& spec) {
   s.readers = spec.readers;
   s.stragglers = s.hand_off ? spec.stragglers : 0;
   if (s.window_samples == 0) {
-    s.window_samples =
-        (spec.prefetch_batches + 1) * s.batch_size * static_cast<std::uint64_t>(s.gpus);
+    s.window_samples = default_window(spec.prefetch_batches, s.batch_size, s.gpus, s.buckets);
   }
 }
 
@@ -178,6 +177,9 @@ void pipeline_runtime::impl::escalate_on_death(const Handle& handle, std::string
 // (inline, or as the spec's host_engine says).
 feeder_actor pipeline_runtime::impl::spawn_feeder(feeder_options options) {
   options.device_timeout = spec.next_timeout;
+  options.schema = spec.batch_schema;
+  options.batch_size = spec.settings.batch_size;
+  options.normalize_field = spec.normalize_field;
   if (spec.collate_normalize) {
     options.collate_normalize = coefficients_of(*spec.collate_normalize);
   }
@@ -210,13 +212,15 @@ void pipeline_runtime::impl::spawn_supervisors(const reporting& report) {
     }
   };
   supervise(worker_role::straggler, spec.settings.stragglers,
-            worker_spawner(system, straggler_options{{}, spec.chain, batcher, status, report},
+            worker_spawner(system,
+                           straggler_options{{}, spec.chain, spec.schema, batcher, status, report},
                            spawn_straggler));
   supervise(worker_role::preprocessor, spec.settings.workers,
-            worker_spawner(system,
-                           preprocessor_options{
-                               {}, spec.chain, batcher, spec.settings.hand_off, status, report},
-                           spawn_preprocessor));
+            worker_spawner(
+                system,
+                preprocessor_options{
+                    {}, spec.chain, spec.schema, batcher, spec.settings.hand_off, status, report},
+                spawn_preprocessor));
   supervise(
       worker_role::reader, spec.settings.readers,
       worker_spawner(system, reader_options{{}, spec.source, status, report, spec.cache, fetcher},

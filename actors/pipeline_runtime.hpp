@@ -42,6 +42,12 @@ struct peer_settings {
 struct pipeline_spec {
   std::shared_ptr<const sample_source> source;
   transform_chain chain;
+  /// The chain's fields with their collates (the topology's [collate]): what every prepared
+  /// sample must fit.
+  std::shared_ptr<const sample_schema> schema;
+  /// The same as a batch's buffer holds them: the field that collate_normalize normalises is
+  /// float32 there.
+  std::shared_ptr<const sample_schema> batch_schema;
   /// dataset_size is taken from `source`; window_samples, when 0, becomes
   /// (prefetch_batches + 1) * batch_size * gpus.
   batcher_settings settings;
@@ -60,6 +66,8 @@ struct pipeline_spec {
   std::shared_ptr<quarantine_report> quarantine{};  ///< null: no report file
   /// The CUDA device of each GPU slot (CUDA feeders); empty: host feeders serve the slots.
   std::vector<int> cuda_devices{};
+  /// The field gpu_normalize and collate_normalize apply to (its index in `schema`).
+  std::size_t normalize_field = 0;
   /// normalize run by the CUDA feeders on uint8 samples (on = "gpu"), into gpu_normalize_type.
   std::optional<normalize_spec> gpu_normalize{};
   dtype gpu_normalize_type = dtype::float32;
@@ -67,7 +75,7 @@ struct pipeline_spec {
   /// to_uint8) into a batch, to float32 (feeder_options::collate_normalize). Not with
   /// gpu_normalize.
   std::optional<normalize_spec> collate_normalize{};
-  /// Per GPU slot, memory its host feeder collates into (prefetch_batches + 1 tensors each):
+  /// Per GPU slot, memory its host feeder collates into (prefetch_batches + 1 buffers each):
   /// a shared-memory feed's slots. Empty: each feeder owns its buffers. Set only with host
   /// feeders (cuda_devices empty).
   std::vector<external_slots> feed_memory{};

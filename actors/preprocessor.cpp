@@ -19,14 +19,15 @@ struct preprocessor_state {
 using preprocessor_pointer = preprocessor_actor::stateful_pointer<preprocessor_state>;
 using clock_type = std::chrono::steady_clock;
 
-std::shared_ptr<sample_state> start_state(raw_sample& raw) {
+std::shared_ptr<sample_state> start_state(const transform_chain& chain, raw_sample& raw) {
   auto s = std::make_shared<sample_state>();
   s->sample_id = raw.ticket.sample_id;
   s->key = std::move(raw.key);
-  s->label = raw.label;
   s->epoch_seed = raw.ticket.epoch_seed;
   s->encoded = std::move(raw.bytes);
-  s->source_pixels = header_pixels(s->encoded);
+  s->multipart = raw.multipart;
+  s->source_pixels = raw.multipart ? 0 : header_pixels(s->encoded);
+  chain.start(*s, raw.label);
   return s;
 }
 
@@ -80,7 +81,7 @@ void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sa
     return;
   }
   auto ticket = raw.ticket;
-  auto s = start_state(raw);
+  auto s = start_state(opts.chain, raw);
   bool kept = false;  // over budget without a permit: finished here, asked once
   while (!opts.chain.done(*s)) {
     if (!kept && over_budget(self, opts, start, *s)) {
@@ -94,7 +95,12 @@ void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sa
       return;
     }
   }
-  self->send(opts.batcher, atoms::prepared::value, make_prepared(ticket, *s, false));
+  auto prepared = make_prepared(opts.chain, *opts.schema, ticket, *s, false);
+  if (!prepared) {
+    fail(self, opts, ticket, std::move(s->key), prepared.error().what());
+    return;
+  }
+  self->send(opts.batcher, atoms::prepared::value, std::move(*prepared));
   self->state.metrics->record(elapsed_ns(start));
 }
 

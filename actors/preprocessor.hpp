@@ -27,6 +27,8 @@ namespace conveyor {
 struct preprocessor_options {
   worker_context context;
   transform_chain chain;
+  /// The pipeline's fields with their collates: each prepared sample must fit it.
+  std::shared_ptr<const sample_schema> schema;
   batcher_actor batcher;
   bool hand_off = false;                    ///< false: never hand off
   std::shared_ptr<pipeline_status> status;  ///< counts executed steps

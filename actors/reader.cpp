@@ -62,6 +62,7 @@ raw_sample read_sample(const reader_options& opts, const sample_ticket& ticket) 
   raw.key = std::move(r->key);
   raw.label = r->label;
   raw.bytes = std::move(r->payload);
+  raw.multipart = r->multipart;
   return raw;
 }
 

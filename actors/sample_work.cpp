@@ -20,17 +20,27 @@ expected<void> run_step(const transform_chain& chain, sample_state& s, pipeline_
   }
 }
 
-prepared_ptr make_prepared(const sample_ticket& ticket, sample_state& s, bool handed_off) {
+expected<prepared_ptr> make_prepared(const transform_chain& chain, const sample_schema& schema,
+                                     const sample_ticket& ticket, sample_state& s,
+                                     bool handed_off) {
+  auto fields = chain.take_fields(s);
+  if (!fields) {
+    return std::move(fields).error();
+  }
+  for (std::size_t i = 0; i < fields->size(); ++i) {
+    if (auto why = unfit_for_batch(schema.fields[i], (*fields)[i])) {
+      return error{errc::transform_error, sample_location(s) + ": " + *why};
+    }
+  }
   auto out = std::make_shared<prepared_sample>();
   out->ticket = ticket;
   out->key = std::move(s.key);
-  out->label = s.label;
-  out->tensor = std::move(s.output);
+  out->fields = std::move(*fields);
   out->step_ns = std::move(s.step_ns);
   out->source_pixels = s.source_pixels;
   out->handed_off = handed_off;
   out->prepared_at = std::chrono::steady_clock::now();
-  return out;
+  return prepared_ptr(std::move(out));
 }
 
 std::int64_t header_pixels(const std::vector<std::uint8_t>& encoded) {

@@ -16,8 +16,13 @@ namespace conveyor {
 /// Runs the sample's next step and counts it in `status`.
 expected<void> run_step(const transform_chain& chain, sample_state& s, pipeline_status& status);
 
-/// The prepared sample made of a finished state (its output and timings move out).
-prepared_ptr make_prepared(const sample_ticket& ticket, sample_state& s, bool handed_off);
+/// The prepared sample made of a finished state (its fields and timings move out), each field
+/// checked to fit the batch as `schema` (the pipeline's: the chain's fields with their
+/// collates) carries it; errc::transform_error naming the sample and why otherwise (a shape a
+/// stack field cannot take, an extent past a padded field's max_shape, ...): the sample is
+/// quarantined.
+expected<prepared_ptr> make_prepared(const transform_chain& chain, const sample_schema& schema,
+                                     const sample_ticket& ticket, sample_state& s, bool handed_off);
 
 /// width x height from a JPEG's header (no decode), or 0 when it is not a JPEG or the header
 /// does not read (the decode step then reports why).

@@ -22,14 +22,22 @@ void finish(straggler_pointer self, const straggler_options& opts, const handoff
     ctx.faults->maybe_crash(worker_role::straggler, h.ticket);
   }
   auto& s = *h.state;  // after a crash the batcher issues the sample again from its bytes
+  auto failed = [&](const error& e) {
+    self->send(opts.batcher, atoms::failed::value,
+               sample_failure{h.ticket, std::move(s.key), e.what()});
+  };
   while (!opts.chain.done(s)) {
     if (auto ok = run_step(opts.chain, s, *opts.status); !ok) {
-      self->send(opts.batcher, atoms::failed::value,
-                 sample_failure{h.ticket, std::move(s.key), ok.error().what()});
+      failed(ok.error());
       return;
     }
   }
-  self->send(opts.batcher, atoms::prepared::value, make_prepared(h.ticket, s, true));
+  auto prepared = make_prepared(opts.chain, *opts.schema, h.ticket, s, true);
+  if (!prepared) {
+    failed(prepared.error());
+    return;
+  }
+  self->send(opts.batcher, atoms::prepared::value, std::move(*prepared));
   self->state.metrics->record(elapsed_ns(start));
 }
 

@@ -1,6 +1,13 @@
 #include "api/batch_source.hpp"
 
+#include <algorithm>
+
 namespace conveyor {
+namespace {
+
+constexpr std::string_view image_field_view_name = "image";
+
+}  // namespace
 
 std::size_t tensor_view::elements() const noexcept {
   std::size_t n = 1;
@@ -20,6 +27,14 @@ batch batch_access::make(std::shared_ptr<const host_batch> data, std::shared_ptr
 
 std::int64_t batch_access::slot(const batch& b) noexcept {
   return b.data_ ? static_cast<std::int64_t>(b.data_->slot) : -1;
+}
+
+const std::uint8_t* batch_access::host_buffer(const batch& b) noexcept {
+  return b.data_ ? b.data_->host() : nullptr;
+}
+
+std::vector<batch_field> batch_access::fields(const batch& b) {
+  return b.data_ ? b.data_->fields : std::vector<batch_field>{};
 }
 
 batch::batch(std::shared_ptr<const host_batch> data, std::shared_ptr<batch_home> home)
@@ -53,17 +68,76 @@ void batch::release_after(cuda_stream_t stream) noexcept {
   home_.reset();
 }
 
+std::size_t field_view::elements() const noexcept {
+  std::size_t n = 1;
+  for (int i = 0; i < rank; ++i) {
+    n *= static_cast<std::size_t>(shape[static_cast<std::size_t>(i)]);
+  }
+  return n;
+}
+
+std::size_t field_view::byte_count() const noexcept {
+  return elements() * size_of(type);
+}
+
+namespace {
+
+// The view of field `i` of `b`. The buffer is the trainer's while it holds the batch: the
+// feeder made it writable and touches it again only after release; host_batch is const only to
+// the channel's readers.
+field_view view_of(const host_batch& b, std::size_t i) {
+  const auto& spec = b.schema->fields[i];
+  const auto& f = b.fields[i];
+  field_view v;
+  v.name = spec.name;
+  v.type = b.type_of(i);
+  v.bytes = spec.type.kind == field_kind::bytes;
+  v.mode = static_cast<collate>(spec.collate.mode);
+  v.rank = f.rank;
+  std::copy(f.shape.begin(), f.shape.end(), v.shape.begin());
+  v.samples = f.samples;
+  v.data = f.samples > 0 ? const_cast<void*>(b.values_of(i)) : nullptr;
+  v.device = b.device;
+  if (spec.collate.mode == collate_mode::pad && f.samples > 0) {
+    v.lengths = reinterpret_cast<const std::int32_t*>(b.host() + f.lengths);
+    v.length_axes = f.length_axes;
+  }
+  if (spec.collate.mode == collate_mode::ragged && f.samples > 0) {
+    v.offsets = reinterpret_cast<const std::int64_t*>(b.host() + f.offsets);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<field_view> batch::field(std::string_view name) const noexcept {
+  if (!data_ || !data_->schema) {
+    return std::nullopt;
+  }
+  auto i = data_->schema->index_of(name);
+  if (!i || *i >= data_->fields.size()) {
+    return std::nullopt;
+  }
+  return view_of(*data_, *i);
+}
+
+std::vector<field_view> batch::fields() const {
+  std::vector<field_view> out;
+  if (data_ && data_->schema) {
+    for (std::size_t i = 0; i < data_->fields.size(); ++i) {
+      out.push_back(view_of(*data_, i));
+    }
+  }
+  return out;
+}
+
 tensor_view batch::tensor() const noexcept {
-  if (!data_) {
+  auto image = field(image_field_view_name);
+  if (!image || image->rank != 4) {
     return {};
   }
-  const auto& s = data_->shape;
-  // The buffer is the trainer's while it holds the batch: the feeder made it writable and
-  // touches it again only after release. host_batch is const only to the channel's readers.
-  const void* data = data_->device >= 0 ? data_->device_data
-                     : data_->external  ? data_->external
-                                        : data_->bytes.data();
-  return {data_->type, {s[0], s[1], s[2], s[3]}, const_cast<void*>(data), data_->device};
+  const auto& s = image->shape;
+  return {image->type, {s[0], s[1], s[2], s[3]}, image->data, image->device};
 }
 
 bool batch::writable() const noexcept {

@@ -47,6 +47,10 @@ struct batch_access {
   /// The feeder slot `b` lies in (an empty end-of-epoch batch has one too, but no data);
   /// -1 for a batch that holds no slot.
   static std::int64_t slot(const batch& b) noexcept;
+  /// The host buffer `b`'s fields lie in (null for none).
+  static const std::uint8_t* host_buffer(const batch& b) noexcept;
+  /// Where `b`'s fields lie in its buffer (empty for none).
+  static std::vector<batch_field> fields(const batch& b);
   /// A range over epoch `epoch` of `stream`; with `failure`, one that ends at once with it.
   static epoch_range range(std::shared_ptr<batch_stream> stream, std::uint64_t epoch,
                            std::optional<error> failure = std::nullopt);

@@ -10,8 +10,8 @@
 #include "api/client_connection.hpp"
 #include "core/batching/delivery_tracker.hpp"
 #include "core/serving/blob_fd.hpp"
+#include "core/serving/feed_layout.hpp"
 #include "core/serving/shared_region.hpp"
-#include "core/serving/slot_layout.hpp"
 #include "core/serving/unix_socket.hpp"
 
 namespace conveyor {
@@ -28,9 +28,15 @@ std::chrono::milliseconds left_until(steady::time_point deadline) {
                   std::chrono::ceil<std::chrono::milliseconds>(deadline - steady::now()));
 }
 
-sample_geometry geometry_of(const serve::attached& a) {
-  return {static_cast<int>(a.channels), static_cast<int>(a.height), static_cast<int>(a.width),
-          a.type};
+// The "label" field of `b` (int32 scalars), when its feed has one.
+std::vector<std::int32_t> labels_of(const host_batch& b) {
+  auto i = b.schema->index_of(label_field_name);
+  if (!i || b.fields[*i].type != dtype::int32 || b.fields[*i].rank != 1) {
+    return {};
+  }
+  const auto& f = b.fields[*i];
+  const auto* at = reinterpret_cast<const std::int32_t*>(b.host() + f.values);
+  return {at, at + f.samples};
 }
 
 pipeline_report report_of(const serve::node_report& r) {
@@ -57,13 +63,14 @@ struct client::shared_state final : batch_home,
                                     batch_stream,
                                     std::enable_shared_from_this<shared_state> {
   shared_state(std::string path, unique_fd s, shared_region r, const serve::attached& a,
-               const slot_layout& l, int rank_, int job_, const client_options& o,
+               feed_description feed, int rank_, int job_, const client_options& o,
                resume_state start)
       : socket_path(std::move(path)),
         socket(std::move(s)),
         region(std::move(r)),
         geometry(a),
-        layout(l),
+        layout(feed.layout),
+        schema(std::make_shared<const sample_schema>(std::move(feed.schema))),
         rank(rank_),
         job(job_),
         options(o),
@@ -96,7 +103,8 @@ struct client::shared_state final : batch_home,
   unique_fd socket;
   shared_region region;
   const serve::attached geometry;
-  const slot_layout layout;
+  const feed_layout layout;
+  const std::shared_ptr<const sample_schema> schema;  ///< the feed's fields (its header's)
   const int rank;
   const int job;
   const client_options options;
@@ -152,7 +160,7 @@ batch client::shared_state::end_marker() {
   marker->epoch = current_epoch++;
   marker->gpu = rank;
   marker->last_in_epoch = true;
-  marker->type = geometry.type;
+  marker->schema = schema;
   return batch_access::make(std::move(marker), nullptr);
 }
 
@@ -162,8 +170,9 @@ expected<batch> client::shared_state::open_slot(const serve::batch_ready& ready)
                                              std::to_string(ready.slot) + " of " +
                                              std::to_string(geometry.slots)};
   }
-  auto* slot = region.data() + static_cast<std::size_t>(ready.slot) * layout.slot_bytes;
-  auto contents = read_slot(layout, slot, ready.samples);
+  auto* slot = region.data() + layout.header_bytes +
+               static_cast<std::size_t>(ready.slot) * layout.slot_bytes;
+  auto contents = read_slot(layout, *schema, slot, ready.samples);
   if (!contents) {
     return std::move(contents).error();
   }
@@ -173,13 +182,12 @@ expected<batch> client::shared_state::open_slot(const serve::batch_ready& ready)
   b->gpu = rank;
   b->slot = ready.slot;
   b->last_in_epoch = ready.last_in_epoch;
-  b->type = geometry.type;
-  b->shape = {static_cast<int>(ready.samples), layout.sample.channels, layout.sample.height,
-              layout.sample.width};
-  b->external = slot + layout.tensor_offset;
+  b->schema = schema;
+  b->fields = std::move(contents->fields);
+  b->external = slot + layout.blob_offset;
   b->read_only = !geometry.writable;
   b->ready_ns = contents->published_ns;
-  b->labels = std::move(contents->labels);
+  b->labels = labels_of(*b);
   b->sample_ids = std::move(contents->sample_ids);
   b->keys = std::move(contents->keys);
   {
@@ -384,15 +392,20 @@ expected<client> client::attach(const std::filesystem::path& socket, int rank, i
   if (!region) {
     return std::move(region).error();
   }
-  auto layout = slot_layout::make(a.batch_size, geometry_of(a), a.key_bytes);
-  if (layout.slot_bytes != a.slot_bytes || region->size() < a.slots * layout.slot_bytes) {
-    return error{errc::invalid_argument,
-                 "the Conveyor node at " + path +
-                     " lays out its slots differently from this "
-                     "client (node and client must come from the same release)"};
+  auto feed = decode_feed_header(region->data(), region->size());
+  if (!feed || feed->layout.slot_bytes != a.slot_bytes || feed->slots != a.slots ||
+      feed->layout.header_bytes != a.header_bytes || feed->layout.batch_size != a.batch_size) {
+    return error{
+        errc::invalid_argument,
+        "the Conveyor node at " + path +
+            " lays out its feed differently from what it "
+            "said (" +
+            (feed ? std::string("its header disagrees with its message") : feed.error().message()) +
+            "; node and client must come from the same release)"};
   }
   return client(std::make_shared<shared_state>(path, std::move(*connection), std::move(*region), a,
-                                               layout, rank, job, options, std::move(*start)));
+                                               std::move(*feed), rank, job, options,
+                                               std::move(*start)));
 }
 
 client_info client::info() const {
@@ -406,10 +419,12 @@ client_info client::info() const {
   i.dataset_size = a.dataset_size;
   i.batch_size = a.batch_size;
   i.slots = a.slots;
-  i.channels = static_cast<int>(a.channels);
-  i.height = static_cast<int>(a.height);
-  i.width = static_cast<int>(a.width);
-  i.type = a.type;
+  if (const auto* image = state_->schema->find("image"); image && image->type.rank == 3) {
+    i.channels = static_cast<int>(image->type.shape[0]);
+    i.height = static_cast<int>(image->type.shape[1]);
+    i.width = static_cast<int>(image->type.shape[2]);
+    i.type = image->type.type;
+  }
   i.writable = a.writable;
   i.start_epoch = a.start_epoch;
   return i;

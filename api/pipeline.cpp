@@ -9,6 +9,9 @@
 #include "core/batching/delivery_tracker.hpp"
 #include "core/delivery/host_batch.hpp"
 
+#include <map>
+#include <string_view>
+
 namespace conveyor {
 
 // --- pipeline ----------------------------------------------------------------------------
@@ -275,8 +278,12 @@ std::vector<std::pair<std::string, double>> time_breakdown(const pipeline_runtim
   std::vector<std::pair<std::string, double>> out;
   // Every read is followed by one prepared sample or a failure: per prepared sample is close.
   out.emplace_back("read", mean_ms(status.read_ns(), f.prepared));
+  std::map<std::string_view, int> seen;  // a second decode is "decode.2": keys stay unique
   for (std::size_t i = 0; i < f.step_ns.size() && i < chain.size(); ++i) {
-    out.emplace_back(std::string(chain.step(i).name()), mean_ms(f.step_ns[i], f.prepared));
+    auto name = chain.step(i).name();
+    auto n = ++seen[name];
+    out.emplace_back(std::string(name) + (n > 1 ? "." + std::to_string(n) : ""),
+                     mean_ms(f.step_ns[i], f.prepared));
   }
   out.emplace_back("collate", mean_ms(status.collate_ns(), status.collated()));
   return out;

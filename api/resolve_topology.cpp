@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "api/resolve_devices.hpp"
+#include "api/resolve_fields.hpp"
 #include "core/base/log.hpp"
-#include "core/transforms/normalize_placement.hpp"
 
 namespace conveyor {
 namespace {
@@ -28,6 +28,17 @@ batcher_settings resolve_settings(const topology& t, int gpus) {
   s.straggler_backlog = static_cast<std::uint64_t>(t.batching.straggler_backlog);
   s.max_sample_retries = static_cast<std::uint32_t>(t.supervision.max_sample_retries);
   return s;
+}
+
+// batching.bucket_by, resolved to the field's index (the loader checked that it is one).
+bucketing bucketing_of(const batching_config& b, const sample_schema& schema) {
+  bucketing out;
+  if (auto field = schema.index_of(b.bucket_by); field && !b.bucket_boundaries.empty()) {
+    out.field = *field;
+    out.axis = b.bucket_axis;
+    out.boundaries = b.bucket_boundaries;
+  }
+  return out;
 }
 
 std::chrono::milliseconds milliseconds(double ms) {
@@ -79,7 +90,8 @@ expected<epoch_share> share_of(const topology& t, const sample_source& source) {
   if (source.size() > 0 && !source.shard_of(0)) {
     return error{errc::invalid_config, t.source +
                                            ": cluster.shard_by = \"shard\" needs a dataset in "
-                                           "record shards (dataset.format = \"shards\")"};
+                                           "shards (dataset.format = \"shards\" or "
+                                           "\"webdataset\")"};
   }
   share.ids.assign(source.size(), false);
   for (std::uint64_t id = 0; id < source.size(); ++id) {
@@ -193,18 +205,20 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
   // CUDA feeders on the device; otherwise in every feeder on the CPU, from the uint8 samples
   // straight into the batch (one pass, no float tensor per sample to copy).
   const bool on_gpu = !devices->empty() && t.normalize_on_gpu;
-  auto placed = move_normalize_to_feeder(t.transforms);
   if (devices->empty() && t.normalize_dtype == output_dtype::bfloat16) {
     log("node")->warn("normalize dtype = \"bfloat16\" needs a CUDA feeder: serving float32");
   }
-  auto chain = transform_chain::build(placed.cpu_chain);
-  if (!chain) {
-    return error{errc::invalid_config, t.source + ": transform: " + chain.error().what()};
+  auto fields = resolve_fields(t, on_gpu);
+  if (!fields) {
+    return std::move(fields).error();
   }
-  pipeline_spec spec{std::move(*source), std::move(*chain), resolve_settings(t, slots),
-                     t.batching.policy};
+  pipeline_spec spec{
+      std::move(*source),         fields->chain,    fields->schema, fields->batch_schema,
+      resolve_settings(t, slots), t.batching.policy};
   spec.cuda_devices = std::move(*devices);
-  (on_gpu ? spec.gpu_normalize : spec.collate_normalize) = placed.in_feeder;
+  spec.settings.buckets = bucketing_of(t.batching, *fields->schema);
+  spec.normalize_field = fields->normalize_field;
+  (on_gpu ? spec.gpu_normalize : spec.collate_normalize) = fields->in_feeder;
   spec.gpu_normalize_type =
       t.normalize_dtype == output_dtype::bfloat16 ? dtype::bfloat16 : dtype::float32;
   spec.readers = t.pipeline.readers;

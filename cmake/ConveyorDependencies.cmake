@@ -18,6 +18,11 @@ pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 # libjpeg-turbo's libjpeg API: partial (region) decodes, which TurboJPEG 2.1 lacks.
 pkg_check_modules(LIBJPEG REQUIRED IMPORTED_TARGET libjpeg)
+# The decoders of a sample's other parts (core/codecs): PNG, audio, JSON, UTF-8 checks.
+find_package(PNG REQUIRED)
+pkg_check_modules(SNDFILE REQUIRED IMPORTED_TARGET sndfile)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(utf8cpp REQUIRED)
 if(CONVEYOR_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

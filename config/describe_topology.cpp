@@ -36,35 +36,57 @@ std::string describe_gpus(const gpu_selection& gpus) {
   return "?";
 }
 
+// " [image, boxes]" when a geometric step moves more than the default image.
+std::string fields_text(const geometry_fields& fields) {
+  if (fields == default_geometry_fields()) {
+    return "";
+  }
+  std::string out;
+  for (const auto& f : fields) {
+    out += (out.empty() ? " [" : ", ") + f;
+  }
+  return out + "]";
+}
+
+// " boxes" when a step writes a field other than "image".
+std::string field_text(const std::string& field) {
+  return field == image_field_name ? "" : " " + field;
+}
+
 // One description per transform op.
 std::string describe_step(const decode_spec& spec) {
   std::string notes = spec.strict ? "" : "lenient";
   if (!spec.scaled) {
     notes += std::string(notes.empty() ? "" : ", ") + "full size";
   }
-  return notes.empty() ? "decode" : "decode (" + notes + ")";
+  std::string parts = spec.from.empty() && spec.to == image_field_name
+                          ? ""
+                          : " " + (spec.from.empty() ? "image" : spec.from) + " as " + spec.to;
+  return "decode" + parts + (notes.empty() ? "" : " (" + notes + ")");
 }
 std::string describe_step(const random_resized_crop_spec& spec) {
   return "random_resized_crop " + size_text(spec.height, spec.width) + " " +
-         std::string(to_string(spec.interp));
+         std::string(to_string(spec.interp)) + fields_text(spec.fields);
 }
 std::string describe_step(const resize_spec& spec) {
-  return "resize " +
-         (spec.size != 0 ? "shorter side " + std::to_string(spec.size)
-                         : size_text(spec.height, spec.width)) +
-         " " + std::string(to_string(spec.interp));
+  std::string size = spec.size != 0 ? "shorter side " + std::to_string(spec.size)
+                                    : size_text(spec.height, spec.width);
+  if (spec.max_size != 0) {
+    size += " longer at most " + std::to_string(spec.max_size);
+  }
+  return "resize " + size + " " + std::string(to_string(spec.interp)) + fields_text(spec.fields);
 }
 std::string describe_step(const center_crop_spec& spec) {
-  return "center_crop " + size_text(spec.height, spec.width);
+  return "center_crop " + size_text(spec.height, spec.width) + fields_text(spec.fields);
 }
 std::string describe_step(const flip_spec& spec) {
-  return "flip p=" + number_text(spec.p);
+  return "flip p=" + number_text(spec.p) + fields_text(spec.fields);
 }
-std::string describe_step(const normalize_spec& /*spec*/) {
-  return "normalize";
+std::string describe_step(const normalize_spec& spec) {
+  return "normalize" + field_text(spec.field);
 }
-std::string describe_step(const to_uint8_spec& /*spec*/) {
-  return "to_uint8";
+std::string describe_step(const to_uint8_spec& spec) {
+  return "to_uint8" + field_text(spec.field);
 }
 
 std::string describe_transforms(const topology& node) {
@@ -78,6 +100,19 @@ std::string describe_transforms(const topology& node) {
     }
   }
   return out;
+}
+
+// " bucket_by=audio bucket_axis=0 bucket_boundaries=[100, 200]", or "" without buckets.
+std::string describe_buckets(const batching_config& b) {
+  if (b.bucket_by.empty()) {
+    return "";
+  }
+  std::string out = " bucket_by=" + b.bucket_by + " bucket_axis=" + std::to_string(b.bucket_axis) +
+                    " bucket_boundaries=[";
+  for (std::size_t i = 0; i < b.bucket_boundaries.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(b.bucket_boundaries[i]);
+  }
+  return out + "]";
 }
 
 std::string describe_serve(const serve_config& serve) {
@@ -126,7 +161,7 @@ std::string describe(const topology& node) {
       << " straggler_percentile=" << number_text(b.straggler_percentile)
       << " min_budget_ms=" << number_text(b.min_budget_ms)
       << " handoff_share=" << number_text(b.handoff_share)
-      << " straggler_backlog=" << b.straggler_backlog << "\n"
+      << " straggler_backlog=" << b.straggler_backlog << describe_buckets(b) << "\n"
       << "trainer: step_ms=" << number_text(node.trainer.step_ms)
       << " epochs=" << node.trainer.epochs
       << " ids_file=" << (node.trainer.ids_file.empty() ? "none" : node.trainer.ids_file)

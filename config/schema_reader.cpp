@@ -305,6 +305,79 @@ bool table_reader::array_of(std::string_view key, std::size_t size, const toml::
   return true;
 }
 
+const toml::array* table_reader::bounded_array(std::string_view key, std::size_t most,
+                                               bool empty_ok, std::string_view what) {
+  const auto* value = find(key);
+  if (value == nullptr) {
+    return nullptr;
+  }
+  const auto* array = value->as_array();
+  if (array == nullptr) {
+    wrong_type(*errors_, *value, path_of(key), std::string(what));
+    return nullptr;
+  }
+  if ((array->empty() && !empty_ok) || array->size() > most) {
+    fail(*value, key,
+         "expected " + std::string(what) + " of " + (empty_ok ? "0" : "1") + " to " +
+             std::to_string(most) + ", got " + std::to_string(array->size()));
+    return nullptr;
+  }
+  return array;
+}
+
+std::vector<std::string> table_reader::strings(std::string_view key,
+                                               std::vector<std::string> fallback,
+                                               std::size_t most) {
+  const auto* array = bounded_array(key, most, false, "an array of strings");
+  if (array == nullptr) {
+    return fallback;
+  }
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    auto path = path_of(key) + "[" + std::to_string(i) + "]";
+    auto text = read_string(*errors_, (*array)[i], path);
+    if (!text) {
+      return fallback;
+    }
+    if (text->empty()) {
+      errors_->fail(&(*array)[i].source(), path, "must not be empty");
+      return fallback;
+    }
+    out.push_back(std::move(*text));
+  }
+  return out;
+}
+
+std::vector<std::int64_t> table_reader::integers(std::string_view key,
+                                                 std::vector<std::int64_t> fallback,
+                                                 const interval& range, std::size_t most) {
+  const auto* array = bounded_array(key, most, true, "an array of integers");
+  if (array == nullptr) {
+    return fallback;
+  }
+  std::vector<std::int64_t> out;
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    auto value =
+        read_integer(*errors_, (*array)[i], path_of(key) + "[" + std::to_string(i) + "]", range);
+    if (!value) {
+      return fallback;
+    }
+    out.push_back(*value);
+  }
+  return out;
+}
+
+std::vector<std::string> table_reader::keys() {
+  std::vector<std::string> out;
+  if (table_ != nullptr) {
+    for (const auto& [k, v] : *table_) {
+      out.emplace_back(k.str());
+      known_.emplace_back(k.str());
+    }
+  }
+  return out;
+}
+
 table_reader table_reader::table(std::string_view key) {
   const auto* value = find(key);
   if (value != nullptr && !value->is_table()) {

@@ -139,6 +139,14 @@ class table_reader {
   /// An array of exactly N numbers.
   template <std::size_t N>
   std::array<double, N> numbers(std::string_view key, const std::array<double, N>& fallback);
+  /// An array of 1 to `most` non-empty strings.
+  std::vector<std::string> strings(std::string_view key, std::vector<std::string> fallback,
+                                   std::size_t most = 64);
+  /// An array of up to `most` integers, each in `range`.
+  std::vector<std::int64_t> integers(std::string_view key, std::vector<std::int64_t> fallback,
+                                     const interval& range, std::size_t most = 64);
+  /// Every key of the table, in order (each counted as read).
+  std::vector<std::string> keys();
 
   /// The sub-table at `key`; an absent one reads as empty, a value of another type is
   /// reported and reads as absent.
@@ -159,6 +167,9 @@ class table_reader {
  private:
   std::optional<std::string> choice_text(std::string_view key);
   bool array_of(std::string_view key, std::size_t size, const toml::array*& out);
+  /// The array at `key` of 1 (0 with `empty_ok`) to `most` elements, or null after a report.
+  const toml::array* bounded_array(std::string_view key, std::size_t most, bool empty_ok,
+                                   std::string_view what);
 
   report* errors_;
   const toml::table* table_;

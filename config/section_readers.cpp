@@ -1,5 +1,7 @@
 #include "config/section_readers.hpp"
 
+#include "config/bucket_reader.hpp"
+
 #include "core/base/byte_size.hpp"
 #include "core/cluster/run_secret.hpp"
 
@@ -72,7 +74,8 @@ dataset_config read_dataset(table_reader& section) {
     }
   }
   out.format =
-      section.choice("format", out.format, {dataset_format::folder, dataset_format::shards});
+      section.choice("format", out.format,
+                     {dataset_format::folder, dataset_format::shards, dataset_format::webdataset});
   out.seed = section.integer("seed", out.seed, at_least(0));
   out.shuffle = section.boolean("shuffle", out.shuffle);
   return out;
@@ -100,6 +103,7 @@ batching_config read_batching(table_reader& section) {
   out.min_budget_ms = section.number("min_budget_ms", out.min_budget_ms, at_least(0.0));
   out.handoff_share = section.number("handoff_share", out.handoff_share, closed(0.0, 1.0));
   out.straggler_backlog = section.integer("straggler_backlog", out.straggler_backlog, at_least(0));
+  read_bucketing(section, out);
   return out;
 }
 

@@ -21,6 +21,8 @@ std::string_view to_string(dataset_format format) noexcept {
       return "shards";
     case dataset_format::folder:
       return "folder";
+    case dataset_format::webdataset:
+      return "webdataset";
   }
   return "?";
 }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/field_schema.hpp"
 #include "core/batching/batch_policy.hpp"
 #include "core/cluster/peer_address.hpp"
 #include "core/cluster/tls_files.hpp"
@@ -37,7 +38,7 @@ struct gpu_selection {
 
 /// [dataset]
 struct dataset_config {
-  std::string path;  ///< required: a shard directory or an image folder
+  std::string path;  ///< required: a shard directory, an image folder, or WebDataset tars
   dataset_format format = dataset_format::shards;
   std::uint64_t seed = 0;  ///< epoch order and per-sample randomness derive from it
   bool shuffle = true;
@@ -64,6 +65,13 @@ struct batching_config {
   double min_budget_ms = 5.0;          ///< >= 0: the budget never goes below this
   double handoff_share = 0.25;  ///< in [0, 1]: of the window, at most held by handed-off samples
   int straggler_backlog = 1;    ///< >= 0: samples queued at a straggler actor beyond its current
+  /// latency_aware: batches of samples of one length bucket (core/batching/bucketing.hpp): the
+  /// field whose extent on bucket_axis is a sample's length, checked against the chain's
+  /// fields (it must vary there); "": no bucketing.
+  std::string bucket_by;
+  int bucket_axis = 0;  ///< >= 0, below the field's rank
+  /// Strictly increasing, each >= 1; not empty exactly when bucket_by is set.
+  std::vector<std::int64_t> bucket_boundaries;
 };
 
 /// [trainer]: the simulated trainer that stands in for a GPU.
@@ -199,6 +207,9 @@ struct topology {
   fault_config faults;
   /// The [[transform]] tables in order; not empty, accepted by transform_chain::build.
   std::vector<transform_spec> transforms;
+  /// [collate.<field>]: how a batch carries each field named there (the others: stack), each
+  /// checked against the chain's fields (a field no step makes is an error).
+  std::vector<std::pair<std::string, collate_spec>> collate;
   /// normalize's `on = "gpu"`: the chain still ends with its normalize spec; a CUDA feeder
   /// that honours this runs it on the GPU instead.
   bool normalize_on_gpu = false;

@@ -4,6 +4,8 @@
 
 #include <toml++/toml.h>
 
+#include "config/bucket_reader.hpp"
+#include "config/collate_reader.hpp"
 #include "config/load_topology.hpp"
 #include "config/schema_reader.hpp"
 #include "config/section_readers.hpp"
@@ -42,6 +44,8 @@ topology read_topology(const toml::table& document, report& errors) {
   node.supervision = read_section(root, "supervision", config_detail::read_supervision);
   node.faults = read_section(root, "faults", config_detail::read_faults);
   auto transforms = config_detail::read_transforms(root);
+  node.collate = config_detail::read_collate(root, transforms.schema);
+  config_detail::check_bucketing(root, node.batching, transforms.schema);
   node.transforms = std::move(transforms.specs);
   node.normalize_on_gpu = transforms.normalize_on_gpu;
   node.normalize_dtype = transforms.normalize_dtype;

@@ -61,13 +61,47 @@ interpolation read_interpolation(table_reader& table, interpolation fallback) {
 
 // The parameters of each op, read into a spec that holds the defaults.
 
+// The element types a field may be declared as.
+std::optional<dtype> read_dtype(table_reader& table, std::string_view key) {
+  const auto* value = table.find(key);
+  if (value == nullptr) {
+    return std::nullopt;
+  }
+  auto text = table.string(key, "");
+  if (auto type = dtype_named(text)) {
+    return type;
+  }
+  std::string names;
+  for (auto t : all_dtypes) {
+    names += (names.empty() ? "\"" : ", \"") + std::string(name_of(t)) + "\"";
+  }
+  table.fail(*value, key, "must be one of " + names + " (got \"" + text + "\")");
+  return std::nullopt;
+}
+
 void read_params(table_reader& table, decode_spec& spec, transform_list& /*list*/) {
+  spec.from = table.string("from", spec.from);
+  spec.to = table.string("to", spec.to);
+  spec.type = read_dtype(table, "dtype");
+  if (table.find("rank") != nullptr) {
+    spec.rank = table.integer<int>("rank", 0, closed(0, 4));
+  }
+  spec.key = table.string("key", spec.key);
+  spec.mono = table.boolean("mono", spec.mono);
+  spec.sample_rate = table.integer<int>("sample_rate", spec.sample_rate, at_least(0));
+  spec.utf8 = table.boolean("utf8", spec.utf8);
+  spec.inner_shape = table.integers("inner_shape", spec.inner_shape, at_least(0), 3);
   spec.strict = table.boolean("strict", spec.strict);
   spec.scaled = table.boolean("scaled", spec.scaled);
   spec.roi = table.boolean("roi", spec.roi);
 }
 
+void read_fields(table_reader& table, geometry_fields& fields) {
+  fields = table.strings("fields", fields, host_array::max_rank * 4);
+}
+
 void read_params(table_reader& table, random_resized_crop_spec& spec, transform_list& /*list*/) {
+  read_fields(table, spec.fields);
   if (auto size = read_size(table)) {
     spec.height = size->height;
     spec.width = size->width;
@@ -78,6 +112,8 @@ void read_params(table_reader& table, random_resized_crop_spec& spec, transform_
 }
 
 void read_params(table_reader& table, resize_spec& spec, transform_list& /*list*/) {
+  read_fields(table, spec.fields);
+  spec.max_size = table.integer<int>("max_size", spec.max_size, at_least(1));
   if (auto size = read_size(table)) {
     spec.size = size->scalar ? size->height : 0;
     spec.height = size->scalar ? 0 : size->height;
@@ -87,6 +123,7 @@ void read_params(table_reader& table, resize_spec& spec, transform_list& /*list*
 }
 
 void read_params(table_reader& table, center_crop_spec& spec, transform_list& /*list*/) {
+  read_fields(table, spec.fields);
   if (auto size = read_size(table)) {
     spec.height = size->height;
     spec.width = size->width;
@@ -94,10 +131,12 @@ void read_params(table_reader& table, center_crop_spec& spec, transform_list& /*
 }
 
 void read_params(table_reader& table, flip_spec& spec, transform_list& /*list*/) {
+  read_fields(table, spec.fields);
   spec.p = table.number("p", spec.p, closed(0.0, 1.0));
 }
 
 void read_params(table_reader& table, normalize_spec& spec, transform_list& list) {
+  spec.field = table.string("field", spec.field);
   spec.mean = table.numbers("mean", spec.mean);
   spec.stddev = table.numbers("std", spec.stddev);
   list.normalize_on_gpu =
@@ -110,7 +149,9 @@ void read_params(table_reader& table, normalize_spec& spec, transform_list& list
   }
 }
 
-void read_params(table_reader& /*table*/, to_uint8_spec& /*spec*/, transform_list& /*list*/) {}
+void read_params(table_reader& table, to_uint8_spec& spec, transform_list& /*list*/) {
+  spec.field = table.string("field", spec.field);
+}
 
 /// One [[transform]] table; nullopt after a report.
 std::optional<transform_spec> read_spec(table_reader& table, transform_list& list) {
@@ -131,8 +172,8 @@ std::optional<transform_spec> read_spec(table_reader& table, transform_list& lis
   if (table.errors().error_count() != errors_before) {
     return std::nullopt;
   }
-  if (auto step = make_step(*spec); !step) {
-    table.fail_here(step.error().message());
+  if (auto ok = check_params(*spec); !ok) {
+    table.fail_here(ok.error().message());
     return std::nullopt;
   }
   return *spec;
@@ -158,6 +199,7 @@ transform_list read_transforms(table_reader& root) {
     return list;
   }
   std::size_t errors_before = root.errors().error_count();
+  std::vector<const toml::table*> tables;
   for (std::size_t i = 0; i < array->size(); ++i) {
     std::string path = root.path_of(key) + "[" + std::to_string(i) + "]";
     const auto* table = (*array)[i].as_table();
@@ -169,11 +211,18 @@ transform_list read_transforms(table_reader& root) {
     table_reader reader(root.errors(), table, path);
     if (auto spec = read_spec(reader, list)) {
       list.specs.push_back(*spec);
+      tables.push_back(table);
     }
   }
   if (root.errors().error_count() == errors_before) {
-    if (auto chain = transform_chain::build(list.specs); !chain) {
-      root.fail(*value, key, chain.error().message());
+    std::size_t failed = 0;
+    if (auto chain = transform_chain::build(list.specs, &failed); !chain) {
+      // Reported at the step that does not add up: the fields it names come before it.
+      root.errors().fail(&tables[failed]->source(),
+                         root.path_of(key) + "[" + std::to_string(failed) + "]",
+                         chain.error().message());
+    } else {
+      list.schema = chain->schema();
     }
   }
   return list;

@@ -47,7 +47,7 @@ namespace conveyor {
 /// proves it to the receiver (HMAC-SHA256 under the run's secret, run_secret::prove over
 /// these fields and the receiver's rank), empty without cluster.secret_file.
 struct peer_identity {
-  std::uint32_t protocol = 2;
+  std::uint32_t protocol = 3;  ///< 3: peer_record carries `multipart`
   std::uint64_t dataset_size = 0;
   std::uint64_t seed = 0;
   std::uint64_t world = 0;
@@ -64,7 +64,7 @@ typename Inspector::result_type inspect(Inspector& f, peer_identity& x) {
 
 /// How a node answered a fetch.
 enum class peer_status : std::uint8_t {
-  found = 0,        ///< `key`, `label` and `payload` are the sample
+  found = 0,        ///< `key`, `label`, `payload` and `multipart` are the sample
   not_held = 1,     ///< the sample is not one this node caches
   read_failed = 2,  ///< this node holds it but could not read it from storage (`error` says why)
   bad_request = 3,  ///< an id or epoch outside the run (`error` says which)
@@ -77,13 +77,14 @@ struct peer_record {
   std::string key;
   std::int32_t label = 0;
   std::vector<std::uint8_t> payload;
+  bool multipart = false;  ///< `payload` is a part container (core/storage/record.hpp)
   std::string error;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, peer_record& x) {
   return f(caf::meta::type_name("conveyor::peer_record"), x.status, x.key, x.label, x.payload,
-           x.error);
+           x.multipart, x.error);
 }
 
 /// A node's cache as its peers see it, published on the node's address in cluster.peers.

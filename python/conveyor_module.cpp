@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
@@ -256,26 +257,30 @@ py::dtype numpy_dtype(conveyor::dtype type) {
   return py::dtype::of<std::uint8_t>();
 }
 
-/// The batch tensor as an N x C x H x W array over the shared memory; its base is the Batch.
-py::array images_of(py::object self) {
+/// `b` unless it was released (its memory went back to the node).
+Batch& held(py::object self, const std::string& what) {
   Batch& b = self.cast<Batch&>();
   if (b.released) {
     raise_usage("batch " + std::to_string(b.index) + " of epoch " + std::to_string(b.epoch) +
-                " of rank " + std::to_string(b.rank) +
-                " was released: its images went back to the node");
+                " of rank " + std::to_string(b.rank) + " was released: its " + what +
+                " went back to the node");
   }
-  const conveyor::tensor_view v = b.batch.tensor();
+  return b;
+}
+
+/// `v`'s values as an array of its batch shape over the shared memory; its base is the Batch.
+py::array values_of(py::object self, const Batch& b, const conveyor::field_view& v) {
   if (v.device >= 0) {
-    raise_usage("the batch lies in the memory of CUDA device " + std::to_string(v.device) +
-                ", which NumPy cannot address");
+    raise_usage("field '" + std::string(v.name) + "' lies in the memory of CUDA device " +
+                std::to_string(v.device) + ", which NumPy cannot address");
   }
   const auto dt = numpy_dtype(v.type);
-  std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.end());
-  std::vector<py::ssize_t> strides(4);
+  std::vector<py::ssize_t> shape(v.shape.begin(), v.shape.begin() + v.rank);
+  std::vector<py::ssize_t> strides(shape.size());
   py::ssize_t stride = dt.itemsize();
-  for (int i = 3; i >= 0; --i) {
-    strides[static_cast<std::size_t>(i)] = stride;
-    stride *= shape[static_cast<std::size_t>(i)];
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
   }
   if (v.data == nullptr) {  // an empty batch: nothing to share
     return py::array(dt, shape, strides);
@@ -285,6 +290,92 @@ py::array images_of(py::object self) {
     arr.attr("setflags")(py::arg("write") = false);
   }
   return arr;
+}
+
+/// Field `name` of the batch, or a KeyError naming the fields it has.
+conveyor::field_view field_of(const Batch& b, const std::string& name) {
+  if (auto v = b.batch.field(name)) {
+    return *v;
+  }
+  std::string names;
+  for (const auto& f : b.batch.fields()) {
+    names += (names.empty() ? "'" : ", '") + std::string(f.name) + "'";
+  }
+  throw py::key_error("the batch has no field '" + name + "' (its fields: " + names + ")");
+}
+
+/// The batch tensor as an N x C x H x W array over the shared memory; its base is the Batch.
+py::array images_of(py::object self) {
+  Batch& b = held(self, "images");
+  auto image = b.batch.field("image");
+  if (!image || image->rank != 4) {
+    raise_usage("the batch has no N x C x H x W \"image\" field (b.fields lists its fields)");
+  }
+  return values_of(self, b, *image);
+}
+
+/// Field `name`'s values over the shared memory (b["features"]).
+py::array field_values(py::object self, const std::string& name) {
+  Batch& b = held(self, "fields");
+  return values_of(self, b, field_of(b, name));
+}
+
+/// A padded field's lengths: int32 [samples] for one padded axis, [samples, axes] for more.
+py::array lengths_of(py::object self, const std::string& name) {
+  Batch& b = held(self, "fields");
+  auto v = field_of(b, name);
+  if (v.mode != conveyor::collate::pad) {
+    raise_usage("field '" + name + "' is not padded: it has no lengths");
+  }
+  const auto n = static_cast<py::ssize_t>(v.samples);
+  std::vector<py::ssize_t> shape{n};
+  if (v.length_axes != 1) {
+    shape.push_back(v.length_axes);
+  }
+  py::array_t<std::int32_t> out(shape);
+  if (n > 0 && v.length_axes > 0) {
+    std::memcpy(out.mutable_data(), v.lengths, sizeof(std::int32_t) * n * v.length_axes);
+  }
+  return out;
+}
+
+/// A ragged field's offsets: int64 [samples + 1].
+py::array offsets_of(py::object self, const std::string& name) {
+  Batch& b = held(self, "fields");
+  auto v = field_of(b, name);
+  if (v.mode != conveyor::collate::ragged) {
+    raise_usage("field '" + name + "' is not ragged: it has no offsets");
+  }
+  py::array_t<std::int64_t> out(static_cast<py::ssize_t>(v.samples + 1));
+  if (v.offsets != nullptr) {
+    std::memcpy(out.mutable_data(), v.offsets, sizeof(std::int64_t) * (v.samples + 1));
+  } else {
+    out.mutable_at(0) = 0;
+  }
+  return out;
+}
+
+/// A byte-string field (a transcript) as one bytes object per sample (copies).
+py::list strings_of(py::object self, const std::string& name) {
+  Batch& b = held(self, "fields");
+  auto v = field_of(b, name);
+  if (!v.bytes) {
+    raise_usage("field '" + name + "' holds arrays, not byte strings");
+  }
+  py::list out;
+  const auto* at = static_cast<const char*>(v.data);
+  for (std::size_t i = 0; i < v.samples; ++i) {
+    if (v.mode == conveyor::collate::ragged) {
+      out.append(
+          py::bytes(at + v.offsets[i], static_cast<std::size_t>(v.offsets[i + 1] - v.offsets[i])));
+    } else {
+      const auto row = static_cast<std::size_t>(v.shape[1]);
+      const auto length =
+          v.mode == conveyor::collate::pad ? static_cast<std::size_t>(v.lengths[i]) : row;
+      out.append(py::bytes(at + i * row, length));
+    }
+  }
+  return out;
 }
 
 py::dict info_dict(const conveyor::client_info& i) {
@@ -444,9 +535,34 @@ PYBIND11_MODULE(conveyor, m) {
                     "batch is released (release(), the end of a with block, or the collection of "
                     "the Batch and of every array made from it).")
       .def_property_readonly("images", &images_of,
-                             "N x C x H x W array over the shared memory (no copy; its base "
-                             "keeps the batch). Read-only unless the node's batches are "
-                             "writable. bfloat16 batches come as uint16 (the same bits).")
+                             "The \"image\" field: N x C x H x W array over the shared memory "
+                             "(no copy; its base keeps the batch). Read-only unless the node's "
+                             "batches are writable. bfloat16 batches come as uint16 (the same "
+                             "bits).")
+      .def("__getitem__", &field_values, py::arg("name"),
+           "Field `name`'s values over the shared memory (no copy): stacked N x shape; padded "
+           "to the batch's largest extents (lengths(name) says each sample's); ragged, the "
+           "samples' rows one after another (offsets(name) says where each starts).")
+      .def("__contains__",
+           [](const Batch& b, const std::string& name) { return b.batch.field(name).has_value(); })
+      .def_property_readonly(
+          "fields",
+          [](const Batch& b) {
+            std::vector<std::string> names;
+            for (const auto& f : b.batch.fields()) {
+              names.emplace_back(f.name);
+            }
+            return names;
+          },
+          "the names of the batch's fields, in the order the topology's steps made them")
+      .def("lengths", &lengths_of, py::arg("name"),
+           "A padded field's own extents per sample: int32 [N] (or [N, axes] for several "
+           "padded axes), a copy.")
+      .def("offsets", &offsets_of, py::arg("name"),
+           "A ragged field's row offsets: int64 [N + 1], sample i at rows offsets[i] .. "
+           "offsets[i + 1] (a copy).")
+      .def("strings", &strings_of, py::arg("name"),
+           "A byte-string field (a transcript) as a list of bytes, one per sample (copies).")
       .def_property_readonly(
           "labels",
           [](const Batch& b) {

@@ -14,6 +14,7 @@
 #include "core/codecs/jpeg_region.hpp"
 #include "core/transforms/transform_chain.hpp"
 #include "support/jpeg_fixtures.hpp"
+#include "support/step_harness.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {
@@ -87,13 +88,12 @@ std::vector<std::uint8_t> crop_output(const std::vector<std::uint8_t>& jpeg, std
   crop.interp = interp;
   auto chain = transform_chain::build({decode, crop, to_uint8_spec{}});
   EXPECT_TRUE(chain);
-  sample_state s;
+  auto s = testing::sample_with_bytes(jpeg);
   s.sample_id = id;
   s.epoch_seed = 77;
-  s.encoded = jpeg;
   auto ok = chain->run_all(s);
   EXPECT_TRUE(ok) << ok.error().what();
-  return {s.output.bytes.begin(), s.output.bytes.end()};
+  return {testing::array_of(s).bytes.begin(), testing::array_of(s).bytes.end()};
 }
 
 TEST(JpegRegion, TheChainGivesTheSameOutputWithAndWithoutRegionDecodes) {

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <thread>
 
+#include "core/storage/dataset_writer.hpp"
 #include "core/storage/minio_cache.hpp"
+#include "core/storage/record_parts.hpp"
 #include "core/storage/sample_source.hpp"
 #include "support/test_support.hpp"
 
@@ -162,6 +164,36 @@ TEST(MinioCache, TheDiskTierKeepsWhatMemoryCannotAndGivesTheSameBytesBack) {
   // The tier's file has no name: nothing is left in its directory.
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     EXPECT_TRUE(entry.is_directory()) << entry.path();
+  }
+}
+
+TEST(MinioCache, BothTiersKeepARecordOfSeveralPartsWhole) {
+  temp_dir dir;
+  auto writer = dataset_writer::create(dir / "shards", {});
+  ASSERT_TRUE(writer);
+  for (int i = 0; i < images; ++i) {
+    auto cls = std::to_string(i % 5);
+    auto payload =
+        encode_parts({{"jpg", testing::make_jpeg(30 + i, 20, static_cast<std::uint64_t>(i))},
+                      {"cls", {cls.begin(), cls.end()}}});
+    ASSERT_TRUE(writer->append(record{"s" + std::to_string(i), i % 5, payload, true}));
+  }
+  ASSERT_TRUE(writer->finish());
+  auto source = open_sample_source(dir / "shards", dataset_format::shards);
+  ASSERT_TRUE(source) << source.error().what();
+  const auto total = total_bytes(**source);
+  std::filesystem::create_directories(dir / "tier");
+  auto cache = tiered(**source, total / 3, total, dir / "tier");
+  ASSERT_GT(cache->layout().samples(cache_tier::disk), 0u);
+  for (std::uint64_t id = 0; id < images; ++id) {
+    ASSERT_TRUE(cache->fill(id, *(*source)->read(id))) << "sample " << id;
+  }
+  for (std::uint64_t id = 0; id < images; ++id) {
+    auto hit = cache->find(id);
+    ASSERT_TRUE(hit) << "sample " << id;
+    EXPECT_TRUE(hit->multipart) << "sample " << id;
+    EXPECT_TRUE(parts_of(*hit)) << "sample " << id;
+    EXPECT_TRUE((*source)->check(id, *hit)) << "sample " << id;
   }
 }
 

@@ -13,6 +13,7 @@
 #include "core/transforms/normalize_batch.hpp"
 #include "core/transforms/transform_step.hpp"
 #include "support/normalize_fixtures.hpp"
+#include "support/step_harness.hpp"
 
 namespace conveyor {
 namespace {
@@ -27,16 +28,14 @@ cv::Mat random_image(int width, int height, std::uint64_t seed) {
   return image;
 }
 
-host_tensor run_step(const transform_spec& spec, const cv::Mat& image) {
-  auto step = make_step(spec);
+host_array run_step(const transform_spec& spec, const cv::Mat& image) {
+  auto step = testing::step_of(spec);
   EXPECT_TRUE(step) << step.error().what();
-  sample_state s;
-  s.key = "img.jpg";
-  s.image = image.clone();
+  auto s = testing::sample_with_image(image.clone());
   std::mt19937_64 rng(1);
   auto ok = (*step)->apply(s, rng);
   EXPECT_TRUE(ok) << ok.error().what();
-  return s.output;
+  return testing::array_of(s);
 }
 
 uint8_batch_shape shape_of(const cv::Mat& image, int samples, pixel_layout layout) {
@@ -45,7 +44,7 @@ uint8_batch_shape shape_of(const cv::Mat& image, int samples, pixel_layout layou
 
 /// OpenCV's convertTo fuses the multiply-add on its AVX2 path, as the reference does: there
 /// the two agree bit for bit. Elsewhere they differ by at most one rounding.
-void expect_same_values(const std::vector<float>& got, const host_tensor& want) {
+void expect_same_values(const std::vector<float>& got, const host_array& want) {
   ASSERT_EQ(got.size() * sizeof(float), want.bytes.size());
   const bool fused = cv::checkHardwareSupport(CV_CPU_AVX2);
   for (std::size_t i = 0; i < got.size(); ++i) {
@@ -69,7 +68,7 @@ std::vector<float> reference(const std::uint8_t* src, const uint8_batch_shape& s
 TEST(NormalizeBatch, ChwReferenceEqualsTheNormalizeStep) {
   for (const auto& spec : {normalize_spec{}, testing::unusual_normalize_spec()}) {
     cv::Mat image = random_image(37, 29, 7);
-    host_tensor planar = run_step(to_uint8_spec{}, image);
+    host_array planar = run_step(to_uint8_spec{}, image);
     auto got = reference(planar.bytes.data(), shape_of(image, 1, pixel_layout::chw), spec);
     expect_same_values(got, run_step(spec, image));
   }

@@ -21,6 +21,7 @@
 #include "core/transforms/antialiased_resize.hpp"
 #include "core/transforms/crop_geometry.hpp"
 #include "core/transforms/transform_chain.hpp"
+#include "support/step_harness.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {
@@ -72,7 +73,7 @@ transform_chain crop_chain(bool scaled, const random_resized_crop_spec& crop) {
 }
 
 sample_state make_sample(std::uint64_t id, std::vector<std::uint8_t> bytes) {
-  sample_state s;
+  auto s = testing::sample_with_bytes({});
   s.sample_id = id;
   s.key = "img_" + std::to_string(id) + ".jpg";
   s.epoch_seed = 2024;
@@ -95,7 +96,7 @@ sample_state cropped(const transform_chain& chain, sample_state s) {
 std::vector<std::uint8_t> output_bytes(const transform_chain& chain, sample_state s) {
   auto ok = chain.run_all(s);
   EXPECT_TRUE(ok) << ok.error().what();
-  return {s.output.bytes.begin(), s.output.bytes.end()};
+  return {testing::array_of(s).bytes.begin(), testing::array_of(s).bytes.end()};
 }
 
 bool same_pixels(const cv::Mat& a, const cv::Mat& b) {
@@ -187,13 +188,13 @@ TEST(ScaledDecode, LargeImageDecodesReducedAroundTheSameBox) {
     EXPECT_EQ(plan.source_box.height, g.height);
     // Only the part of the reduced image the box needs was decoded (a region decode).
     EXPECT_EQ(plan.decoded, decoded_region_of(plan.source_box, plan.source, plan.decode_scale));
-    EXPECT_EQ(s.image.size(), cv::Size(plan.decoded.width, plan.decoded.height));
+    EXPECT_EQ(testing::image_of(s).size(), cv::Size(plan.decoded.width, plan.decoded.height));
     // The box is the one the crop step (step 1) draws from its own generator.
     auto crop_rng = step_rng(s, 1);
     EXPECT_EQ(plan.source_box, random_resized_crop_box(3000, 2000, crop.params, crop_rng));
     run_next(chain, s);
     EXPECT_FALSE(s.crop_plan);  // used up
-    EXPECT_EQ(s.image.size(), cv::Size(224, 224));
+    EXPECT_EQ(testing::image_of(s).size(), cv::Size(224, 224));
   }
 }
 
@@ -228,11 +229,11 @@ TEST(ScaledDecode, OutputShapeIsTheFullDecodes) {
     auto b = a;
     ASSERT_TRUE(scaled->run_all(a));
     ASSERT_TRUE(full->run_all(b));
-    EXPECT_EQ(a.output.type, b.output.type);
-    EXPECT_EQ(a.output.channels, b.output.channels);
-    EXPECT_EQ(a.output.height, b.output.height);
-    EXPECT_EQ(a.output.width, b.output.width);
-    EXPECT_EQ(a.output.bytes.size(), b.output.bytes.size());
+    EXPECT_EQ(testing::array_of(a).type, testing::array_of(b).type);
+    EXPECT_EQ(testing::array_of(a).extent(0), testing::array_of(b).extent(0));
+    EXPECT_EQ(testing::array_of(a).extent(1), testing::array_of(b).extent(1));
+    EXPECT_EQ(testing::array_of(a).extent(2), testing::array_of(b).extent(2));
+    EXPECT_EQ(testing::array_of(a).bytes.size(), testing::array_of(b).bytes.size());
     ++id;
   }
 }
@@ -260,7 +261,7 @@ TEST(ScaledDecode, CloseToTheFullDecodeOnPhotoLikeImages) {
     reduced += with.crop_plan && with.crop_plan->decode_scale != one ? 1 : 0;
     run_next(scaled, with);
     sample_state without = cropped(full, sample);
-    double psnr = cv::PSNR(with.image, without.image);
+    double psnr = cv::PSNR(testing::image_of(with), testing::image_of(without));
     min_psnr = std::min(min_psnr, psnr);
     sum_psnr += psnr;
   }
@@ -301,7 +302,7 @@ TEST(ScaledDecode, UnscaledIsTheFullDecodeAndTheCropsOwnDraw) {
       auto s = make_sample(id, jpeg);
       run_next(chain, s);
       EXPECT_FALSE(s.crop_plan);
-      EXPECT_TRUE(same_pixels(s.image, *full));
+      EXPECT_TRUE(same_pixels(testing::image_of(s), *full));
       auto crop_rng = step_rng(s, 1);
       crop_box box = random_resized_crop_box(2400, 1800, crop.params, crop_rng);
       cv::Mat expected;
@@ -314,7 +315,7 @@ TEST(ScaledDecode, UnscaledIsTheFullDecodeAndTheCropsOwnDraw) {
                            resample_filter::bilinear, expected);
       }
       run_next(chain, s);
-      EXPECT_TRUE(same_pixels(s.image, expected)) << "sample " << id;
+      EXPECT_TRUE(same_pixels(testing::image_of(s), expected)) << "sample " << id;
     }
   }
 }
@@ -341,20 +342,22 @@ TEST(ScaledDecode, PngTakesTheFullDecodePath) {
   auto with = s;
   run_next(scaled, with);
   EXPECT_FALSE(with.crop_plan);
-  EXPECT_EQ(with.image.size(), cv::Size(2400, 1600));
+  EXPECT_EQ(testing::image_of(with).size(), cv::Size(2400, 1600));
   EXPECT_EQ(output_bytes(scaled, s), output_bytes(full, s));
 }
 
 TEST(ScaledDecode, OnlyACropRightAfterDecodeIsPlanned) {
-  auto chain = transform_chain::build(
-      {decode_spec{}, flip_spec{0.5}, crop_spec(224, {0.08, 1.0}), to_uint8_spec{}});
+  flip_spec flip;
+  flip.p = 0.5;
+  auto chain =
+      transform_chain::build({decode_spec{}, flip, crop_spec(224, {0.08, 1.0}), to_uint8_spec{}});
   ASSERT_TRUE(chain);
   auto s = make_sample(5, testing::make_jpeg(2400, 1800, 5));
   run_next(*chain, s);
   EXPECT_FALSE(s.crop_plan);
-  EXPECT_EQ(s.image.size(), cv::Size(2400, 1800));
+  EXPECT_EQ(testing::image_of(s).size(), cv::Size(2400, 1800));
   ASSERT_TRUE(chain->run_all(s));
-  EXPECT_EQ(s.output.height, 224);
+  EXPECT_EQ(testing::array_of(s).extent(1), 224);
 }
 
 TEST(ScaledDecode, APlanThatDoesNotFitTheImageIsATransformError) {

@@ -10,17 +10,16 @@ namespace conveyor::serve {
 namespace {
 
 std::vector<message> samples() {
-  return {
-      attach{3, 7, 605},
-      attached{4, 1u << 30, 8, 2, 90, 1281167, 256, 3, 224, 224, dtype::float32, 16384, true, 2},
-      batch_ready{3, 89, 5004, 256, true},
-      release{2},
-      end{},
-      failure{errc::not_found, "rank 9 is not one of the 8 ranks of job 0"},
-      ask_report{},
-      node_report{1000, 2, 0, 0, 4000, 3, 1, 17, true},
-      sign_state{605},
-      state_signed{{1, 2, 3}}};
+  return {attach{3, 7, 605},
+          attached{4, 1u << 30, 8192, 8, 2, 90, 1281167, 256, true, 2},
+          batch_ready{3, 89, 5004, 256, true},
+          release{2},
+          end{},
+          failure{errc::not_found, "rank 9 is not one of the 8 ranks of job 0"},
+          ask_report{},
+          node_report{1000, 2, 0, 0, 4000, 3, 1, 17, true},
+          sign_state{605},
+          state_signed{{1, 2, 3}}};
 }
 
 message round_trip(const message& m) {
@@ -40,8 +39,7 @@ TEST(ServeProtocol, EveryMessageRoundTrips) {
   auto a = std::get<attached>(round_trip(samples()[1]));
   EXPECT_EQ(a.slot_bytes, 1u << 30);
   EXPECT_EQ(a.dataset_size, 1281167u);
-  EXPECT_EQ(a.width, 224u);
-  EXPECT_EQ(a.type, dtype::float32);
+  EXPECT_EQ(a.header_bytes, 8192u);
   EXPECT_TRUE(a.writable);
   auto r = std::get<node_report>(round_trip(samples()[7]));
   EXPECT_EQ(r.steps_executed, 4000u);

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/storage/dataset_writer.hpp"
+#include "core/storage/record_parts.hpp"
 #include "core/storage/sample_source.hpp"
 #include "core/storage/sharded_dataset.hpp"
 #include "support/test_support.hpp"
@@ -143,6 +144,44 @@ TEST(ShardedDataset, VerifyNamesEachDamagedShardAndRecord) {
   EXPECT_EQ(report->problems[1].code(), errc::corrupt_shard);
   EXPECT_NE(report->problems[1].message().find(manifest->shards[1].file), std::string::npos);
   EXPECT_EQ(report->records, 30u - 1 - manifest->shards[1].records);
+}
+
+TEST(ShardedDataset, MultipartRecordsRoundTripThroughVersion2Shards) {
+  temp_dir dir;
+  auto writer = dataset_writer::create(dir.path(), {}, {4 * 1024});
+  ASSERT_TRUE(writer);
+  std::vector<record> records;
+  for (int i = 0; i < 40; ++i) {
+    auto jpeg = testing::make_jpeg(40 + i % 5, 32, static_cast<std::uint64_t>(i));
+    auto cls = std::to_string(i % 4);
+    const bool multipart = i % 3 != 0;
+    record r{"s/" + std::to_string(i) + (multipart ? "" : ".jpg"), i % 4, {}, multipart};
+    r.payload = r.multipart ? encode_parts({{"jpg", jpeg}, {"cls", {cls.begin(), cls.end()}}})
+                            : jpeg;  // single-part records beside them
+    ASSERT_TRUE(writer->append(r));
+    records.push_back(std::move(r));
+  }
+  ASSERT_TRUE(writer->finish());
+  auto source = open_sample_source(dir.path(), dataset_format::shards);
+  ASSERT_TRUE(source) << source.error().what();
+  const auto& dataset = **source;
+  ASSERT_EQ(dataset.size(), records.size());
+  for (std::uint64_t i = 0; i < dataset.size(); ++i) {
+    auto r = dataset.read(i);
+    ASSERT_TRUE(r) << r.error().what();
+    EXPECT_EQ(r->key, records[i].key);
+    EXPECT_EQ(r->label, records[i].label);
+    EXPECT_EQ(r->multipart, records[i].multipart);
+    EXPECT_EQ(r->payload, records[i].payload);
+    EXPECT_TRUE(dataset.check(i, *r));
+    auto parts = parts_of(*r);
+    ASSERT_TRUE(parts);
+    EXPECT_NE(find_part(*parts, "jpg"), nullptr);
+  }
+  auto report = verify_dataset(dir.path());
+  ASSERT_TRUE(report);
+  EXPECT_EQ(report->records, records.size());
+  EXPECT_TRUE(report->problems.empty());
 }
 
 TEST(ShardedDataset, WriterRefusesADirectoryThatHoldsADataset) {

@@ -110,8 +110,7 @@ TEST_F(RingFaults, SlowCopiesAreStillHandedOverInOrder) {
 }
 
 TEST(RingMemory, ExternalSlotsHoldTheBatchesAndRefuseOneThatDoesNotFit) {
-  std::vector<std::vector<std::uint8_t>> memory(2,
-                                                std::vector<std::uint8_t>(small_layout().bytes()));
+  std::vector<std::vector<std::uint8_t>> memory(2, std::vector<std::uint8_t>(small_layout().bytes));
   ring_options r;
   r.slots = 2;
   r.host_memory = {{memory[0].data(), memory[1].data()}, memory[0].size()};
@@ -120,12 +119,12 @@ TEST(RingMemory, ExternalSlotsHoldTheBatchesAndRefuseOneThatDoesNotFit) {
   ASSERT_TRUE(ring) << ring.error().what();
   auto slot = (*ring)->acquire(small_layout());
   ASSERT_TRUE(slot);
-  EXPECT_EQ((*slot)->sample(0), memory[(*slot)->index()].data());
+  EXPECT_EQ((*slot)->host(), memory[(*slot)->index()].data());
   EXPECT_EQ((*slot)->output().data, memory[(*slot)->index()].data()) << "in place: no copy";
   auto too_big = (*ring)->acquire(small_layout(3));
   ASSERT_FALSE(too_big);
   EXPECT_EQ(too_big.error().code(), errc::invalid_config);
-  EXPECT_NE(too_big.error().message().find("do not fit the slot's 120 bytes"), std::string::npos)
+  EXPECT_NE(too_big.error().message().find("does not fit the slot's 120 bytes"), std::string::npos)
       << too_big.error().what();
   r.slots = 3;
   EXPECT_EQ(slot_ring::create(kit.engine(), r).error().code(), errc::invalid_argument)

@@ -452,13 +452,22 @@ TEST(Topology, UnknownKeysAreErrorsEverywhere) {
                  {"node.toml:11:1: transform[2].sise: unknown key (did you mean 'size'?)"});
 }
 
+TEST(Topology, EveryDatasetFormatIsNamed) {
+  for (auto format : {dataset_format::shards, dataset_format::folder, dataset_format::webdataset}) {
+    auto node = load_dataset("format = \"" + std::string(to_string(format)) + "\"\n");
+    ASSERT_TRUE(node) << node.error().what();
+    EXPECT_EQ(node->dataset.format, format);
+  }
+}
+
 TEST(Topology, BadEnumValuesListTheChoices) {
   expect_invalid(
       load_with("[batching]\npolicy = \"fastest\"\n"),
       {"node.toml:2:10: batching.policy: must be one of \"in_order\", \"latency_aware\" (got "
        "\"fastest\")"});
   expect_invalid(load_dataset("format = \"zip\"\n"),
-                 {"dataset.format: must be one of \"folder\", \"shards\" (got \"zip\")"});
+                 {"dataset.format: must be one of \"folder\", \"shards\", \"webdataset\" (got "
+                  "\"zip\")"});
   expect_invalid(load_with("[supervision]\nstrategy = \"all_for_one\"\n"),
                  {"supervision.strategy: must be one of \"one_for_one\""});
   expect_invalid(load_after("[[transform]]\nop = \"resize\"\nsize = 3\ninterpolation = \"x\"\n"),
@@ -488,13 +497,72 @@ TEST(Topology, EmptyTransformListIsAnError) {
                  {"node.toml:1:13: transform: must list at least decode and normalize"});
 }
 
-TEST(Topology, ChainOrderIsChecked) {
+TEST(Topology, TheChainsFieldsAreCheckedAtTheStepThatNamesThem) {
   expect_invalid(load("[dataset]\npath = \"/x\"\n[[transform]]\nop = \"normalize\"\n"
                       "[[transform]]\nop = \"decode\"\n"),
-                 {"transform: ", "the first transform must be decode"});
+                 {"node.toml:3:1: transform[0]: transform 0 (normalize): field 'image' is not made "
+                  "by any step before it"});
+  expect_invalid(load("[dataset]\npath = \"/x\"\n[[transform]]\nop = \"decode\"\n"
+                      "[[transform]]\nop = \"flip\"\nfields = [\"image\", \"boxes\"]\n"
+                      "[[transform]]\nop = \"normalize\"\n"),
+                 {"node.toml:5:1: transform[1]: transform 1 (flip): field 'boxes' is not made"});
   expect_invalid(load("[dataset]\npath = \"/x\"\n[[transform]]\nop = \"decode\"\n"
                       "[[transform]]\nop = \"flip\"\n"),
-                 {"transform: ", "the last transform must be normalize or to_uint8"});
+                 {"transform[1]: transform 1 (flip): field 'image' is still an image when the "
+                  "chain ends"});
+}
+
+TEST(Topology, CollateNamesFieldsOfTheChain) {
+  auto ok = load_after("[collate.image]\nmode = \"pad\"\nmultiple = 32\n");
+  ASSERT_TRUE(ok) << ok.error().what();
+  ASSERT_EQ(ok->collate.size(), 1u);
+  EXPECT_EQ(ok->collate[0].first, "image");
+  EXPECT_EQ(ok->collate[0].second.mode, collate_mode::pad);
+  EXPECT_EQ(ok->collate[0].second.multiple, 32);
+  expect_invalid(load_after("[collate.audio]\nmode = \"pad\"\n"),
+                 {"collate.audio: no step makes a field 'audio' (the fields are label, image)"});
+  expect_invalid(load_after("[collate.image]\nmode = \"sideways\"\n"),
+                 {"collate.image.mode: must be one of \"stack\", \"pad\", \"ragged\""});
+  expect_invalid(load_after("[collate.image]\nmax_shape = [3, 4]\n"),
+                 {"collate.image.max_shape: needs one extent per axis of the field"});
+}
+
+/// A chain of an audio field and an image, batched by `batching` (a [batching] table's keys).
+expected<topology> load_bucketed(const std::string& batching) {
+  return load("[dataset]\npath = \"/x\"\n[batching]\n" + batching +
+              "[[transform]]\nop = \"decode\"\nfrom = \"flac\"\nto = \"audio\"\n"
+              "[[transform]]\nop = \"decode\"\n"
+              "[[transform]]\nop = \"random_resized_crop\"\nsize = 8\n"
+              "[[transform]]\nop = \"normalize\"\n");
+}
+
+TEST(Topology, BucketingNamesAVaryingAxisOfAFieldOfTheChain) {
+  const std::string aware = "policy = \"latency_aware\"\n";
+  auto ok = load_bucketed(aware + "bucket_by = \"audio\"\nbucket_boundaries = [16000, 32000]\n");
+  ASSERT_TRUE(ok) << ok.error().what();
+  EXPECT_EQ(ok->batching.bucket_by, "audio");
+  EXPECT_EQ(ok->batching.bucket_axis, 0);
+  EXPECT_EQ(ok->batching.bucket_boundaries, (std::vector<std::int64_t>{16000, 32000}));
+  EXPECT_NE(describe(*ok).find("bucket_by=audio bucket_axis=0 bucket_boundaries=[16000, 32000]"),
+            std::string::npos)
+      << describe(*ok);
+  const std::string bounds = "bucket_boundaries = [100]\n";
+  expect_invalid(load_bucketed(aware + "bucket_by = \"speech\"\n" + bounds),
+                 {"node.toml:5:13: batching.bucket_by: no step makes a field 'speech' (the fields "
+                  "are label, audio, image)"});
+  expect_invalid(load_bucketed(aware + "bucket_by = \"audio\"\nbucket_axis = 1\n" + bounds),
+                 {"batching.bucket_axis: 'audio' (float32 [?]) has no axis 1"});
+  expect_invalid(load_bucketed(aware + "bucket_by = \"image\"\n" + bounds),
+                 {"batching.bucket_by: 'image' (float32 [3, 8, 8]) has the same extent on axis 0 "
+                  "in every sample (3)"});
+  expect_invalid(load_bucketed(aware + "bucket_by = \"audio\"\nbucket_boundaries = [5, 9, 9]\n"),
+                 {"batching.bucket_boundaries: must increase strictly (element 2, 9, follows 9)"});
+  expect_invalid(load_bucketed(aware + "bucket_boundaries = [0]\n"),
+                 {"batching.bucket_boundaries[0]: must be >= 1"});
+  expect_invalid(load_bucketed(aware + "bucket_by = \"audio\"\n"),
+                 {"batching.bucket_by: bucket_by and bucket_boundaries go together"});
+  expect_invalid(load_bucketed("bucket_by = \"audio\"\n" + bounds),
+                 {"batching.bucket_by: needs policy = \"latency_aware\""});
 }
 
 TEST(Topology, BFloat16NeedsTheGpu) {

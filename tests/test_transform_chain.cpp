@@ -28,10 +28,15 @@ sample_state make_sample(std::uint64_t id, std::vector<std::uint8_t> jpeg,
   sample_state s;
   s.sample_id = id;
   s.key = "img_" + std::to_string(id) + ".jpg";
-  s.label = static_cast<std::int32_t>(id % 10);
   s.epoch_seed = epoch_seed;
   s.encoded = std::move(jpeg);
+  imagenet_chain().start(s, static_cast<std::int32_t>(id % 10));
   return s;
+}
+
+// The "image" field of a sample the chain has finished (the recipe's fields: label, image).
+const host_array& image_array(const sample_state& s) {
+  return s.fields[1].array;
 }
 
 /// JPEGs of assorted sizes, one per sample id.
@@ -49,7 +54,7 @@ std::vector<std::vector<std::uint8_t>> assorted_jpegs(std::size_t n) {
 std::vector<std::uint8_t> run_all_output(const transform_chain& chain, sample_state s) {
   auto ok = chain.run_all(s);
   EXPECT_TRUE(ok) << ok.error().what();
-  return {s.output.bytes.begin(), s.output.bytes.end()};
+  return {image_array(s).bytes.begin(), image_array(s).bytes.end()};
 }
 
 TEST(TransformChain, ImagenetRecipeGivesFloatTensor3x224x224) {
@@ -65,17 +70,21 @@ TEST(TransformChain, ImagenetRecipeGivesFloatTensor3x224x224) {
   ASSERT_TRUE(ok) << ok.error().what();
   EXPECT_TRUE(chain.done(s));
   EXPECT_EQ(s.next_step, 4u);
-  EXPECT_EQ(s.output.type, dtype::float32);
-  EXPECT_EQ(s.output.channels, 3);
-  EXPECT_EQ(s.output.height, 224);
-  EXPECT_EQ(s.output.width, 224);
-  EXPECT_EQ(s.output.bytes.size(), std::size_t{3} * 224 * 224 * sizeof(float));
+  EXPECT_EQ(image_array(s).type, dtype::float32);
+  EXPECT_EQ(describe(image_array(s)), "float32 [3, 224, 224]");
+  EXPECT_EQ(image_array(s).bytes.size(), std::size_t{3} * 224 * 224 * sizeof(float));
   ASSERT_EQ(s.step_ns.size(), 4u);
   for (auto ns : s.step_ns) {
     EXPECT_GE(ns, 0);
   }
   EXPECT_TRUE(s.encoded.empty());
-  EXPECT_EQ(s.label, 5);
+  auto fields = chain.take_fields(s);
+  ASSERT_TRUE(fields) << fields.error().what();
+  ASSERT_EQ(chain.schema().fields.size(), 2u);
+  EXPECT_EQ(chain.schema().fields[0].name, "label");
+  EXPECT_EQ(chain.schema().fields[1].name, "image");
+  EXPECT_EQ(*(*fields)[0].data<std::int32_t>(), 5);
+  EXPECT_EQ(describe(chain.schema().fields[1].type), "float32 [3, 224, 224]");
 }
 
 TEST(TransformChain, RunNextGoesOneStepAtATimeAndStopsAtTheEnd) {
@@ -132,7 +141,7 @@ TEST(TransformChain, SameOutputOnAnyThreadInAnyOrder) {
         }
       }
       for (auto& s : samples) {
-        results[t][s.sample_id].assign(s.output.bytes.begin(), s.output.bytes.end());
+        results[t][s.sample_id].assign(image_array(s).bytes.begin(), image_array(s).bytes.end());
       }
     });
   }
@@ -159,14 +168,15 @@ TEST(TransformChain, PausedAndResumedOnAnotherThreadEqualsRunAll) {
   });
   first.join();
   EXPECT_EQ(s.next_step, 2u);
-  EXPECT_EQ(s.image.size(), cv::Size(224, 224));  // cropped, not yet normalised
-  EXPECT_TRUE(s.output.bytes.empty());
+  EXPECT_EQ(s.fields[1].image.size(), cv::Size(224, 224));  // cropped, not yet normalised
+  EXPECT_TRUE(image_array(s).bytes.empty());
 
   sample_state moved = std::move(s);  // handed to another actor
   std::thread second([&] { EXPECT_TRUE(chain.run_all(moved)); });
   second.join();
-  EXPECT_EQ(std::vector<std::uint8_t>(moved.output.bytes.begin(), moved.output.bytes.end()),
-            reference);
+  EXPECT_EQ(
+      std::vector<std::uint8_t>(image_array(moved).bytes.begin(), image_array(moved).bytes.end()),
+      reference);
   EXPECT_EQ(moved.step_ns.size(), chain.size());
 }
 
@@ -195,29 +205,41 @@ TEST(TransformChain, FailedStepLeavesTheSampleWhereItWas) {
   EXPECT_EQ(s.encoded, jpeg);
 }
 
-TEST(TransformChain, BuildRejectsUnworkableOrders) {
+TEST(TransformChain, BuildRejectsFieldsThatDoNotAddUp) {
   random_resized_crop_spec crop;
   crop.height = crop.width = 224;
-  const std::vector<std::vector<transform_spec>> bad{
-      {},
-      {crop, normalize_spec{}},                             // no decode
-      {decode_spec{}, crop},                                // no output
-      {decode_spec{}, normalize_spec{}, flip_spec{}},       // output not last
-      {decode_spec{}, decode_spec{}, to_uint8_spec{}},      // decode twice
-      {decode_spec{}, normalize_spec{}, to_uint8_spec{}}};  // two outputs
-  for (const auto& specs : bad) {
-    auto chain = transform_chain::build(specs);
-    ASSERT_FALSE(chain) << specs.size() << " specs accepted";
+  flip_spec flip_boxes;
+  flip_boxes.fields = {"image", "boxes"};
+  struct bad_chain {
+    std::vector<transform_spec> specs;
+    std::size_t step;
+    std::string says;
+  };
+  const std::vector<bad_chain> bad{
+      {{crop, normalize_spec{}}, 0, "field 'image' is not made by any step before it"},
+      {{decode_spec{}, crop}, 1, "still an image when the chain ends"},
+      {{decode_spec{}, normalize_spec{}, flip_spec{}}, 2, "not an image"},
+      {{decode_spec{}, flip_boxes, to_uint8_spec{}}, 1, "field 'boxes' is not made"},
+      {{decode_spec{}, normalize_spec{}, to_uint8_spec{}}, 2, "not an image"}};
+  for (const auto& b : bad) {
+    std::size_t failed = 99;
+    auto chain = transform_chain::build(b.specs, &failed);
+    ASSERT_FALSE(chain) << b.says;
     EXPECT_EQ(chain.error().code(), errc::invalid_config) << chain.error().what();
+    EXPECT_EQ(failed, b.step) << chain.error().what();
+    EXPECT_NE(chain.error().message().find(b.says), std::string::npos) << chain.error().what();
   }
+  EXPECT_FALSE(transform_chain::build({}));
   EXPECT_TRUE(transform_chain::build({decode_spec{}, to_uint8_spec{}}));
 }
 
 TEST(TransformChain, BuildNamesTheInvalidTransform) {
-  auto chain = transform_chain::build({decode_spec{}, flip_spec{2.0}, normalize_spec{}});
+  flip_spec bad_flip;
+  bad_flip.p = 2.0;
+  auto chain = transform_chain::build({decode_spec{}, bad_flip, normalize_spec{}});
   ASSERT_FALSE(chain);
   EXPECT_EQ(chain.error().code(), errc::invalid_argument);
-  EXPECT_EQ(chain.error().message().rfind("transform 1: flip: p", 0), 0u)
+  EXPECT_EQ(chain.error().message().rfind("transform 1 (flip): flip: p", 0), 0u)
       << chain.error().message();
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/transforms/crop_geometry.hpp"
 #include "core/transforms/transform_step.hpp"
+#include "support/step_harness.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {
@@ -30,16 +31,12 @@ cv::Mat numbered_image(int width, int height) {
   return image;
 }
 
-sample_state sample_with_image(cv::Mat image) {
-  sample_state s;
-  s.sample_id = 42;
-  s.key = "train/n01440764/img_42.jpg";
-  s.image = std::move(image);
-  return s;
-}
+using testing::array_of;
+using testing::image_of;
+using testing::sample_with_image;
 
 step_ptr build(const transform_spec& spec) {
-  auto step = make_step(spec);
+  auto step = testing::step_of(spec);
   EXPECT_TRUE(step) << step.error().what();
   return step ? std::move(*step) : nullptr;
 }
@@ -71,14 +68,14 @@ crop_box fallback_box(int width, int height, const rrc_params& p) {
 TEST(FlipStep, MirrorsEveryRowPixelByPixel) {
   cv::Mat original = numbered_image(5, 3);
   auto s = sample_with_image(original.clone());
-  cv::Mat before = s.image;  // shares the pixels: the step must not write into them
+  cv::Mat before = image_of(s);  // shares the pixels: the step must not write into them
   flip_spec always;
   always.p = 1.0;
   apply(always, s);
-  ASSERT_EQ(s.image.size(), original.size());
+  ASSERT_EQ(image_of(s).size(), original.size());
   for (int y = 0; y < 3; ++y) {
     for (int x = 0; x < 5; ++x) {
-      EXPECT_EQ(s.image.at<cv::Vec3b>(y, x), original.at<cv::Vec3b>(y, 4 - x)) << y << "," << x;
+      EXPECT_EQ(image_of(s).at<cv::Vec3b>(y, x), original.at<cv::Vec3b>(y, 4 - x)) << y << "," << x;
     }
   }
   EXPECT_EQ(cv::norm(before, original, cv::NORM_INF), 0.0);
@@ -93,9 +90,9 @@ TEST(FlipStep, NeverFlipsAtZeroAndFlipsAboutHalfAtOneHalf) {
   for (std::uint64_t seed = 0; seed < 1000; ++seed) {
     auto s = sample_with_image(original);
     apply(never, s, seed);
-    EXPECT_EQ(cv::norm(s.image, original, cv::NORM_INF), 0.0);
+    EXPECT_EQ(cv::norm(image_of(s), original, cv::NORM_INF), 0.0);
     apply(half, s, seed);
-    flipped += cv::norm(s.image, original, cv::NORM_INF) != 0.0 ? 1 : 0;
+    flipped += cv::norm(image_of(s), original, cv::NORM_INF) != 0.0 ? 1 : 0;
   }
   EXPECT_GT(flipped, 400);
   EXPECT_LT(flipped, 600);
@@ -171,8 +168,8 @@ TEST(RandomResizedCropStep, ResizesTheCropToTheRequestedSize) {
   spec.height = 224;
   spec.width = 200;
   apply(spec, s);
-  EXPECT_EQ(s.image.size(), cv::Size(200, 224));
-  EXPECT_EQ(s.image.at<cv::Vec3b>(100, 100), cv::Vec3b(10, 20, 30));
+  EXPECT_EQ(image_of(s).size(), cv::Size(200, 224));
+  EXPECT_EQ(image_of(s).at<cv::Vec3b>(100, 100), cv::Vec3b(10, 20, 30));
 }
 
 TEST(RandomResizedCropStep, CropsTheBoxTheGeometryDraws) {
@@ -186,7 +183,7 @@ TEST(RandomResizedCropStep, CropsTheBoxTheGeometryDraws) {
   auto s = sample_with_image(original);
   apply(spec, s, 99);
   cv::Mat expected = original(cv::Rect(box.left, box.top, box.width, box.height));
-  EXPECT_EQ(cv::norm(s.image, expected, cv::NORM_INF), 0.0);
+  EXPECT_EQ(cv::norm(image_of(s), expected, cv::NORM_INF), 0.0);
 }
 
 // ---- center_crop --------------------------------------------------------------------------
@@ -206,7 +203,7 @@ TEST(CenterCropStep, TakesTheCentredPixels) {
   auto s = sample_with_image(original);
   apply(spec, s);
   // left = round((9 - 4) / 2) = 2, top = round((7 - 4) / 2) = 2
-  EXPECT_EQ(cv::norm(s.image, original(cv::Rect(2, 2, 4, 4)), cv::NORM_INF), 0.0);
+  EXPECT_EQ(cv::norm(image_of(s), original(cv::Rect(2, 2, 4, 4)), cv::NORM_INF), 0.0);
 }
 
 TEST(CenterCropStep, PadsASmallerImageWithZerosLikeTorchvision) {
@@ -216,13 +213,13 @@ TEST(CenterCropStep, PadsASmallerImageWithZerosLikeTorchvision) {
   spec.width = 4;
   auto s = sample_with_image(original);
   apply(spec, s);
-  ASSERT_EQ(s.image.size(), cv::Size(4, 3));
+  ASSERT_EQ(image_of(s).size(), cv::Size(4, 3));
   // padding left 1, right 1, top 0, bottom 1
   for (int y = 0; y < 3; ++y) {
     for (int x = 0; x < 4; ++x) {
       bool inside = y < 2 && x >= 1 && x < 3;
       cv::Vec3b want = inside ? original.at<cv::Vec3b>(y, x - 1) : cv::Vec3b(0, 0, 0);
-      EXPECT_EQ(s.image.at<cv::Vec3b>(y, x), want) << y << "," << x;
+      EXPECT_EQ(image_of(s).at<cv::Vec3b>(y, x), want) << y << "," << x;
     }
   }
 }
@@ -246,22 +243,22 @@ TEST(ResizeStep, ShorterSideAndExactSize) {
   shorter.size = 256;
   auto s = sample_with_image(cv::Mat(375, 500, CV_8UC3, cv::Scalar::all(128)));
   apply(shorter, s);
-  EXPECT_EQ(s.image.size(), cv::Size(341, 256));
+  EXPECT_EQ(image_of(s).size(), cv::Size(341, 256));
 
   resize_spec exact;
   exact.height = 100;
   exact.width = 50;
   apply(exact, s);
-  EXPECT_EQ(s.image.size(), cv::Size(50, 100));
-  EXPECT_EQ(s.image.at<cv::Vec3b>(50, 25), cv::Vec3b(128, 128, 128));
+  EXPECT_EQ(image_of(s).size(), cv::Size(50, 100));
+  EXPECT_EQ(image_of(s).at<cv::Vec3b>(50, 25), cv::Vec3b(128, 128, 128));
 }
 
 // ---- normalize and to_uint8 --------------------------------------------------------------
 
-void expect_normalized(const host_tensor& out, const std::array<double, 3>& rgb,
+void expect_normalized(const host_array& out, const std::array<double, 3>& rgb,
                        const normalize_spec& spec) {
   ASSERT_EQ(out.type, dtype::float32);
-  const std::size_t plane = static_cast<std::size_t>(out.height) * out.width;
+  const std::size_t plane = static_cast<std::size_t>(out.extent(1) * out.extent(2));
   ASSERT_EQ(out.bytes.size(), 3 * plane * sizeof(float));
   for (std::size_t c = 0; c < 3; ++c) {
     const double want = (rgb[c] / 255.0 - spec.mean[c]) / spec.stddev[c];
@@ -276,10 +273,10 @@ TEST(NormalizeStep, PureColourGivesTheFormulaPerRgbPlane) {
   auto s = sample_with_image(cv::Mat(3, 4, CV_8UC3, cv::Scalar(rgb[0], rgb[1], rgb[2])));
   normalize_spec imagenet;
   apply(imagenet, s);
-  EXPECT_EQ(s.output.channels, 3);
-  EXPECT_EQ(s.output.height, 3);
-  EXPECT_EQ(s.output.width, 4);
-  expect_normalized(s.output, rgb, imagenet);
+  EXPECT_EQ(array_of(s).extent(0), 3);
+  EXPECT_EQ(array_of(s).extent(1), 3);
+  EXPECT_EQ(array_of(s).extent(2), 4);
+  expect_normalized(array_of(s), rgb, imagenet);
 }
 
 TEST(NormalizeStep, CustomMeanAndStdOverEveryValue) {
@@ -290,7 +287,7 @@ TEST(NormalizeStep, CustomMeanAndStdOverEveryValue) {
     const std::array<double, 3> rgb{double(v), double(255 - v), double((v * 7) % 256)};
     auto s = sample_with_image(cv::Mat(2, 2, CV_8UC3, cv::Scalar(rgb[0], rgb[1], rgb[2])));
     apply(spec, s);
-    expect_normalized(s.output, rgb, spec);
+    expect_normalized(array_of(s), rgb, spec);
   }
 }
 
@@ -298,9 +295,9 @@ TEST(ToUint8Step, WritesPlanarRgb) {
   cv::Mat original = numbered_image(5, 3);
   auto s = sample_with_image(original);
   apply(to_uint8_spec{}, s);
-  ASSERT_EQ(s.output.type, dtype::uint8);
-  ASSERT_EQ(s.output.bytes.size(), 3u * 3 * 5);
-  const std::uint8_t* out = s.output.data<std::uint8_t>();
+  ASSERT_EQ(array_of(s).type, dtype::uint8);
+  ASSERT_EQ(array_of(s).bytes.size(), 3u * 3 * 5);
+  const std::uint8_t* out = array_of(s).data<std::uint8_t>();
   for (int c = 0; c < 3; ++c) {
     for (int y = 0; y < 3; ++y) {
       for (int x = 0; x < 5; ++x) {
@@ -312,20 +309,18 @@ TEST(ToUint8Step, WritesPlanarRgb) {
 
 // ---- decode -------------------------------------------------------------------------------
 
-TEST(DecodeStep, DecodesAndFreesTheEncodedBytes) {
-  sample_state s;
-  s.encoded = testing::make_jpeg(64, 48, 3);
+TEST(DecodeStep, DecodesTheImagePartIntoItsField) {
+  auto s = testing::sample_with_bytes(testing::make_jpeg(64, 48, 3));
+  s.key = "a.jpg";
   apply(decode_spec{}, s);
-  EXPECT_EQ(s.image.size(), cv::Size(64, 48));
-  EXPECT_EQ(s.image.type(), CV_8UC3);
-  EXPECT_TRUE(s.encoded.empty());
-  EXPECT_EQ(s.encoded.capacity(), 0u);
+  EXPECT_EQ(image_of(s).size(), cv::Size(64, 48));
+  EXPECT_EQ(image_of(s).type(), CV_8UC3);
 }
 
 // ---- errors -------------------------------------------------------------------------------
 
 TEST(StepErrors, NameTheSampleIdKeyAndStep) {
-  sample_state s;
+  auto s = testing::sample_with_bytes({});
   s.sample_id = 1234;
   s.key = "shard-00007/record-55";
   s.encoded = testing::make_jpeg(64, 48, 3);
@@ -342,15 +337,17 @@ TEST(StepErrors, NameTheSampleIdKeyAndStep) {
   EXPECT_NE(message.find("decode"), std::string::npos) << message;
   EXPECT_NE(message.find("truncated or corrupt JPEG"), std::string::npos) << message;
   EXPECT_EQ(s.encoded, truncated);  // kept, for a retry or the quarantine report
-  EXPECT_TRUE(s.image.empty());
+  EXPECT_TRUE(image_of(s).empty());
 }
 
 TEST(StepErrors, ImageStepWithoutAnImageIsATransformError) {
-  sample_state s;
+  auto s = testing::sample_with_bytes({});
   s.sample_id = 7;
   s.key = "a.jpg";
   std::mt19937_64 rng(1);
-  auto crop = build(center_crop_spec{4, 4});
+  center_crop_spec square;
+  square.height = square.width = 4;
+  auto crop = build(square);
   auto failed = crop->apply(s, rng);
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().code(), errc::transform_error);
@@ -366,13 +363,13 @@ TEST(StepErrors, NormalizeRefusesANonRgbImage) {
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().code(), errc::transform_error);
   EXPECT_NE(failed.error().message().find("sample 42"), std::string::npos);
-  EXPECT_TRUE(s.output.bytes.empty());
+  EXPECT_TRUE(array_of(s).bytes.empty());
 }
 
 // ---- specs --------------------------------------------------------------------------------
 
 void expect_invalid(const transform_spec& spec, const std::string& op, const std::string& param) {
-  auto step = make_step(spec);
+  auto step = check_params(spec);
   ASSERT_FALSE(step) << op << " " << param << " was accepted";
   EXPECT_EQ(step.error().code(), errc::invalid_argument);
   EXPECT_EQ(step.error().message().rfind(op + ": ", 0), 0u) << step.error().message();
@@ -400,18 +397,39 @@ TEST(TransformSpecs, InvalidParametersAreRejected) {
   bad_interp.interp = static_cast<interpolation>(99);
   expect_invalid(bad_interp, "random_resized_crop", "interpolation");
 
+  auto resize = [](int size, int height, int width, int max_size = 0) {
+    resize_spec spec;
+    spec.size = size;
+    spec.height = height;
+    spec.width = width;
+    spec.max_size = max_size;
+    return spec;
+  };
   expect_invalid(resize_spec{}, "resize", "size");
-  expect_invalid(resize_spec{-5, 0, 0, interpolation::bilinear}, "resize", "size");
-  expect_invalid(resize_spec{256, 10, 10, interpolation::bilinear}, "resize", "not both");
-  expect_invalid(resize_spec{0, 0, 10, interpolation::bilinear}, "resize", "height");
-  expect_invalid(resize_spec{0, 10, -2, interpolation::bilinear}, "resize", "width");
+  expect_invalid(resize(-5, 0, 0), "resize", "size");
+  expect_invalid(resize(256, 10, 10), "resize", "not both");
+  expect_invalid(resize(0, 0, 10), "resize", "height");
+  expect_invalid(resize(0, 10, -2), "resize", "width");
+  expect_invalid(resize(800, 0, 0, 700), "resize", "max_size");
+  expect_invalid(resize(0, 10, 10, 1333), "resize", "max_size");
 
-  expect_invalid(center_crop_spec{0, 10}, "center_crop", "height");
-  expect_invalid(center_crop_spec{10, -1}, "center_crop", "width");
+  auto center = [](int height, int width) {
+    center_crop_spec spec;
+    spec.height = height;
+    spec.width = width;
+    return spec;
+  };
+  expect_invalid(center(0, 10), "center_crop", "height");
+  expect_invalid(center(10, -1), "center_crop", "width");
 
-  expect_invalid(flip_spec{-0.1}, "flip", "p");
-  expect_invalid(flip_spec{1.5}, "flip", "p");
-  expect_invalid(flip_spec{nan}, "flip", "p");
+  auto flip = [](double p) {
+    flip_spec spec;
+    spec.p = p;
+    return spec;
+  };
+  expect_invalid(flip(-0.1), "flip", "p");
+  expect_invalid(flip(1.5), "flip", "p");
+  expect_invalid(flip(nan), "flip", "p");
 
   normalize_spec zero_std;
   zero_std.stddev[1] = 0.0;
@@ -425,16 +443,23 @@ TEST(TransformSpecs, InvalidParametersAreRejected) {
 }
 
 TEST(TransformSpecs, ValidEdgeValuesAreAccepted) {
-  EXPECT_TRUE(make_step(flip_spec{0.0}));
-  EXPECT_TRUE(make_step(flip_spec{1.0}));
-  EXPECT_TRUE(make_step(resize_spec{0, 1, 1, interpolation::area}));
+  flip_spec never;
+  never.p = 0.0;
+  flip_spec always;
+  always.p = 1.0;
+  EXPECT_TRUE(testing::step_of(never));
+  EXPECT_TRUE(testing::step_of(always));
+  resize_spec tiny;
+  tiny.height = tiny.width = 1;
+  tiny.interp = interpolation::area;
+  EXPECT_TRUE(testing::step_of(tiny));
   random_resized_crop_spec rrc;
   rrc.height = rrc.width = 1;
   rrc.params = params(1.0, 1.0, 1.0, 1.0);
-  EXPECT_TRUE(make_step(rrc));
+  EXPECT_TRUE(testing::step_of(rrc));
   normalize_spec negative_std;
   negative_std.stddev = {-1.0, 1.0, 1.0};
-  EXPECT_TRUE(make_step(negative_std));
+  EXPECT_TRUE(testing::step_of(negative_std));
 }
 
 TEST(TransformSpecs, OpNamesRoundTripThroughDefaultSpec) {

@@ -63,6 +63,8 @@ sample_costs chain_costs(const transform_chain& chain, const std::vector<record>
     s.sample_id = i;
     s.key = samples[i].key;
     s.encoded = samples[i].payload;
+    s.multipart = samples[i].multipart;
+    chain.start(s, samples[i].label);
     (void)chain.run_all(s);
     double total = 0;
     for (std::size_t k = 0; k < s.step_ns.size(); ++k) {

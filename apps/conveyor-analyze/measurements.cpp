@@ -1,5 +1,7 @@
 #include "apps/conveyor-analyze/measurements.hpp"
 
+#include "core/transforms/normalize_placement.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <limits>
@@ -51,7 +53,8 @@ void measure_scaled_decode(const topology& t, const pipeline_spec& spec,
   }
   in.scaled_configured = decode->scaled;
   decode->scaled = !decode->scaled;
-  auto other = transform_chain::build(specs);
+  // As the pipeline runs it: its final normalize in the feeders.
+  auto other = transform_chain::build(move_normalize_to_feeder(specs).cpu_chain);
   if (!other) {
     return;
   }

@@ -497,16 +497,12 @@ serve::attached server::welcome_of(int rank, std::uint64_t start_epoch) const {
   serve::attached a;
   a.slots = feeds_.slots();
   a.slot_bytes = l.slot_bytes;
+  a.header_bytes = l.header_bytes;
   a.ranks = static_cast<std::uint32_t>(feeds_.ranks());
   a.jobs = static_cast<std::uint32_t>(config_.jobs);
   a.epochs = info.epochs;
   a.dataset_size = info.dataset_size;
   a.batch_size = info.batch_size;
-  a.channels = static_cast<std::uint32_t>(l.sample.channels);
-  a.height = static_cast<std::uint32_t>(l.sample.height);
-  a.width = static_cast<std::uint32_t>(l.sample.width);
-  a.type = l.sample.type;
-  a.key_bytes = l.key_bytes;
   a.writable = feeds_.region(rank).writable() && config_.jobs == 1;
   a.start_epoch = start_epoch;
   a.seed = info.seed;

@@ -83,7 +83,12 @@ int run_serving(const topology& t, stop_token& stop) {
     logger->error("{}", ranks.error().what());
     return 2;
   }
-  auto feeds = served_feeds::create(t, *ranks);
+  auto fields = resolve_fields(t, /*normalize_on_device=*/false);
+  if (!fields) {
+    logger->error("{}", fields.error().what());
+    return 2;
+  }
+  auto feeds = served_feeds::create(t, *fields, *ranks);
   if (!feeds) {
     logger->error("{}", feeds.error().what());
     return 2;

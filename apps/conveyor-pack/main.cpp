@@ -1,6 +1,9 @@
-// conveyor-pack: packs an image folder or list file into record shards, generates the
-// built-in sample dataset (--synthetic), and verifies shards (--verify).
+// conveyor-pack: packs an image folder or list file, a WebDataset tar set or a directory of
+// key.ext files into record shards, generates the built-in sample dataset (--synthetic), and
+// verifies shards (--verify).
 //   conveyor-pack INPUT --out DIR [--shard-size 64M] [--restart] [--verify]
+//   conveyor-pack --webdataset TARS --out DIR [--shard-size 64M] [--verify]
+//   conveyor-pack --parts DIR --out DIR [--shard-size 64M] [--verify]
 //   conveyor-pack --synthetic N --images DIR --out DIR [--large-fraction 0.1] [--restart]
 //                 [--verify]
 // --restart stores every sequential JPEG rewritten with a restart marker per MCU row and their
@@ -8,6 +11,12 @@
 // its first MCU row instead of the image's first; others are stored as they are, counted by
 // reason.
 //   conveyor-pack --verify DATASET_DIR
+// --webdataset TARS: a directory of .tar files (sorted by name) or one .tar file, read as
+// WebDataset does (members grouped by key, each a part named by its extension); --parts DIR:
+// files named key.ext anywhere under DIR, grouped by the same rule. Each sample becomes one
+// multipart record (version 2 shards): its parts' bytes as they are, no decoding; its label
+// the integer of its "cls" part (0 without one; the part is kept too). A damaged or duplicate
+// sample stops packing with an error naming its tar and key.
 // Exit codes: 0 ok; 1 a failure while running or records that fail verification; 2 a bad
 // command line or bad input (missing path, empty directory, bad list file).
 #include "apps/common/command_line.hpp"
@@ -23,6 +32,7 @@
 #include "core/codecs/synthetic_images.hpp"
 #include "core/storage/dataset_packer.hpp"
 #include "core/storage/sharded_dataset.hpp"
+#include "core/storage/webdataset.hpp"
 
 namespace {
 
@@ -31,6 +41,8 @@ using clock_type = std::chrono::steady_clock;
 
 struct arguments {
   std::string input;
+  std::string webdataset;
+  std::string parts;
   std::string out;
   std::string images;
   std::string shard_size = "64M";
@@ -132,6 +144,10 @@ struct restart_tally {
   }
 };
 
+pack_progress updates(progress_bar& bar) {
+  return [&bar](std::uint64_t done, std::uint64_t) { bar.update(done); };
+}
+
 int pack(const arguments& args, const std::string& input) {
   auto shard_bytes = parse_byte_size(args.shard_size);
   if (!shard_bytes) {
@@ -144,10 +160,8 @@ int pack(const arguments& args, const std::string& input) {
   auto start = clock_type::now();
   progress_bar bar("pack", images->entries.size());
   restart_tally tally;
-  auto packed = pack_images(
-      *images, args.out, {*shard_bytes},
-      [&](std::uint64_t done, std::uint64_t) { bar.update(done); },
-      args.restart ? tally.rewrite() : payload_rewrite{});
+  auto packed = pack_images(*images, args.out, {*shard_bytes}, updates(bar),
+                            args.restart ? tally.rewrite() : payload_rewrite{});
   bar.finish();
   if (!packed) {
     return fail(packed.error());
@@ -160,6 +174,48 @@ int pack(const arguments& args, const std::string& input) {
   if (args.restart) {
     tally.print(*packed);
   }
+  return 0;
+}
+
+// The samples of --webdataset or --parts, packed with a progress bar.
+expected<pack_summary> pack_samples(const arguments& args, std::uint64_t shard_bytes) {
+  if (!args.webdataset.empty()) {
+    auto tars = webdataset::open(args.webdataset);
+    if (!tars) {
+      return std::move(tars).error();
+    }
+    progress_bar bar("pack", tars->size());
+    auto packed = pack_webdataset(*tars, args.out, {shard_bytes}, updates(bar));
+    bar.finish();
+    return packed;
+  }
+  auto files = scan_part_files(args.parts);
+  if (!files) {
+    return std::move(files).error();
+  }
+  progress_bar bar("pack", files->samples.size());
+  auto packed = pack_part_files(*files, args.out, {shard_bytes}, updates(bar));
+  bar.finish();
+  return packed;
+}
+
+// --webdataset or --parts: several parts per record.
+int pack_multipart(const arguments& args) {
+  auto shard_bytes = parse_byte_size(args.shard_size);
+  if (!shard_bytes) {
+    return fail(error{errc::invalid_argument, "--shard-size: " + shard_bytes.error().message()});
+  }
+  auto start = clock_type::now();
+  auto packed = pack_samples(args, *shard_bytes);
+  if (!packed) {
+    return fail(packed.error());
+  }
+  auto s = seconds_since(start);
+  const auto& input = args.webdataset.empty() ? args.parts : args.webdataset;
+  std::printf("packed %llu samples of %s into %llu shards in %s: %.1f MB, %.1f MB/s\n",
+              static_cast<unsigned long long>(packed->records), input.c_str(),
+              static_cast<unsigned long long>(packed->shards), args.out.c_str(),
+              mb(packed->dataset_bytes), s > 0 ? mb(packed->input_bytes) / s : 0.0);
   return 0;
 }
 
@@ -195,6 +251,15 @@ int run(const arguments& args) {
     rc = rc != 0 ? rc : pack(args, args.images);
     return rc != 0 || !args.verify ? rc : verify(args.out);
   }
+  if (!args.webdataset.empty() || !args.parts.empty()) {
+    if (args.out.empty() || !args.input.empty() ||
+        (!args.webdataset.empty() && !args.parts.empty())) {
+      return fail(error{errc::invalid_argument,
+                        "give one of --webdataset TARS or --parts DIR, with --out DIR"});
+    }
+    int rc = pack_multipart(args);
+    return rc != 0 || !args.verify ? rc : verify(args.out);
+  }
   if (!args.input.empty() && !args.out.empty()) {
     int rc = pack(args, args.input);
     return rc != 0 || !args.verify ? rc : verify(args.out);
@@ -203,16 +268,25 @@ int run(const arguments& args) {
     return verify(args.input);
   }
   return fail(error{errc::invalid_argument,
-                    "nothing to do: give INPUT --out DIR, --synthetic N --images DIR --out DIR, "
-                    "or --verify DATASET_DIR (see --help)"});
+                    "nothing to do: give INPUT --out DIR, --webdataset TARS --out DIR, --parts DIR "
+                    "--out DIR, --synthetic N --images DIR --out DIR, or --verify DATASET_DIR "
+                    "(see --help)"});
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"conveyor-pack: packs images into record shards and verifies them"};
+  CLI::App app{
+      "conveyor-pack: packs images, WebDataset tars or key.ext files into record shards "
+      "and verifies them"};
   arguments args;
   app.add_option("input", args.input, "an image folder (class sub-directories) or a list file");
+  app.add_option("--webdataset", args.webdataset,
+                 "pack a WebDataset tar set (a directory of .tar files, or one .tar file): a "
+                 "record of several parts per sample");
+  app.add_option("--parts", args.parts,
+                 "pack a directory of key.ext files (000.jpg, 000.cls, ...): a record of several "
+                 "parts per key");
   app.add_option("--out", args.out, "the dataset directory to write");
   app.add_option("--shard-size", args.shard_size, "target size of a shard (default 64M)");
   app.add_flag("--verify", args.verify, "re-read every record and check its checksum");

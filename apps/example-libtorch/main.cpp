@@ -1,6 +1,7 @@
 // example-libtorch: trains a small CNN with libtorch on the batches of an embedded Conveyor
-// pipeline. Each batch becomes a torch tensor without a copy: torch::from_blob over the batch's
-// memory, with a deleter that gives the buffer back to Conveyor when torch is done with it.
+// pipeline. Each field of a batch becomes a torch tensor without a copy: torch::from_blob over
+// the field's memory, with a deleter that gives the batch back to Conveyor when torch is done
+// with the last of them.
 //
 //   example-libtorch TOPOLOGY.toml [key=value ...]
 #include <ATen/DLConvertor.h>
@@ -9,23 +10,30 @@
 
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
 
 namespace {
 
-// The batch's tensor as a torch tensor over the same memory. The tensor owns the batch: the
-// buffer goes back to the pipeline when the last tensor (or view) of it is freed. On a CUDA
-// feeder (device memory) torch frees a tensor before the kernels queued on it have run:
-// synchronise torch's stream (or wait on an event recorded on it) before the last reference
-// goes, so the feeder's next copy does not overwrite memory still being read. Debian's torch
-// is CPU-only, where this cannot happen.
-torch::Tensor as_tensor(conveyor::batch b) {
-  auto view = b.tensor();
-  auto dl = conveyor::to_dlpack(view.type);
-  auto device =
-      view.device < 0 ? torch::Device(torch::kCPU) : torch::Device(torch::kCUDA, view.device);
-  auto owner = std::make_shared<conveyor::batch>(std::move(b));
+// Field `name` of the batch as a torch tensor over the same memory: any dtype and shape (a
+// stacked field [N, ...]; a padded one [N, ...] at the batch's largest extents, each sample's
+// own in field(name)->lengths; a ragged one [rows, ...], sample i at rows offsets[i] ..
+// offsets[i + 1]). Each tensor holds the batch: its memory goes back to the pipeline when the
+// last tensor (or view) of it is freed. On a CUDA feeder (device memory) torch frees a tensor
+// before the kernels queued on it have run: synchronise torch's stream (or wait on an event
+// recorded on it) before the last reference goes, so the feeder's next copy does not
+// overwrite memory still being read. Debian's torch is CPU-only, where this cannot happen.
+torch::Tensor field_tensor(const std::shared_ptr<conveyor::batch>& owner, std::string_view name) {
+  auto f = owner->field(name);
+  if (!f) {
+    throw std::runtime_error("the batch has no field '" + std::string(name) + "'");
+  }
+  auto dl = conveyor::to_dlpack(f->type);
+  auto device = f->device < 0 ? torch::Device(torch::kCPU) : torch::Device(torch::kCUDA, f->device);
   return torch::from_blob(
-      view.data, view.shape, [owner](void*) mutable { owner.reset(); },
+      f->data, at::IntArrayRef(f->shape.data(), static_cast<std::size_t>(f->rank)),
+      [owner](void*) {},
       torch::TensorOptions()
           .dtype(at::toScalarType(DLDataType{dl.code, dl.bits, dl.lanes}))
           .device(device));
@@ -64,16 +72,26 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto info = p->info();
-  small_cnn model(static_cast<std::int64_t>(std::max<std::size_t>(info.classes(), 1)));
+  // A set that names no classes (a WebDataset set, labels from its cls parts): a head of 1000.
+  const auto classes = static_cast<std::int64_t>(info.classes() > 0 ? info.classes() : 1000);
+  small_cnn model(classes);
   torch::optim::SGD sgd(model.parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   for (std::uint64_t e = 0; e < p->epochs(); ++e) {
     double loss_sum = 0;
     std::size_t samples = 0;
     auto range = p->epoch(e, 0);
     for (auto& b : range) {
-      auto labels = torch::tensor(b.labels(), torch::kLong);
       samples += b.size();
-      auto x = as_tensor(std::move(b));
+      auto owner = std::make_shared<conveyor::batch>(std::move(b));
+      auto labels = field_tensor(owner, "label").to(torch::kLong);
+      if (labels.numel() > 0 &&
+          (labels.min().item<std::int64_t>() < 0 || labels.max().item<std::int64_t>() >= classes)) {
+        std::fprintf(stderr, "epoch %llu: a label outside 0 .. %lld in batch %llu\n",
+                     static_cast<unsigned long long>(e), static_cast<long long>(classes - 1),
+                     static_cast<unsigned long long>(owner->index()));
+        return 1;
+      }
+      auto x = field_tensor(owner, "image");
       if (x.scalar_type() != torch::kFloat) {
         x = x.to(torch::kFloat).div_(255);  // a uint8 topology (no normalize step)
       }

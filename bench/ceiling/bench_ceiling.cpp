@@ -113,9 +113,9 @@ expected<void> prepare_one(const sample_source& source, const transform_chain& c
   sample_state s;
   s.sample_id = id;
   s.key = std::move(r->key);
-  s.label = r->label;
   s.epoch_seed = epoch_seed_value;
   s.encoded = std::move(r->payload);
+  chain.start(s, r->label);
   auto ok = chain.run_all(s);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start);
   auto& work_class =

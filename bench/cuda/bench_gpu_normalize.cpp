@@ -36,13 +36,17 @@ std::vector<cv::Mat> random_images(int height, int width) {
 }
 
 struct prepared {
-  std::vector<host_tensor> tensors;
+  std::vector<host_array> tensors;
   double us_per_sample = 0;
 };
 
-/// Runs `spec`'s step on every image (`rounds` times, for a stable time per sample).
+/// Runs `spec`'s step, on field "image", on every image (`rounds` times, for a stable time
+/// per sample).
 prepared prepare(const transform_spec& spec, const std::vector<cv::Mat>& images, int rounds) {
-  auto step = or_exit(make_step(spec));
+  chain_fields fields;
+  const auto image_field =
+      fields.write("image", {field_kind::tensor, dtype::uint8, 3, {varies, varies, 3, 0}}, true);
+  auto step = or_exit(make_step(spec, fields, nullptr));
   std::mt19937_64 rng(1);
   prepared out;
   auto start = clock_type::now();
@@ -51,9 +55,10 @@ prepared prepare(const transform_spec& spec, const std::vector<cv::Mat>& images,
     for (const auto& image : images) {
       sample_state s;
       s.key = "bench";
-      s.image = image;
+      s.fields.resize(fields.size());
+      s.fields[image_field].set(image);
       or_exit(step->apply(s, rng));
-      out.tensors.push_back(std::move(s.output));
+      out.tensors.push_back(std::move(s.fields[image_field].array));
     }
   }
   const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
@@ -62,14 +67,15 @@ prepared prepare(const transform_spec& spec, const std::vector<cv::Mat>& images,
 }
 
 /// Batches/s through a feeder made with `normalize` and `out`, its samples taken from `samples`.
-double batches_per_s(const batch_options& opts, const std::vector<host_tensor>& samples,
+double batches_per_s(const batch_options& opts, const std::vector<host_array>& samples,
                      std::optional<normalize_coefficients> normalize, dtype out) {
   auto ring = cuda_ring(opts.device, opts.slots, normalize, out);
   const auto layout = opts.layout(samples.front().type);
   const double seconds = median_seconds(opts.repeats, [&] {
     return feed(*ring, layout, opts.batches, [&](ring_slot& slot, int i) {
       const auto& t = samples[static_cast<std::size_t>(i) % samples.size()];
-      std::memcpy(slot.sample(static_cast<std::size_t>(i)), t.bytes.data(), t.bytes.size());
+      std::memcpy(slot.host() + static_cast<std::size_t>(i) * t.bytes.size(), t.bytes.data(),
+                  t.bytes.size());
     });
   });
   return opts.batches / seconds;
@@ -112,8 +118,8 @@ int main(int argc, char** argv) {
       "%.1f, \"pcie_mb_per_batch_cpu\": %.1f, \"cpu_us_per_sample_normalize\": %.1f, "
       "\"cpu_us_per_sample_to_uint8\": %.1f, \"cpu_cores_saved\": %.2f}\n",
       name->c_str(), opts.batch, opts.height, opts.width, opts.slots, gpu_f32, gpu_bf16, cpu_f32,
-      gpu_f32 / cpu_f32, opts.layout(dtype::uint8).bytes() / 1e6,
-      opts.layout(dtype::float32).bytes() / 1e6, normalized.us_per_sample, as_uint8.us_per_sample,
-      cores_saved);
+      gpu_f32 / cpu_f32, static_cast<double>(opts.layout(dtype::uint8).bytes) / 1e6,
+      static_cast<double>(opts.layout(dtype::float32).bytes) / 1e6, normalized.us_per_sample,
+      as_uint8.us_per_sample, cores_saved);
   return 0;
 }

@@ -54,8 +54,9 @@ int main(int argc, char** argv) {
   if (!name) {
     return 0;
   }
-  const auto layout = opts.layout(type_name == "uint8" ? dtype::uint8 : dtype::float32);
-  const auto bytes = layout.bytes();
+  const auto type = type_name == "uint8" ? dtype::uint8 : dtype::float32;
+  const auto layout = opts.layout(type);
+  const auto bytes = layout.bytes;
 
   const double plain_s =
       median_seconds(opts.repeats, [&] { return plain_copies(opts.device, bytes, opts.batches); });
@@ -65,12 +66,11 @@ int main(int argc, char** argv) {
       median_seconds(opts.repeats, [&] { return feed(*ring, layout, opts.batches, nullptr); });
 
   std::vector<std::vector<std::uint8_t>> samples(
-      static_cast<std::size_t>(layout.samples),
-      std::vector<std::uint8_t>(layout.sample_bytes(), 3));
+      static_cast<std::size_t>(opts.batch), std::vector<std::uint8_t>(opts.sample_bytes(type), 3));
   const double writes_s = median_seconds(opts.repeats, [&] {
     return feed(*ring, layout, opts.batches, [&](ring_slot& slot, int i) {
       const auto& s = samples[static_cast<std::size_t>(i)];
-      std::memcpy(slot.sample(static_cast<std::size_t>(i)), s.data(), s.size());
+      std::memcpy(slot.host() + static_cast<std::size_t>(i) * s.size(), s.data(), s.size());
     });
   });
 

@@ -47,8 +47,16 @@ struct batch_options {
     app.add_option("--repeats", repeats, "repeats (the median is reported)")
         ->check(CLI::PositiveNumber);
   }
+  /// Bytes of one 3 x height x width sample of `type`.
+  std::size_t sample_bytes(dtype type) const {
+    return std::size_t{3} * static_cast<std::size_t>(height) * static_cast<std::size_t>(width) *
+           size_of(type);
+  }
+  /// A batch of `batch` such samples (the images a normalising ring normalises, when uint8).
   batch_layout layout(dtype type) const {
-    return {type, batch, 3, height, width, pixel_layout::chw};
+    return {sample_bytes(type) * static_cast<std::size_t>(batch),
+            0,
+            {batch, 3, height, width, pixel_layout::chw}};
   }
 };
 
@@ -150,7 +158,7 @@ inline double feed(slot_ring& ring, const batch_layout& layout, int batches,
       retire_oldest();
     }
     auto* slot = or_exit(ring.acquire(layout));
-    for (int i = 0; write && i < layout.samples; ++i) {
+    for (int i = 0; write && i < layout.images.samples; ++i) {
       write(*slot, i);
     }
     or_exit(ring.submit(*slot, "batch " + std::to_string(b), [&delivered] { delivered.add(); }));

@@ -1,6 +1,6 @@
 #pragma once
-/// A dense host tensor in CHW layout that owns its bytes: what a transform chain hands to the
-/// batcher. Plain value type; no OpenCV in this header.
+/// The bytes of host arrays (core/base/host_array.hpp), in memory that resize() leaves
+/// uninitialised. Plain types; no OpenCV in this header.
 
 #include <algorithm>
 #include <cassert>
@@ -49,46 +49,5 @@ struct default_init_allocator : std::allocator<T> {
 
 /// A tensor's bytes.
 using tensor_bytes = std::vector<std::uint8_t, default_init_allocator<std::uint8_t>>;
-
-/// channels x height x width elements of `type`, channel planes one after another (CHW).
-/// Not synchronised: one owner at a time, like any value.
-struct host_tensor {
-  dtype type = dtype::uint8;
-  int channels = 0;
-  int height = 0;
-  int width = 0;
-  tensor_bytes bytes;  ///< size() == element_count() * size_of(type)
-
-  /// A zero-filled tensor of the given shape.
-  static host_tensor zeros(dtype t, int c, int h, int w) {
-    host_tensor out = uninitialized(t, c, h, w);
-    std::fill(out.bytes.begin(), out.bytes.end(), std::uint8_t{0});
-    return out;
-  }
-
-  /// A tensor of the given shape whose elements the caller writes, every one of them.
-  static host_tensor uninitialized(dtype t, int c, int h, int w) {
-    host_tensor out{t, c, h, w, {}};
-    out.bytes.resize(out.element_count() * size_of(t));
-    return out;
-  }
-
-  std::size_t element_count() const noexcept {
-    return static_cast<std::size_t>(channels) * static_cast<std::size_t>(height) *
-           static_cast<std::size_t>(width);
-  }
-
-  /// Precondition: T matches `type`. operator new aligns `bytes` for any scalar type.
-  template <class T>
-  T* data() noexcept {
-    assert(dtype_of<T>() == type);
-    return reinterpret_cast<T*>(bytes.data());
-  }
-  template <class T>
-  const T* data() const noexcept {
-    assert(dtype_of<T>() == type);
-    return reinterpret_cast<const T*>(bytes.data());
-  }
-};
 
 }  // namespace conveyor

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/batching/bucketing.hpp"
 #include "core/batching/prepared_sample.hpp"
 
 namespace conveyor {
@@ -21,6 +22,8 @@ struct batch_shape {
   bool balanced = false;
   /// The first epoch (a resumed run begins later than 0): every GPU starts in it.
   std::uint64_t first_epoch = 0;
+  /// latency_aware: batches are formed of samples of one length bucket (bucketing.hpp).
+  bucketing buckets{};
 };
 
 /// Single-threaded (owned by the batcher).
@@ -38,6 +41,10 @@ class batch_policy {
   /// The next batch for `gpu` if one can be formed now. Every sample of an epoch ends up in
   /// exactly one batch; each GPU then gets one plan flagged last_in_epoch.
   virtual std::optional<batch_plan> take(int gpu) = 0;
+  /// Whether the credit window is full: no further sample can be dispatched until a batch is
+  /// released, so the samples waiting now are all a batch can be made of. The batcher says so
+  /// before it asks for batches.
+  virtual void set_window_full(bool full) { (void)full; }
 };
 
 /// The batching policies a topology can name (`batching.policy`).
@@ -70,6 +77,14 @@ std::unique_ptr<batch_policy> make_in_order_policy(batch_shape shape);
 /// for that epoch's own stragglers, while the batcher keeps preparing e + 1 within its window.
 /// With shape.balanced, a GPU takes at most its share of the epoch's batches; the batch that
 /// completes its share is flagged last_in_epoch for it. batch_size 0 reads as 1.
+///
+/// With shape.buckets, a batch is batch_size ready samples of one length bucket (the bucket
+/// whose oldest ready sample waited longest). Samples of different buckets share a batch only
+/// where waiting could stall: when the window is full (set_window_full; then the bucket with
+/// the oldest sample is filled from its nearest buckets) and at the epoch's end, once every
+/// sample still to come is ready (a sample of a rare bucket never waits past it). Every batch
+/// but the epoch's last is full either way, so an epoch has as many batches as without buckets
+/// and the GPUs' shares stay equal.
 std::unique_ptr<batch_policy> make_latency_aware_policy(batch_shape shape);
 
 }  // namespace conveyor

@@ -7,6 +7,12 @@
 
 namespace conveyor {
 
+std::uint64_t default_window(std::uint64_t prefetch_batches, std::uint64_t batch_size, int gpus,
+                             const bucketing& buckets) {
+  const auto waiting = buckets.enabled() ? buckets.buckets() * (batch_size - 1) : 0;
+  return (prefetch_batches + 1) * batch_size * static_cast<std::uint64_t>(gpus) + waiting;
+}
+
 batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_policy> policy,
                            sample_namer name)
     : settings_(settings),
@@ -349,6 +355,7 @@ void batcher_core::record_delivery(const batch_plan& plan) {
 
 std::vector<batch_plan> batcher_core::take_batches() {
   std::vector<batch_plan> out;
+  policy_->set_window_full(in_flight_ >= settings_.window_samples);
   for (int gpu = 0; gpu < settings_.gpus; ++gpu) {
     auto& credit = credits_[static_cast<std::size_t>(gpu)];
     while (credit > 0) {

@@ -65,7 +65,15 @@ struct batcher_settings {
   std::shared_ptr<const resume_state> resume{};
   /// This node's share of each epoch ([cluster]); by default the whole epoch.
   epoch_share share{};
+  /// latency_aware: batches of one length bucket (`batching.bucket_by`); none by default.
+  bucketing buckets{};
 };
+
+/// The credit window of a pipeline: `prefetch_batches` + 1 batches per GPU, and with buckets
+/// room for what can wait in buckets that are not full (buckets x (batch_size - 1) samples),
+/// so that bucketed batches rarely need mixing for lack of room.
+std::uint64_t default_window(std::uint64_t prefetch_batches, std::uint64_t batch_size, int gpus,
+                             const bucketing& buckets);
 
 /// Send `ticket` to preprocessor `worker` through reader `reader`.
 struct dispatch_order {

@@ -1,9 +1,9 @@
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <vector>
 
 #include "core/batching/batch_policy.hpp"
+#include "core/batching/bucket_queue.hpp"
 
 namespace conveyor {
 namespace {
@@ -14,12 +14,13 @@ class latency_aware_policy final : public batch_policy {
       : batch_size_(std::max<std::uint64_t>(shape.batch_size, 1)),
         gpus_(shape.gpus),
         balanced_(shape.balanced),
+        buckets_(std::move(shape.buckets)),
         cursors_(static_cast<std::size_t>(shape.gpus), shape.first_epoch) {}
 
   std::string_view name() const noexcept override { return "latency_aware"; }
 
   void begin_epoch(std::uint64_t epoch, std::uint64_t samples) override {
-    auto& e = epochs_[epoch];
+    auto& e = epochs_.emplace(epoch, epoch_state{buckets_}).first->second;
     e.outstanding = samples;
     e.taken.assign(static_cast<std::size_t>(gpus_), 0);
     const auto batches = (samples + batch_size_ - 1) / batch_size_;
@@ -30,13 +31,15 @@ class latency_aware_policy final : public batch_policy {
   }
 
   void add(prepared_ptr sample) override {
-    epochs_.at(sample->ticket.epoch).ready.push_back(std::move(sample));
+    epochs_.at(sample->ticket.epoch).ready.push(std::move(sample));
   }
 
   // Which sample does not matter here: only how many are still to come.
   void drop(std::uint64_t epoch, std::uint64_t /*seq*/) override {
     --epochs_.at(epoch).outstanding;
   }
+
+  void set_window_full(bool full) override { window_full_ = full; }
 
   std::optional<batch_plan> take(int gpu) override {
     auto epoch = cursors_[static_cast<std::size_t>(gpu)];
@@ -48,8 +51,8 @@ class latency_aware_policy final : public batch_policy {
     if (e.final_taken) {  // another GPU took the final batch: this one only learns the end
       return finish_epoch(gpu, batch_plan{epoch, e.formed, gpu, {}, true});
     }
-    if (e.ready.size() < batch_size_ && e.ready.size() < e.outstanding) {
-      return std::nullopt;  // neither a full batch nor the whole rest of the epoch is ready
+    if (!can_form(e)) {
+      return std::nullopt;
     }
     auto& taken = e.taken[static_cast<std::size_t>(gpu)];
     const auto quota = e.quota[static_cast<std::size_t>(gpu)];
@@ -72,9 +75,10 @@ class latency_aware_policy final : public batch_policy {
 
  private:
   struct epoch_state {
-    std::uint64_t outstanding = 0;   ///< samples neither taken nor dropped (ready ones included)
-    std::deque<prepared_ptr> ready;  ///< in completion order
-    std::uint64_t formed = 0;        ///< batches formed so far: the next batch's index
+    explicit epoch_state(const bucketing& buckets) : ready(buckets) {}
+    std::uint64_t outstanding = 0;  ///< samples neither taken nor dropped (ready ones included)
+    bucket_queue ready;             ///< by bucket, in completion order
+    std::uint64_t formed = 0;       ///< batches formed so far: the next batch's index
     bool final_taken = false;
     int finished_gpus = 0;  ///< GPUs that got their last_in_epoch plan
     /// Per GPU: batches taken, and its share of the epoch's batches. Each GPU gets the same
@@ -84,18 +88,19 @@ class latency_aware_policy final : public batch_policy {
     std::vector<std::uint64_t> quota;
   };
 
-  // The next batch of up to batch_size ready samples, oldest completion first. An empty
-  // batch (nothing left but dropped samples) only marks the end and takes no index.
+  // A full batch of one bucket, or the whole rest of the epoch, is ready; or the window is
+  // full and a full batch of mixed buckets is (nothing more can come until one goes out).
+  bool can_form(const epoch_state& e) const noexcept {
+    const auto ready = e.ready.size();
+    return ready >= e.outstanding || e.ready.has_full(batch_size_) ||
+           (window_full_ && ready >= batch_size_);
+  }
+
+  // The next batch of up to batch_size ready samples, oldest completion first (by bucket). An
+  // empty batch (nothing left but dropped samples) only marks the end and takes no index.
   batch_plan form_batch(epoch_state& e, std::uint64_t epoch, int gpu) {
-    auto count = std::min<std::uint64_t>(batch_size_, e.ready.size());
-    batch_plan plan{epoch, e.formed, gpu, {}, false};
-    // One sample at a time: vector::assign from deque move iterators trips a false
-    // -Wnull-dereference in g++ 12 at -O3 (inside shared_ptr's swap).
-    plan.samples.reserve(count);
-    for (std::uint64_t i = 0; i < count; ++i) {
-      plan.samples.push_back(std::move(e.ready.front()));
-      e.ready.pop_front();
-    }
+    batch_plan plan{epoch, e.formed, gpu, e.ready.take(batch_size_), false};
+    const auto count = static_cast<std::uint64_t>(plan.samples.size());
     e.outstanding -= count;
     e.formed += count > 0 ? 1 : 0;
     return plan;
@@ -115,6 +120,8 @@ class latency_aware_policy final : public batch_policy {
   std::uint64_t batch_size_;
   int gpus_;
   bool balanced_;
+  bucketing buckets_;
+  bool window_full_ = false;
   std::map<std::uint64_t, epoch_state> epochs_;
   std::vector<std::uint64_t> cursors_;  ///< per GPU: the epoch it takes from
 };

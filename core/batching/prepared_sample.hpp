@@ -1,6 +1,6 @@
 #pragma once
 /// What travels through the pipeline for one sample: its ticket (which epoch, which place in
-/// the epoch, which dataset index), and once prepared, its tensor.
+/// the epoch, which dataset index), and once prepared, its fields.
 
 #include <chrono>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/base/tensor.hpp"
+#include "core/base/host_array.hpp"
 
 namespace conveyor {
 
@@ -29,8 +29,9 @@ struct sample_ticket {
 struct prepared_sample {
   sample_ticket ticket;
   std::string key;
-  std::int32_t label = 0;
-  host_tensor tensor;
+  /// Its fields, in the order of the pipeline's sample_schema (core/base/field_schema.hpp),
+  /// each checked to fit the batch (unfit_for_batch) before the sample was sent on.
+  std::vector<host_array> fields;
   std::vector<std::int64_t> step_ns;  ///< wall time of each step
   std::int64_t source_pixels = 0;     ///< of the encoded image, from its header (0: unknown)
   bool handed_off = false;            ///< a straggler actor finished it
@@ -40,7 +41,7 @@ struct prepared_sample {
 
 using prepared_ptr = std::shared_ptr<const prepared_sample>;
 
-/// The samples that make one batch for one GPU. The feeder writes their tensors, in this
+/// The samples that make one batch for one GPU. The feeder writes their fields, in this
 /// order, into one batch buffer.
 struct batch_plan {
   std::uint64_t epoch = 0;

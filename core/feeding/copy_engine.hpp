@@ -23,24 +23,14 @@
 
 namespace conveyor {
 
-/// What the host side of one batch holds: `samples` tensors of one shape and type, one after
-/// another. Samples that are not uint8 must be CHW.
+/// What the host side of one batch holds: `bytes` bytes of its fields, in one buffer
+/// (core/delivery/batch_blob.hpp). When the ring normalises on the device, `images` (samples >
+/// 0) is the uint8 batch of images at `images_offset` in it that the engine normalises into the
+/// slot's result buffer.
 struct batch_layout {
-  dtype type = dtype::uint8;
-  int samples = 0;
-  int channels = 0;
-  int height = 0;
-  int width = 0;
-  pixel_layout layout = pixel_layout::chw;
-
-  std::size_t sample_bytes() const noexcept {
-    return static_cast<std::size_t>(channels) * static_cast<std::size_t>(height) *
-           static_cast<std::size_t>(width) * size_of(type);
-  }
-  std::size_t bytes() const noexcept { return sample_bytes() * static_cast<std::size_t>(samples); }
-  uint8_batch_shape uint8_shape() const noexcept {
-    return {samples, channels, height, width, layout};
-  }
+  std::size_t bytes = 0;
+  std::size_t images_offset = 0;
+  uint8_batch_shape images;
 };
 
 /// Memory an engine allocated: `size` bytes at data(), freed with the last copy of `memory`.

@@ -43,7 +43,7 @@ expected<std::shared_ptr<slot_ring>> slot_ring::create(std::shared_ptr<copy_engi
     return error{errc::invalid_argument, who + ": normalize writes float32 or bfloat16, not " +
                                              std::string(name_of(options.normalized_type))};
   }
-  const auto& external = options.host_memory.tensors;
+  const auto& external = options.host_memory.buffers;
   if (!external.empty() && external.size() != options.slots) {
     return error{errc::invalid_argument, who + ": " + std::to_string(external.size()) +
                                              " external slots for a ring of " +
@@ -61,8 +61,8 @@ expected<std::shared_ptr<slot_ring>> slot_ring::create(std::shared_ptr<copy_engi
       }
       *event = std::move(*made);
     }
-    if (!memory.tensors.empty()) {
-      slot->host_data_ = memory.tensors[i];
+    if (!memory.buffers.empty()) {
+      slot->host_data_ = memory.buffers[i];
     }
     ring->slots_.push_back(std::move(slot));
     ring->free_.push_back(i);
@@ -145,22 +145,20 @@ expected<void> slot_ring::check(const batch_layout& layout) const {
     return error{errc::invalid_argument,
                  options_.name + " on the " + engine_->name() + ": " + what};
   };
-  if (layout.samples == 0) {
-    return {};  // an end-of-epoch marker: nothing to copy, whatever its shape says
+  if (layout.bytes == 0) {
+    return {};  // an end-of-epoch marker: nothing to copy
   }
   if (options_.normalize) {
-    if (layout.type != dtype::uint8) {
-      return misuse("normalize on the device needs uint8 samples, got " +
-                    std::string(name_of(layout.type)) + " (end the transform chain with to_uint8)");
+    if (layout.images.samples <= 0) {
+      return misuse("normalize on the device needs the batch's images (uint8, from to_uint8)");
     }
-    auto ok = check_normalize_batch(layout.uint8_shape(), options_.normalized_type);
+    if (layout.images_offset +
+            layout.images.sample_elements() * static_cast<std::size_t>(layout.images.samples) >
+        layout.bytes) {
+      return misuse("the images run past the batch's buffer");
+    }
+    auto ok = check_normalize_batch(layout.images, options_.normalized_type);
     return ok ? ok : misuse(ok.error().message());
-  }
-  if (layout.type != dtype::uint8 && layout.layout != pixel_layout::chw) {
-    return misuse("only uint8 samples may be HWC");
-  }
-  if (layout.samples < 0 || layout.channels < 0 || layout.height < 0 || layout.width < 0) {
-    return misuse("negative batch dimensions");
   }
   return {};
 }
@@ -175,16 +173,14 @@ expected<engine_buffer> slot_ring::allocate(memory_kind kind, std::size_t bytes)
 }
 
 expected<void> slot_ring::reserve(ring_slot& slot, const batch_layout& layout) {
-  const auto bytes = layout.bytes();
+  const auto bytes = layout.bytes;
   const auto& external = options_.host_memory;
-  if (!external.tensors.empty()) {
+  if (!external.buffers.empty()) {
     if (bytes > external.capacity) {
-      return error{errc::invalid_config,
-                   options_.name + ": " + std::to_string(layout.samples) + " samples of " +
-                       std::to_string(layout.sample_bytes()) + " bytes do not fit the slot's " +
-                       std::to_string(external.capacity) +
-                       " bytes (the transforms' output size is not the one the feed was laid "
-                       "out for)"};
+      return error{errc::invalid_config, options_.name + ": a batch of " + std::to_string(bytes) +
+                                             " bytes does not fit the slot's " +
+                                             std::to_string(external.capacity) +
+                                             " bytes (the feed was laid out for other fields)"};
     }
   } else {
     auto host = [this](std::size_t n) { return allocate(memory_kind::host, n); };
@@ -200,7 +196,7 @@ expected<void> slot_ring::reserve(ring_slot& slot, const batch_layout& layout) {
     }
   }
   if (options_.normalize) {
-    auto result_bytes = layout.uint8_shape().elements() * size_of(options_.normalized_type);
+    auto result_bytes = layout.images.elements() * size_of(options_.normalized_type);
     return grow(slot.result_, result_bytes, device);
   }
   return {};
@@ -210,12 +206,11 @@ slot_output slot_ring::output_of(const ring_slot& slot) const {
   const auto& l = slot.layout_;
   slot_output out;
   out.device = engine_->device();
-  out.shape = {l.samples, l.channels, l.height, l.width};
-  out.type = options_.normalize ? options_.normalized_type : l.type;
-  std::uint8_t* data = options_.normalize    ? slot.result_.data()
-                       : engine_->in_place() ? slot.host_data_
-                                             : slot.input_.data();
-  out.data = l.samples > 0 ? data : nullptr;
+  out.normalized_type = options_.normalized_type;
+  if (l.bytes > 0) {
+    out.data = engine_->in_place() ? slot.host_data_ : slot.input_.data();
+    out.normalized = options_.normalize ? slot.result_.data() : nullptr;
+  }
   return out;
 }
 
@@ -282,7 +277,7 @@ expected<ring_slot*> slot_ring::acquire(const batch_layout& layout) {
 // The slot's device work, in stream order: wait for the trainer's release of the slot's
 // previous batch, copy, normalize, mark complete.
 expected<void> slot_ring::enqueue_work(ring_slot& slot) {
-  const auto bytes = slot.layout_.bytes();
+  const auto bytes = slot.layout_.bytes;
   const std::uint8_t* input = slot.host_data_;
   if (!engine_->in_place()) {
     if (slot.consumer_pending_.exchange(false)) {
@@ -301,8 +296,9 @@ expected<void> slot_ring::enqueue_work(ring_slot& slot) {
     input = slot.input_.data();
   }
   if (options_.normalize && bytes > 0) {
-    auto ok = engine_->normalize(input, slot.layout_.uint8_shape(), *options_.normalize,
-                                 options_.normalized_type, slot.result_.data());
+    auto ok =
+        engine_->normalize(input + slot.layout_.images_offset, slot.layout_.images,
+                           *options_.normalize, options_.normalized_type, slot.result_.data());
     if (!ok) {
       return ok;
     }

@@ -5,7 +5,7 @@
 /// device) and `released` (recorded on the trainer's stream when it releases the batch).
 ///
 ///   auto slot = ring->acquire(layout);               // a free slot, sized for the batch
-///   memcpy(slot->sample(i), ..., layout.sample_bytes());   // each sample in its place
+///   collate_batch(plan, schema, fields, slot->host());   // the fields, in their places
 ///   ring->submit(*slot, "batch 3 of epoch 1", on_ready);   // copy (+ normalize), async
 ///   ... on_ready runs once complete: the trainer reads slot->output() ...
 ///   ring->released(index, trainer_stream);           // trainer thread: done after its work
@@ -43,15 +43,15 @@ namespace conveyor {
 struct ring_options {
   std::string name = "feeder";  ///< for messages: "feeder 0"
   std::size_t slots = 3;        ///< pipeline.prefetch_batches + 1
-  /// With a value, batches arrive as 3-channel uint8 and leave normalised on the engine with
-  /// these coefficients as `normalized_type` (float32 or bfloat16); without, bytes pass as
-  /// they are.
+  /// With a value, each batch's images (batch_layout::images) leave normalised on the engine
+  /// with these coefficients as `normalized_type` (float32 or bfloat16); without, bytes pass
+  /// as they are.
   std::optional<normalize_coefficients> normalize;
   dtype normalized_type = dtype::float32;
   /// The bound of every wait: a batch's device work from its submission, the trainer's work
   /// on a slot before it is written again on the host, and both at teardown.
   std::chrono::milliseconds deadline{std::chrono::seconds(30)};
-  /// When set (one tensor per slot), slot i's host buffer is tensors[i] (shared memory that a
+  /// When set (one buffer per slot), slot i's host buffer is buffers[i] (shared memory that a
   /// node's clients map) instead of the engine's memory.
   external_slots host_memory;
   /// The ring failed (an engine fault, a stall, a release that could not be ordered): called
@@ -59,11 +59,12 @@ struct ring_options {
   std::function<void(const error&)> on_failure;
 };
 
-/// Where the batch of a slot lies for the trainer: N x C x H x W elements of `type`.
+/// Where the batch of a slot lies for the trainer: its buffer (the host buffer read in place,
+/// or its copy on the device), and the normalised images when the ring normalises.
 struct slot_output {
-  void* data = nullptr;  ///< null for an empty batch
-  dtype type = dtype::float32;
-  std::array<int, 4> shape{0, 0, 0, 0};
+  std::uint8_t* data = nullptr;  ///< null for an empty batch
+  void* normalized = nullptr;    ///< ring_options::normalize: the images, as normalized_type
+  dtype normalized_type = dtype::float32;
   int device = -1;  ///< -1: host memory
 };
 
@@ -73,8 +74,8 @@ class ring_slot {
  public:
   std::size_t index() const noexcept { return index_; }
   const batch_layout& layout() const noexcept { return layout_; }
-  /// Host memory for sample `i` (< layout().samples), layout().sample_bytes() long.
-  std::uint8_t* sample(std::size_t i) noexcept { return host_data_ + i * layout_.sample_bytes(); }
+  /// The host buffer the batch is written into, layout().bytes long.
+  std::uint8_t* host() noexcept { return host_data_; }
   slot_output output() const noexcept { return output_; }
 
  private:

@@ -94,16 +94,12 @@ template <class F>
 void fields(F& f, attached& m) {
   f.field(m.slots);
   f.field(m.slot_bytes);
+  f.field(m.header_bytes);
   f.field(m.ranks);
   f.field(m.jobs);
   f.field(m.epochs);
   f.field(m.dataset_size);
   f.field(m.batch_size);
-  f.field(m.channels);
-  f.field(m.height);
-  f.field(m.width);
-  f.field(m.type);
-  f.field(m.key_bytes);
   f.field(m.writable);
   f.field(m.start_epoch);
   f.field(m.seed);
@@ -231,9 +227,6 @@ expected<message> decode(const std::uint8_t* bytes, std::size_t size) {
   }
   if (const auto* f = std::get_if<failure>(&out); f && to_string(f->code) == "unknown_error") {
     return bad("failure with unknown error code " + std::to_string(static_cast<int>(f->code)));
-  }
-  if (const auto* a = std::get_if<attached>(&out); a && name_of(a->type) == "unknown") {
-    return bad("attached with unknown dtype " + std::to_string(static_cast<int>(a->type)));
   }
   return out;
 }

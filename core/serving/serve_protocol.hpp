@@ -50,20 +50,17 @@ struct attach {
   std::uint32_t state_bytes = 0;
 };
 
-/// Node -> client, with the region's descriptor: how the feed is laid out and what it serves.
+/// Node -> client, with the region's descriptor: what it serves and how large the region is;
+/// the region's own header says how the fields lie in it (core/serving/feed_layout.hpp).
 struct attached {
-  std::uint32_t slots = 0;       ///< slots in the region, each of slot_bytes
-  std::uint64_t slot_bytes = 0;  ///< bytes per slot
-  std::uint32_t ranks = 0;       ///< ranks (GPUs) per job
+  std::uint32_t slots = 0;         ///< slots in the region, each of slot_bytes
+  std::uint64_t slot_bytes = 0;    ///< bytes per slot
+  std::uint64_t header_bytes = 0;  ///< the region's header, before slot 0
+  std::uint32_t ranks = 0;         ///< ranks (GPUs) per job
   std::uint32_t jobs = 0;
   std::uint64_t epochs = 0;
   std::uint64_t dataset_size = 0;
   std::uint64_t batch_size = 0;
-  std::uint32_t channels = 0;  ///< every sample is channels x height x width elements of `type`
-  std::uint32_t height = 0;
-  std::uint32_t width = 0;
-  dtype type = dtype::uint8;
-  std::uint32_t key_bytes = 0;    ///< each slot's room for its samples' keys (slot_layout.hpp)
   bool writable = false;          ///< the client may map the region read-write (one job only)
   std::uint64_t start_epoch = 0;  ///< the epoch of the first batch this client will get
   std::uint64_t seed = 0;         ///< the run's (dataset.seed): the client's resume state names it

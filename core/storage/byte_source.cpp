@@ -98,6 +98,18 @@ expected<std::shared_ptr<const byte_source>> open_file_source(const std::filesys
       std::make_shared<file_source>(path.string(), fd, static_cast<std::uint64_t>(st.st_size)));
 }
 
+expected<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path& path) {
+  auto file = open_file_source(path);
+  if (!file) {
+    return std::move(file).error();
+  }
+  std::vector<std::uint8_t> bytes((*file)->size());
+  if (auto ok = (*file)->read_at(0, bytes.data(), bytes.size()); !ok) {
+    return std::move(ok).error();
+  }
+  return bytes;
+}
+
 std::shared_ptr<const byte_source> make_memory_source(std::vector<std::uint8_t> bytes,
                                                       std::string name) {
   return std::make_shared<memory_source>(std::move(bytes), std::move(name));

@@ -29,6 +29,9 @@ class byte_source {
 /// Opens a regular file for reading. Errors name the path.
 expected<std::shared_ptr<const byte_source>> open_file_source(const std::filesystem::path& path);
 
+/// The whole of a regular file's bytes. Errors name the path.
+expected<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path& path);
+
 /// Wraps a buffer; `name` appears in error messages.
 std::shared_ptr<const byte_source> make_memory_source(std::vector<std::uint8_t> bytes,
                                                       std::string name);

@@ -3,47 +3,28 @@
 #include "core/storage/byte_source.hpp"
 
 namespace conveyor {
-namespace {
 
-expected<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path& path) {
-  auto file = open_file_source(path);
-  if (!file) {
-    return std::move(file).error();
-  }
-  std::vector<std::uint8_t> bytes((*file)->size());
-  if (auto ok = (*file)->read_at(0, bytes.data(), bytes.size()); !ok) {
-    return std::move(ok).error();
-  }
-  return bytes;
-}
-
-}  // namespace
-
-expected<pack_summary> pack_images(const image_list& images, const std::filesystem::path& out_dir,
-                                   dataset_writer_options options, const pack_progress& progress,
-                                   const payload_rewrite& rewrite) {
-  auto writer = dataset_writer::create(out_dir, images.class_names, options);
+expected<pack_summary> pack_records(std::uint64_t count, std::vector<std::string> class_names,
+                                    const std::filesystem::path& out_dir,
+                                    dataset_writer_options options, const pack_progress& progress,
+                                    const record_maker& make) {
+  auto writer = dataset_writer::create(out_dir, std::move(class_names), options);
   if (!writer) {
     return std::move(writer).error();
   }
   pack_summary summary;
-  for (const auto& entry : images.entries) {
-    auto bytes = read_whole_file(entry.path);
-    if (!bytes) {
-      return std::move(bytes).error();
+  for (std::uint64_t i = 0; i < count; ++i) {
+    auto r = make(i, summary);
+    if (!r) {
+      return std::move(r).error();
     }
-    summary.input_bytes += bytes->size();
-    if (rewrite) {
-      *bytes = rewrite(entry, std::move(*bytes));
-    }
-    if (auto ok = writer->append(entry.key, entry.label, bytes->data(), bytes->size()); !ok) {
+    if (auto ok = writer->append(*r); !ok) {
       return std::move(ok).error();
     }
-    summary.payload_bytes += bytes->size();
+    summary.payload_bytes += r->payload.size();
+    ++summary.records;
     if (progress) {
-      progress(++summary.records, images.entries.size());
-    } else {
-      ++summary.records;
+      progress(summary.records, count);
     }
   }
   auto manifest = writer->finish();
@@ -53,6 +34,47 @@ expected<pack_summary> pack_images(const image_list& images, const std::filesyst
   summary.shards = manifest->shards.size();
   summary.dataset_bytes = manifest->total_bytes();
   return summary;
+}
+
+expected<pack_summary> pack_images(const image_list& images, const std::filesystem::path& out_dir,
+                                   dataset_writer_options options, const pack_progress& progress,
+                                   const payload_rewrite& rewrite) {
+  return pack_records(images.entries.size(), images.class_names, out_dir, options, progress,
+                      [&](std::uint64_t i, pack_summary& summary) -> expected<record> {
+                        const auto& entry = images.entries[i];
+                        auto bytes = read_whole_file(entry.path);
+                        if (!bytes) {
+                          return std::move(bytes).error();
+                        }
+                        summary.input_bytes += bytes->size();
+                        if (rewrite) {
+                          *bytes = rewrite(entry, std::move(*bytes));
+                        }
+                        return record{entry.key, entry.label, std::move(*bytes)};
+                      });
+}
+
+expected<pack_summary> pack_webdataset(const webdataset& tars, const std::filesystem::path& out_dir,
+                                       dataset_writer_options options,
+                                       const pack_progress& progress) {
+  return pack_records(tars.size(), {}, out_dir, options, progress,
+                      [&](std::uint64_t id, pack_summary& summary) {
+                        auto r = tars.read(id);
+                        summary.input_bytes += r ? r->payload.size() : 0;
+                        return r;
+                      });
+}
+
+expected<pack_summary> pack_part_files(const part_files_list& files,
+                                       const std::filesystem::path& out_dir,
+                                       dataset_writer_options options,
+                                       const pack_progress& progress) {
+  return pack_records(files.samples.size(), {}, out_dir, options, progress,
+                      [&](std::uint64_t i, pack_summary& summary) {
+                        auto r = read_part_files(files.samples[i]);
+                        summary.input_bytes += r ? r->payload.size() : 0;
+                        return r;
+                      });
 }
 
 }  // namespace conveyor

@@ -40,6 +40,16 @@ dataset_writer::dataset_writer(std::filesystem::path dir, dataset_writer_options
 
 expected<void> dataset_writer::append(std::string_view key, std::int32_t label,
                                       const std::uint8_t* payload, std::uint64_t payload_size) {
+  return append_to_shard(
+      [&](shard_writer& shard) { return shard.append(key, label, payload, payload_size); });
+}
+
+expected<void> dataset_writer::append(const record& r) {
+  return append_to_shard([&](shard_writer& shard) { return shard.append(r); });
+}
+
+expected<void> dataset_writer::append_to_shard(
+    const std::function<expected<void>(shard_writer&)>& write) {
   if (!current_) {
     auto writer = shard_writer::create(dir_ / shard_file_name(manifest_.shards.size()));
     if (!writer) {
@@ -47,7 +57,7 @@ expected<void> dataset_writer::append(std::string_view key, std::int32_t label,
     }
     current_.emplace(std::move(*writer));
   }
-  if (auto ok = current_->append(key, label, payload, payload_size); !ok) {
+  if (auto ok = write(*current_); !ok) {
     return ok;
   }
   if (current_->bytes_written() >= options_.target_shard_bytes) {

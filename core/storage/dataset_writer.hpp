@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 
 #include "conveyor/error.hpp"
 #include "core/storage/dataset_manifest.hpp"
+#include "core/storage/record.hpp"
 #include "core/storage/shard_writer.hpp"
 
 namespace conveyor {
@@ -28,14 +30,19 @@ class dataset_writer {
                                          std::vector<std::string> class_names,
                                          dataset_writer_options options = {});
 
+  /// Appends a single-part record.
   expected<void> append(std::string_view key, std::int32_t label, const std::uint8_t* payload,
                         std::uint64_t payload_size);
+  /// Appends `r` as it is, multipart or not (shard_writer::append).
+  expected<void> append(const record& r);
   /// Closes the last shard and writes the manifest.
   expected<dataset_manifest> finish();
 
  private:
   dataset_writer(std::filesystem::path dir, dataset_writer_options options,
                  std::vector<std::string> class_names);
+  /// Runs `write` on the open shard (opening one first), then closes the shard when full.
+  expected<void> append_to_shard(const std::function<expected<void>(shard_writer&)>& write);
   expected<void> close_shard();
 
   std::filesystem::path dir_;

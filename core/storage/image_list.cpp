@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/storage/require_directory.hpp"
+
 namespace conveyor {
 namespace {
 
@@ -22,17 +24,6 @@ std::vector<std::filesystem::path> sorted_children(const std::filesystem::path& 
   return out;
 }
 
-expected<void> check_directory(const std::filesystem::path& root) {
-  std::error_code ec;
-  if (!std::filesystem::exists(root, ec)) {
-    return error{errc::not_found, root.string() + ": no such file or directory"};
-  }
-  if (!std::filesystem::is_directory(root, ec)) {
-    return error{errc::io_error, root.string() + ": not a directory"};
-  }
-  return {};
-}
-
 }  // namespace
 
 bool is_image_file(const std::filesystem::path& path) {
@@ -43,7 +34,7 @@ bool is_image_file(const std::filesystem::path& path) {
 }
 
 expected<image_list> scan_image_folder(const std::filesystem::path& root) {
-  if (auto ok = check_directory(root); !ok) {
+  if (auto ok = require_directory(root); !ok) {
     return std::move(ok).error();
   }
   std::error_code ec;

@@ -61,6 +61,7 @@ class minio_cache {
     std::uint64_t size = 0;
     std::string key;
     std::int32_t label = 0;
+    bool multipart = false;
     bool written = false;  ///< false while one reader writes it (others see a miss)
   };
 

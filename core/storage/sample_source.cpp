@@ -3,6 +3,7 @@
 #include "core/storage/byte_source.hpp"
 #include "core/storage/image_list.hpp"
 #include "core/storage/sharded_dataset.hpp"
+#include "core/storage/webdataset.hpp"
 
 namespace conveyor {
 namespace {
@@ -11,15 +12,20 @@ error differs(const std::string& where, const std::string& what) {
   return error{errc::checksum_mismatch, where + ": " + what};
 }
 
-// `got` has the key and label of `key` and `label` (stored at `where`).
+// `got` has the key, label and multipart flag of `key`, `label` and `multipart` (stored at
+// `where`).
 expected<void> check_key_and_label(const std::string& where, const std::string& key,
-                                   std::int32_t label, const record& got) {
+                                   std::int32_t label, bool multipart, const record& got) {
   if (got.key != key) {
     return differs(where, "key \"" + got.key + "\" is not this sample's (\"" + key + "\")");
   }
   if (got.label != label) {
     return differs(where, "label " + std::to_string(got.label) + " is not this sample's (" +
                               std::to_string(label) + ")");
+  }
+  if (got.multipart != multipart) {
+    return differs(where, got.multipart ? "a multipart record, but this sample is one part"
+                                        : "one part, but this sample is multipart");
   }
   return {};
 }
@@ -82,7 +88,8 @@ class folder_source final : public sample_source {
   }
   expected<void> check(std::uint64_t id, const record& got) const override {
     const auto& entry = images_.entries[id];
-    if (auto same = check_key_and_label(entry.path.string(), entry.key, entry.label, got); !same) {
+    if (auto same = check_key_and_label(entry.path.string(), entry.key, entry.label, false, got);
+        !same) {
       return same;
     }
     const auto size = stored_bytes(id);  // 0: the file is gone; its read will say so
@@ -112,6 +119,30 @@ class folder_source final : public sample_source {
   image_list images_;
 };
 
+class webdataset_source final : public sample_source {
+ public:
+  explicit webdataset_source(webdataset tars) : tars_(std::move(tars)) {}
+
+  std::uint64_t size() const noexcept override { return tars_.size(); }
+  const std::vector<std::string>& class_names() const noexcept override {
+    static const std::vector<std::string> none;  // labels come from the samples' cls parts
+    return none;
+  }
+  std::string locate(std::uint64_t id) const override { return tars_.locate(id); }
+  expected<record> read(std::uint64_t id) const override { return tars_.read(id); }
+  expected<void> check(std::uint64_t id, const record& got) const override {
+    return tars_.check(id, got);
+  }
+  std::uint64_t stored_bytes(std::uint64_t id) const override { return tars_.payload_size(id); }
+  std::optional<std::uint64_t> shard_of(std::uint64_t id) const override {
+    return tars_.tar_of(id);
+  }
+  std::vector<std::filesystem::path> files() const override { return tars_.files(); }
+
+ private:
+  webdataset tars_;
+};
+
 template <class Source, class Opened>
 expected<std::shared_ptr<const sample_source>> wrap(Opened opened) {
   if (!opened) {
@@ -128,7 +159,8 @@ expected<void> sample_source::check(std::uint64_t id, const record& got) const {
     return std::move(stored).error();
   }
   const auto where = locate(id);
-  if (auto same = check_key_and_label(where, stored->key, stored->label, got); !same) {
+  if (auto same = check_key_and_label(where, stored->key, stored->label, stored->multipart, got);
+      !same) {
     return same;
   }
   if (got.payload != stored->payload) {
@@ -139,8 +171,13 @@ expected<void> sample_source::check(std::uint64_t id, const record& got) const {
 
 expected<std::shared_ptr<const sample_source>> open_sample_source(const std::filesystem::path& path,
                                                                   dataset_format format) {
-  if (format == dataset_format::shards) {
-    return wrap<shard_source>(sharded_dataset::open(path));
+  switch (format) {
+    case dataset_format::shards:
+      return wrap<shard_source>(sharded_dataset::open(path));
+    case dataset_format::webdataset:
+      return wrap<webdataset_source>(webdataset::open(path));
+    case dataset_format::folder:
+      break;
   }
   return wrap<folder_source>(scan_image_folder(path));
 }

@@ -1,6 +1,7 @@
 #pragma once
-/// Where the samples of a dataset come from: a directory of record shards, or an image
-/// folder (class sub-directories of image files). Both give records by dataset index.
+/// Where the samples of a dataset come from: a directory of record shards, an image folder
+/// (class sub-directories of image files), or a WebDataset tar set (core/storage/webdataset.hpp).
+/// All give records by dataset index.
 
 #include <cstdint>
 #include <filesystem>
@@ -14,39 +15,43 @@
 
 namespace conveyor {
 
-enum class dataset_format : std::uint8_t { shards, folder };
+enum class dataset_format : std::uint8_t { shards, folder, webdataset };
 
 /// Immutable after open: every method may be called concurrently.
 class sample_source {
  public:
   virtual ~sample_source() = default;
   virtual std::uint64_t size() const noexcept = 0;
+  /// Indexed by label; empty for a WebDataset (its labels are its samples' cls parts).
   virtual const std::vector<std::string>& class_names() const noexcept = 0;
-  /// Where sample `id` lives ("<file>" or "<shard> record <i>"), for messages. Precondition:
-  /// id < size().
+  /// Where sample `id` lives ("<file>", "<shard> record <i>" or "<tar> key <key>"), for
+  /// messages. Precondition: id < size().
   virtual std::string locate(std::uint64_t id) const = 0;
-  /// Reads sample `id`; errors name its file, or its shard and record.
+  /// Reads sample `id`; errors name its file, its shard and record, or its tar and key.
   virtual expected<record> read(std::uint64_t id) const = 0;
   /// Whether `got` (a copy from elsewhere: a peer's) is sample `id` as this dataset stores it;
   /// an error (checksum_mismatch, or a read's) names the sample and what differs. As much as
-  /// the dataset can tell cheaply: record shards check the key, label and payload against the
-  /// record's stored header and checksum (one read of its header and key); an image folder
-  /// checks the key, label and payload size (its files carry no checksum). This default reads
-  /// the sample and compares all of it. Precondition: id < size().
+  /// the dataset can tell cheaply: record shards check the key, label, multipart flag and
+  /// payload against the record's stored header and checksum (one read of its header and key);
+  /// an image folder checks the key, label and payload size (its files carry no checksum); a
+  /// WebDataset checks the key, the parts' names and sizes, and the cls part and label (one
+  /// small read; webdataset::check). This default reads the sample and compares all of it.
+  /// Precondition: id < size().
   virtual expected<void> check(std::uint64_t id, const record& got) const;
-  /// The bytes sample `id` takes in storage (its record, or its file; 0 when that cannot be
-  /// told, e.g. a file gone since the scan). A folder asks the file system each time.
+  /// The bytes sample `id` takes in storage (its record, its file, or its part container for a
+  /// WebDataset sample; 0 when that cannot be told, e.g. a file gone since the scan). A folder
+  /// asks the file system each time.
   virtual std::uint64_t stored_bytes(std::uint64_t id) const = 0;
-  /// The record shard sample `id` lies in (its index in the dataset's manifest); nullopt for a
-  /// dataset that is not in shards.
+  /// The shard sample `id` lies in (its record shard's index in the dataset's manifest, or its
+  /// tar's index in name order); nullopt for a dataset that is not in shards.
   virtual std::optional<std::uint64_t> shard_of(std::uint64_t id) const = 0;
-  /// The files the samples are stored in (the record shards, or every image file), for tools
-  /// that manage their pages (conveyor-analyze drops them from the page cache).
+  /// The files the samples are stored in (the record shards, every image file, or the tars), for
+  /// tools that manage their pages (conveyor-analyze drops them from the page cache).
   virtual std::vector<std::filesystem::path> files() const = 0;
 };
 
 /// Opens the dataset at `path`. Errors: not_found for a missing path, empty_dataset for a
-/// dataset without samples, and what the shard reader or folder scan reports.
+/// dataset without samples, and what the shard reader, folder scan or tar index reports.
 expected<std::shared_ptr<const sample_source>> open_sample_source(const std::filesystem::path& path,
                                                                   dataset_format format);
 

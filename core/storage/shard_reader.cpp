@@ -6,7 +6,13 @@ namespace sf = shard_format;
 
 namespace {
 
-expected<sf::trailer> read_trailer(const byte_source& source) {
+struct shard_ends {
+  std::uint32_t version = 0;
+  sf::trailer trailer;
+};
+
+// The file header's version and the trailer.
+expected<shard_ends> read_ends(const byte_source& source) {
   const auto& name = source.name();
   if (source.size() < sf::file_header_size + sf::trailer_size) {
     return error{errc::corrupt_shard, name + ": " + std::to_string(source.size()) +
@@ -16,15 +22,20 @@ expected<sf::trailer> read_trailer(const byte_source& source) {
   if (auto ok = source.read_at(0, header.data(), header.size()); !ok) {
     return std::move(ok).error();
   }
-  if (auto ok = sf::decode_file_header(header.data(), name); !ok) {
-    return std::move(ok).error();
+  auto version = sf::decode_file_header(header.data(), name);
+  if (!version) {
+    return std::move(version).error();
   }
   sf::trailer_bytes trailer{};
   if (auto ok = source.read_at(source.size() - sf::trailer_size, trailer.data(), trailer.size());
       !ok) {
     return std::move(ok).error();
   }
-  return sf::decode_trailer(trailer.data(), name);
+  auto t = sf::decode_trailer(trailer.data(), name);
+  if (!t) {
+    return std::move(t).error();
+  }
+  return shard_ends{*version, *t};
 }
 
 expected<void> check_index_bounds(const sf::trailer& t, std::uint64_t file_size,
@@ -67,9 +78,9 @@ std::string record_location(const std::string& shard, std::uint64_t i) {
   return shard + " record " + std::to_string(i);
 }
 
-shard_reader::shard_reader(std::shared_ptr<const byte_source> source, sf::trailer t,
-                           std::vector<sf::index_entry> index)
-    : source_(std::move(source)), trailer_(t), index_(std::move(index)) {}
+shard_reader::shard_reader(std::shared_ptr<const byte_source> source, std::uint32_t version,
+                           sf::trailer t, std::vector<sf::index_entry> index)
+    : source_(std::move(source)), version_(version), trailer_(t), index_(std::move(index)) {}
 
 expected<shard_reader> shard_reader::open(const std::filesystem::path& path) {
   auto source = open_file_source(path);
@@ -81,25 +92,26 @@ expected<shard_reader> shard_reader::open(const std::filesystem::path& path) {
 
 expected<shard_reader> shard_reader::open(std::shared_ptr<const byte_source> source) {
   const auto& name = source->name();
-  auto t = read_trailer(*source);
-  if (!t) {
-    return std::move(t).error();
+  auto ends = read_ends(*source);
+  if (!ends) {
+    return std::move(ends).error();
   }
-  if (auto ok = check_index_bounds(*t, source->size(), name); !ok) {
+  const auto& t = ends->trailer;
+  if (auto ok = check_index_bounds(t, source->size(), name); !ok) {
     return std::move(ok).error();
   }
-  std::vector<std::uint8_t> bytes(t->record_count * sf::index_entry_size);
-  if (auto ok = source->read_at(t->index_offset, bytes.data(), bytes.size()); !ok) {
+  std::vector<std::uint8_t> bytes(t.record_count * sf::index_entry_size);
+  if (auto ok = source->read_at(t.index_offset, bytes.data(), bytes.size()); !ok) {
     return std::move(ok).error();
   }
-  if (sf::checksum(bytes.data(), bytes.size()) != t->index_checksum) {
+  if (sf::checksum(bytes.data(), bytes.size()) != t.index_checksum) {
     return error{errc::corrupt_shard, name + ": index checksum mismatch"};
   }
-  auto index = decode_index(bytes, *t, name);
+  auto index = decode_index(bytes, t, name);
   if (!index) {
     return std::move(index).error();
   }
-  return shard_reader(std::move(source), *t, std::move(*index));
+  return shard_reader(std::move(source), ends->version, t, std::move(*index));
 }
 
 error shard_reader::out_of_range(std::uint64_t i) const {
@@ -137,7 +149,7 @@ expected<void> shard_reader::check(std::uint64_t i, const record& got) const {
   if (auto ok = source_->read_at(at.offset, head.data(), head.size()); !ok) {
     return error{ok.error().code(), where + ": " + ok.error().message()};
   }
-  auto header = sf::decode_record_header(head.data(), where);
+  auto header = sf::decode_record_header(head.data(), version_, where);
   if (!header) {
     return std::move(header).error();
   }
@@ -150,6 +162,10 @@ expected<void> shard_reader::check(std::uint64_t i, const record& got) const {
     return differs("label " + std::to_string(got.label) + " is not this record's (" +
                    std::to_string(header->label) + ")");
   }
+  if (got.multipart != ((header->flags & sf::record_multipart) != 0)) {
+    return differs(got.multipart ? "a multipart record, but this record is one part"
+                                 : "one part, but this record is multipart");
+  }
   if (sf::record_checksum(head.data(), key, header->key_size, got.payload.data(),
                           got.payload.size()) != header->checksum) {
     return differs("payload does not match the record's checksum");
@@ -159,7 +175,7 @@ expected<void> shard_reader::check(std::uint64_t i, const record& got) const {
 
 expected<record> shard_reader::parse_record(std::uint64_t i, const std::uint8_t* bytes) const {
   auto where = record_location(name(), i);
-  auto header = sf::decode_record_header(bytes, where);
+  auto header = sf::decode_record_header(bytes, version_, where);
   if (!header) {
     return std::move(header).error();
   }
@@ -182,6 +198,7 @@ expected<record> shard_reader::parse_record(std::uint64_t i, const std::uint8_t*
   r.key.assign(reinterpret_cast<const char*>(key), header->key_size);
   r.label = header->label;
   r.payload.assign(payload, payload + header->payload_size);
+  r.multipart = (header->flags & sf::record_multipart) != 0;
   return r;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-/// Reads one record shard with O(1) random access through its footer index. The header,
-/// trailer and index are validated on open; each record's checksum on every read.
+/// Reads one record shard (version 1 or 2) with O(1) random access through its footer index.
+/// The header, trailer and index are validated on open; each record's checksum on every read.
 
 #include <cstdint>
 #include <filesystem>
@@ -24,6 +24,8 @@ class shard_reader {
   std::uint64_t size() const noexcept { return index_.size(); }
   const std::string& name() const noexcept { return source_->name(); }
   const shard_format::trailer& trailer() const noexcept { return trailer_; }
+  /// The shard's format version (shard_format::first_version or multipart_version).
+  std::uint32_t version() const noexcept { return version_; }
   const shard_format::index_entry& entry(std::uint64_t i) const { return index_[i]; }
   const std::shared_ptr<const byte_source>& source() const noexcept { return source_; }
 
@@ -34,17 +36,19 @@ class shard_reader {
   expected<record> parse_record(std::uint64_t i, const std::uint8_t* bytes) const;
 
   /// Whether `got` is record `i` of this shard (a copy from elsewhere): its sizes against the
-  /// index, then its key, label and payload against the record's stored header and checksum.
+  /// index, then its key, label, multipart flag and payload against the record's stored header
+  /// and checksum.
   /// Reads only the record's header and key (one read of 32 + key bytes). Errors
   /// (checksum_mismatch, or the read's) name the shard and the record.
   expected<void> check(std::uint64_t i, const record& got) const;
 
  private:
-  shard_reader(std::shared_ptr<const byte_source> source, shard_format::trailer t,
-               std::vector<shard_format::index_entry> index);
+  shard_reader(std::shared_ptr<const byte_source> source, std::uint32_t version,
+               shard_format::trailer t, std::vector<shard_format::index_entry> index);
   error out_of_range(std::uint64_t i) const;
 
   std::shared_ptr<const byte_source> source_;
+  std::uint32_t version_;
   shard_format::trailer trailer_;
   std::vector<shard_format::index_entry> index_;
 };

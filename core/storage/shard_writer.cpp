@@ -16,7 +16,7 @@ expected<shard_writer> shard_writer::create(const std::filesystem::path& path) {
     return error{errc::io_error, partial.string() + ": cannot create: " + std::strerror(errno)};
   }
   shard_writer writer(path, std::move(file));
-  auto header = sf::encode_file_header();
+  auto header = sf::encode_file_header(sf::first_version);  // finish() may raise it
   if (auto ok = writer.write(header.data(), header.size()); !ok) {
     return std::move(ok).error();
   }
@@ -40,6 +40,17 @@ expected<void> shard_writer::write(const std::uint8_t* data, std::size_t size) {
 
 expected<void> shard_writer::append(std::string_view key, std::int32_t label,
                                     const std::uint8_t* payload, std::uint64_t payload_size) {
+  return append_record(key, label, 0, payload, payload_size);
+}
+
+expected<void> shard_writer::append(const record& r) {
+  return append_record(r.key, r.label, r.multipart ? sf::record_multipart : 0, r.payload.data(),
+                       r.payload.size());
+}
+
+expected<void> shard_writer::append_record(std::string_view key, std::int32_t label,
+                                           std::uint32_t flags, const std::uint8_t* payload,
+                                           std::uint64_t payload_size) {
   if (!file_) {
     return error{errc::invalid_argument, path_.string() + ": append after finish"};
   }
@@ -50,7 +61,7 @@ expected<void> shard_writer::append(std::string_view key, std::int32_t label,
   }
   const auto* key_bytes = reinterpret_cast<const std::uint8_t*>(key.data());
   auto key_size = static_cast<std::uint32_t>(key.size());
-  auto header = sf::encode_record_header(key_size, label, key_bytes, payload, payload_size);
+  auto header = sf::encode_record_header(key_size, label, flags, key_bytes, payload, payload_size);
   sf::index_entry entry{offset_, header.size() + key_size + payload_size};
   using piece = std::pair<const std::uint8_t*, std::size_t>;
   for (auto [data, size] : {piece{header.data(), header.size()}, piece{key_bytes, key_size},
@@ -60,6 +71,23 @@ expected<void> shard_writer::append(std::string_view key, std::int32_t label,
     }
   }
   index_.push_back(entry);
+  if (flags != 0) {
+    version_ = sf::multipart_version;
+  }
+  return {};
+}
+
+// The file header says version 1 until a multipart record makes the shard version 2.
+expected<void> shard_writer::write_version() {
+  if (version_ == sf::first_version) {
+    return {};
+  }
+  auto header = sf::encode_file_header(version_);
+  if (std::fseek(file_.get(), 0, SEEK_SET) != 0 ||
+      std::fwrite(header.data(), 1, header.size(), file_.get()) != header.size()) {
+    return error{errc::io_error, partial_path_.string() +
+                                     ": cannot rewrite the file header: " + std::strerror(errno)};
+  }
   return {};
 }
 
@@ -79,6 +107,9 @@ expected<shard_summary> shard_writer::finish() {
   if (auto ok = write(trailer.data(), trailer.size()); !ok) {
     return std::move(ok).error();
   }
+  if (auto ok = write_version(); !ok) {
+    return std::move(ok).error();
+  }
   if (std::fflush(file_.get()) != 0 || std::fclose(file_.release()) != 0) {
     return error{errc::io_error,
                  partial_path_.string() + ": flush failed: " + std::strerror(errno)};
@@ -88,7 +119,7 @@ expected<shard_summary> shard_writer::finish() {
   if (ec) {
     return error{errc::io_error, path_.string() + ": cannot rename from .partial: " + ec.message()};
   }
-  return shard_summary{path_, index_.size(), offset_, t.index_checksum};
+  return shard_summary{path_, index_.size(), offset_, t.index_checksum, version_};
 }
 
 }  // namespace conveyor

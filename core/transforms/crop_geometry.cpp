@@ -72,7 +72,25 @@ image_extent shorter_side_extent(int width, int height, int size) {
   return width <= height ? image_extent{size, scaled_longer} : image_extent{scaled_longer, size};
 }
 
+image_extent bounded_shorter_side_extent(int width, int height, int size, int max_size) {
+  const double shorter = std::min(width, height);
+  const double longer = std::max(width, height);
+  if (longer / shorter * size > max_size) {
+    size = python_round(max_size * shorter / longer);
+  }
+  if ((width <= height && width == size) || (height <= width && height == size)) {
+    return {width, height};
+  }
+  if (width < height) {
+    return {size, static_cast<int>(static_cast<double>(std::int64_t{size} * height) / width)};
+  }
+  return {static_cast<int>(static_cast<double>(std::int64_t{size} * width) / height), size};
+}
+
 image_extent resize_extent(const resize_spec& spec, image_extent source) {
+  if (spec.size > 0 && spec.max_size > 0) {
+    return bounded_shorter_side_extent(source.width, source.height, spec.size, spec.max_size);
+  }
   if (spec.size > 0) {
     return shorter_side_extent(source.width, source.height, spec.size);
   }

@@ -43,8 +43,16 @@ crop_box center_crop_box(int width, int height, int crop_width, int crop_height)
 /// one size * long / short rounded down. Precondition: all arguments > 0.
 image_extent shorter_side_extent(int width, int height, int size);
 
+/// maskrcnn_benchmark's Resize.get_size (maskrcnn_benchmark/data/transforms/transforms.py):
+/// the shorter side becomes `size`, unless the longer would then pass `max_size`, in which
+/// case the shorter becomes round(max_size * short / long) (Python's round, half to even);
+/// an image whose shorter side is that size already stays as it is; the longer side is
+/// int(size * long / short). Precondition: all arguments > 0.
+image_extent bounded_shorter_side_extent(int width, int height, int size, int max_size);
+
 /// The output size of `spec` for a `source` image: torchvision's Resize (shorter_side_extent
-/// for an int size, else height x width). Precondition: a spec that make_step accepts.
+/// for an int size, bounded_shorter_side_extent with a max_size, else height x width).
+/// Precondition: a spec that make_step accepts.
 image_extent resize_extent(const resize_spec& spec, image_extent source);
 
 /// The size of a `full` image decoded at `scale`, each side rounded up (as libjpeg does).

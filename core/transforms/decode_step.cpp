@@ -1,14 +1,19 @@
 // The decode step: encoded bytes -> RGB image, reduced in the DCT domain when the crop or
 // resize that follows is known before decoding.
 
+#include <cstring>
 #include <optional>
 #include <type_traits>
 #include <variant>
 
 #include "core/codecs/jpeg_decoder.hpp"
 #include "core/codecs/jpeg_region.hpp"
+#include "core/codecs/png_decoder.hpp"
+#include "core/transforms/array_decode_step.hpp"
 #include "core/transforms/crop_geometry.hpp"
 #include "core/transforms/resampler.hpp"
+#include "core/transforms/sample_parts.hpp"
+#include "core/transforms/spec_checks.hpp"
 #include "core/transforms/transform_step.hpp"
 
 namespace conveyor {
@@ -17,10 +22,13 @@ namespace {
 /// The step that directly follows, when scaled decoding may serve it.
 using reducible_step = std::variant<std::monostate, random_resized_crop_spec, resize_spec>;
 
+/// A record's image part -> an RGB image in field `to`.
 class decode_step final : public transform_step {
  public:
-  decode_step(const decode_spec& spec, reducible_step next)
-      : next_(std::move(next)),
+  decode_step(const decode_spec& spec, std::size_t to, reducible_step next)
+      : from_(spec.from),
+        to_(to),
+        next_(std::move(next)),
         roi_(spec.roi && std::holds_alternative<random_resized_crop_spec>(next_)) {
     options_.strict = spec.strict;
   }
@@ -28,21 +36,23 @@ class decode_step final : public transform_step {
   std::string_view name() const noexcept override { return decode_spec::op; }
 
   expected<void> apply(sample_state& sample, std::mt19937_64& /*rng*/) const override {
-    std::optional<planned_crop> plan = plan_crop(sample);
+    auto part = find_sample_part(sample, from_);
+    if (!part) {
+      return sample_error(part.error().code(), sample, name(), part.error().message());
+    }
+    std::optional<planned_crop> plan = plan_crop(sample, *part);
     decode_options options = options_;
     if (plan) {
       options.scale_num = plan->decode_scale.num;
       options.scale_denom = plan->decode_scale.denom;
     }
-    auto image = decode_planned(sample, options, plan);
+    auto image = decode_planned(*part, options, plan);
     if (!image) {
-      return sample_error(image.error().code(), sample, name(), image.error().message());
+      return sample_error(image.error().code(), sample, name(),
+                          "part '" + part->name + "': " + image.error().message());
     }
-    sample.image = std::move(*image);
+    sample.fields[to_].set(std::move(*image));
     sample.crop_plan = plan;
-    // The bytes are dead weight from here on; swapping really returns the memory (clear()
-    // would keep the capacity) while the sample waits in queues.
-    std::vector<std::uint8_t>().swap(sample.encoded);
     return {};
   }
 
@@ -51,12 +61,11 @@ class decode_step final : public transform_step {
   /// scale, for a JPEG; nullopt otherwise. Other formats only reveal their size by decoding in
   /// full: the step that follows then works on the full image. An unreadable header is left
   /// for decode_image to report.
-  std::optional<planned_crop> plan_crop(const sample_state& sample) const {
-    if (std::holds_alternative<std::monostate>(next_) ||
-        !is_jpeg(sample.encoded.data(), sample.encoded.size())) {
+  std::optional<planned_crop> plan_crop(const sample_state& sample, const part_ref& part) const {
+    if (std::holds_alternative<std::monostate>(next_) || !is_jpeg(part.data, part.size)) {
       return std::nullopt;
     }
-    auto info = probe_image(sample.encoded);
+    auto info = probe_image(part.data, part.size);
     if (!info) {
       return std::nullopt;
     }
@@ -79,39 +88,65 @@ class decode_step final : public transform_step {
 
   /// The image for `plan`: for a crop, only the region its box needs when the JPEG allows
   /// (plan->decoded says which); otherwise the whole image at the plan's scale.
-  expected<cv::Mat> decode_planned(const sample_state& sample, const decode_options& options,
+  expected<cv::Mat> decode_planned(const part_ref& part, const decode_options& options,
                                    std::optional<planned_crop>& plan) const {
     if (plan && roi_) {
       crop_box region = decoded_region_of(plan->source_box, plan->source, plan->decode_scale);
-      auto part = decode_jpeg_region(sample.encoded.data(), sample.encoded.size(), options,
-                                     {region.left, region.top, region.width, region.height});
-      if (!part) {
-        return std::move(part).error();
+      auto decoded = decode_jpeg_region(part.data, part.size, options,
+                                        {region.left, region.top, region.width, region.height});
+      if (!decoded) {
+        return std::move(decoded).error();
       }
-      if (*part) {
+      if (*decoded) {
         plan->decoded = region;
-        return std::move(**part);
+        return std::move(**decoded);
       }
     }
-    return decode_image(sample.encoded, options);
+    if (!is_jpeg(part.data, part.size) && is_png(part.data, part.size)) {
+      return decode_png_image(part);  // libpng: 8 and 16 bit, in every build
+    }
+    return decode_image(part.data, part.size, options);
   }
 
+  /// A PNG as an 8-bit RGB image (PIL's convert("RGB")); a 16-bit one is an error (decode it
+  /// as an array: dtype = "int32").
+  static expected<cv::Mat> decode_png_image(const part_ref& part) {
+    png_options o;
+    o.channels = png_channels::rgb;
+    auto a = decode_png(part.data, part.size, o);
+    if (!a) {
+      return std::move(a).error();
+    }
+    if (a->type != dtype::uint8) {
+      return error{errc::decode_error,
+                   "a 16-bit PNG is no 8-bit image (decode it as an array: "
+                   "dtype = \"int32\", rank = 3)"};
+    }
+    cv::Mat image(static_cast<int>(a->extent(0)), static_cast<int>(a->extent(1)), CV_8UC3);
+    std::memcpy(image.data, a->bytes.data(), a->bytes.size());
+    return image;
+  }
+
+  std::string from_;
+  std::size_t to_;
   decode_options options_;
   reducible_step next_;
   bool roi_ = true;  ///< decode.roi, and a crop follows: only its region is decoded
 };
 
-// What follows `spec`, when a reduced decode may serve it.
+// What follows `spec`, when a reduced decode may serve it: a crop or resize of the image it
+// makes, with nothing else moving along (a mask or boxes would need the full-size frame).
 reducible_step reducible(const decode_spec& spec, const transform_spec* next) {
   if (!spec.scaled || next == nullptr) {
     return {};
   }
   return std::visit(
-      [](const auto& step) -> reducible_step {
+      [&spec](const auto& step) -> reducible_step {
         using step_spec = std::decay_t<decltype(step)>;
         if constexpr (std::is_same_v<step_spec, random_resized_crop_spec> ||
                       std::is_same_v<step_spec, resize_spec>) {
-          if (resampler(step.interp).takes_reduced_decodes()) {
+          if (resampler(step.interp).takes_reduced_decodes() && step.fields.size() == 1 &&
+              step.fields.front() == spec.to) {
             return step;
           }
         }
@@ -122,12 +157,50 @@ reducible_step reducible(const decode_spec& spec, const transform_spec* next) {
 
 }  // namespace
 
-expected<step_ptr> make_decode_step(const decode_spec& spec, const transform_spec* next) {
-  return step_ptr(std::make_unique<decode_step>(spec, reducible(spec, next)));
+namespace {
+
+// The decoder `spec.from` names (its first alternative's extension decides; the record's
+// image when it names none).
+expected<part_kind> kind_of(const decode_spec& spec) {
+  if (spec.from.empty()) {
+    return part_kind::jpeg;  // the image path, whatever image format the part holds
+  }
+  return decoder_for_extension(spec.from.substr(0, spec.from.find(';')));
 }
 
-expected<step_ptr> make_step(const decode_spec& spec) {
-  return make_decode_step(spec, nullptr);
+// A JPEG, or a PNG with no array type declared: an image a crop works on.
+bool decodes_to_image(part_kind kind, const decode_spec& spec) {
+  return kind == part_kind::jpeg || (kind == part_kind::png && !spec.type);
+}
+
+}  // namespace
+
+expected<void> check_params(const decode_spec& spec) {
+  if (spec.to.empty()) {
+    return invalid_spec(decode_spec::op, "to must name the field it makes");
+  }
+  auto kind = kind_of(spec);
+  if (!kind) {
+    return invalid_spec(decode_spec::op, "from: " + kind.error().message());
+  }
+  if (spec.sample_rate < 0) {
+    return invalid_spec(decode_spec::op, "sample_rate must be >= 0");
+  }
+  return {};
+}
+
+expected<step_ptr> make_step(const decode_spec& spec, chain_fields& fields,
+                             const transform_spec* next) {
+  if (auto ok = check_params(spec); !ok) {
+    return std::move(ok).error();
+  }
+  const auto kind = *kind_of(spec);
+  if (!decodes_to_image(kind, spec)) {
+    return make_array_decode_step(spec, kind, fields);
+  }
+  auto to = fields.write(spec.to, {field_kind::tensor, dtype::uint8, 3, {varies, varies, 3, 0}},
+                         /*image=*/true);
+  return step_ptr(std::make_unique<decode_step>(spec, to, reducible(spec, next)));
 }
 
 }  // namespace conveyor

@@ -7,7 +7,9 @@ normalize_placement move_normalize_to_feeder(std::vector<transform_spec> chain) 
   if (!chain.empty()) {
     if (const auto* last = std::get_if<normalize_spec>(&chain.back())) {
       out.in_feeder = *last;
-      chain.back() = to_uint8_spec{};
+      to_uint8_spec planar;
+      planar.field = last->field;
+      chain.back() = planar;
     }
   }
   out.cpu_chain = std::move(chain);

@@ -18,8 +18,8 @@ struct normalize_placement {
 };
 
 /// Moves the final normalize of `chain` to the feeder: cpu_chain is `chain` with its last step,
-/// a normalize, replaced by to_uint8, and in_feeder is that normalize. A chain that does not end
-/// with normalize is returned whole, with in_feeder empty. Pure.
+/// a normalize, replaced by a to_uint8 of the same field, and in_feeder is that normalize. A chain
+/// that does not end with normalize is returned whole, with in_feeder empty. Pure.
 normalize_placement move_normalize_to_feeder(std::vector<transform_spec> chain);
 
 }  // namespace conveyor

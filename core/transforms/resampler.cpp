@@ -75,16 +75,16 @@ void resampler::resize_planned(const cv::Mat& image, const planned_crop& plan, c
                  cv::BORDER_REPLICATE);
 }
 
-expected<void> resampler::resize_planned(sample_state& sample, std::string_view step, cv::Size out,
-                                         cv::Mat& dst) const {
+expected<void> resampler::resize_planned(sample_state& sample, const cv::Mat& image,
+                                         std::string_view step, cv::Size out, cv::Mat& dst) const {
   const auto& held = sample.crop_plan->decoded;
-  if (held.width != sample.image.cols || held.height != sample.image.rows) {
+  if (held.width != image.cols || held.height != image.rows) {
     return sample_error(errc::transform_error, sample, step,
-                        "the image is " + std::to_string(sample.image.cols) + "x" +
-                            std::to_string(sample.image.rows) + ", the decode step planned " +
+                        "the image is " + std::to_string(image.cols) + "x" +
+                            std::to_string(image.rows) + ", the decode step planned " +
                             std::to_string(held.width) + "x" + std::to_string(held.height));
   }
-  resize_planned(sample.image, *sample.crop_plan, out, dst);
+  resize_planned(image, *sample.crop_plan, out, dst);
   sample.crop_plan.reset();
   return {};
 }

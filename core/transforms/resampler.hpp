@@ -26,11 +26,11 @@ class resampler {
   /// Precondition: image is scaled_extent(plan.source, plan.decode_scale) large.
   void resize_planned(const cv::Mat& image, const planned_crop& plan, cv::Size out,
                       cv::Mat& dst) const;
-  /// The image a decode step planned for `step` (sample.crop_plan set) resized to `out`, into
-  /// `dst`, and the plan cleared: the transform_error naming `step` and the sample when the
-  /// image is not the size the plan promised.
-  expected<void> resize_planned(sample_state& sample, std::string_view step, cv::Size out,
-                                cv::Mat& dst) const;
+  /// `image`, which a decode step planned for `step` (sample.crop_plan set), resized to
+  /// `out`, into `dst`, and the plan cleared: the transform_error naming `step` and the sample
+  /// when the image is not the size the plan promised.
+  expected<void> resize_planned(sample_state& sample, const cv::Mat& image, std::string_view step,
+                                cv::Size out, cv::Mat& dst) const;
   /// Whether a decode reduced in the DCT domain may serve this resampling: not for nearest,
   /// which picks source pixels (a reduced decode averages them).
   bool takes_reduced_decodes() const noexcept { return interp_ != interpolation::nearest; }

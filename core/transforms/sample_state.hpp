@@ -1,7 +1,7 @@
 #pragma once
 /// The in-flight state of one sample while a transform chain works on it. A chain may stop
 /// between any two steps and resume later on another thread or actor: everything it needs to
-/// go on is in here.
+/// go on is in here, every field included.
 
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 #include <opencv2/core/mat.hpp>
 
-#include "core/base/tensor.hpp"
+#include "core/base/host_array.hpp"
 #include "core/codecs/scale_ratio.hpp"
 #include "core/transforms/crop_geometry.hpp"
 
@@ -28,18 +28,44 @@ struct planned_crop {
   crop_box decoded;  ///< in the decoded image's coordinates; the sample's image is its size
 };
 
-/// Not synchronised: one owner at a time (move it between actors). Copies share the pixels of
-/// `image` (cv::Mat is ref-counted), but steps never write into an image in place, they
-/// replace it, so work on one copy never shows through in another.
+/// One field of a sample while the chain works on it (core/base/field_schema.hpp): an image,
+/// height x width x channels as OpenCV holds it, between a decode and the step that turns it
+/// into an array (to_uint8, normalize); otherwise an N-d array. Copies share an image's pixels
+/// (cv::Mat is ref-counted), but steps never write into an image in place, they replace it,
+/// so work on one copy never shows through in another.
+struct field_value {
+  cv::Mat image;
+  host_array array;
+  bool present = false;  ///< a step (or the record) has made it
+
+  bool is_image() const noexcept { return !image.empty(); }
+  /// Holds `m` (an image) from now on.
+  void set(cv::Mat m) {
+    image = std::move(m);
+    array = host_array{};
+    present = true;
+  }
+  /// Holds `a` (an array) from now on.
+  void set(host_array a) {
+    image.release();
+    array = std::move(a);
+    present = true;
+  }
+};
+
+/// Not synchronised: one owner at a time (move it between actors).
 struct sample_state {
   std::uint64_t sample_id = 0;   ///< index in the dataset; with epoch_seed, picks the randomness
   std::string key;               ///< file name or shard/record, for error messages
-  std::int32_t label = 0;        ///< class label, carried through untouched
   std::uint64_t epoch_seed = 0;  ///< seed of the current epoch
-  std::vector<std::uint8_t> encoded;  ///< the file's bytes; freed by the decode step
-  cv::Mat image;                      ///< HWC uint8 RGB once decoded
-  host_tensor output;                 ///< CHW, written by the final normalize / to_uint8 step
-  std::int64_t source_pixels = 0;     ///< width x height from the image header; 0 if unknown
+  /// The record's payload: one part, or a part container (core/storage/record_parts.hpp)
+  /// when `multipart`. Freed once no step reads a part any more.
+  std::vector<std::uint8_t> encoded;
+  bool multipart = false;
+  /// By field index of the chain (transform_chain::schema() and the fields steps use while
+  /// they work); transform_chain::start sizes it and sets the record's label.
+  std::vector<field_value> fields;
+  std::int64_t source_pixels = 0;  ///< width x height from the image header; 0 if unknown
   /// Set by a scaled decode step for the random_resized_crop or resize right after it: the box
   /// that step would have drawn (same rng), or the whole image, which it uses, and then clears.
   std::optional<planned_crop> crop_plan;

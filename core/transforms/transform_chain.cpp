@@ -4,72 +4,58 @@
 #include <random>
 #include <string>
 
+#include "core/transforms/chain_fields.hpp"
+
 namespace conveyor {
 namespace {
 
-bool writes_output(const transform_spec& spec) {
-  return std::holds_alternative<normalize_spec>(spec) ||
-         std::holds_alternative<to_uint8_spec>(spec);
-}
-
-error bad_order(const std::string& what) {
-  return error(errc::invalid_config, what);
-}
-
-/// Every other step needs the decoded image, and the batcher needs the output tensor.
-expected<void> check_order(const std::vector<transform_spec>& specs) {
-  if (specs.empty()) {
-    return bad_order("transform chain is empty (it needs at least decode and normalize)");
-  }
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    bool first = i == 0;
-    bool last = i + 1 == specs.size();
-    bool decode = std::holds_alternative<decode_spec>(specs[i]);
-    std::string where =
-        "transform " + std::to_string(i) + " (" + std::string(op_name(specs[i])) + "): ";
-    if (first && !decode) {
-      return bad_order(where + "the first transform must be decode");
-    }
-    if (!first && decode) {
-      return bad_order(where + "decode may only be the first transform");
-    }
-    if (last && !writes_output(specs[i])) {
-      return bad_order(where + "the last transform must be normalize or to_uint8");
-    }
-    if (!last && writes_output(specs[i])) {
-      return bad_order(where + "normalize and to_uint8 may only be the last transform");
-    }
-  }
-  return {};
-}
-
-/// Step i of `specs`. The decode step (first, check_order made sure) learns which step follows
-/// it, to plan a reduced decode for a crop.
-expected<step_ptr> make_chain_step(const std::vector<transform_spec>& specs, std::size_t i) {
-  if (i == 0) {
-    return make_decode_step(std::get<decode_spec>(specs[0]),
-                            specs.size() > 1 ? &specs[1] : nullptr);
-  }
-  return make_step(specs[i]);
+std::string step_name(const std::vector<transform_spec>& specs, std::size_t i) {
+  return "transform " + std::to_string(i) + " (" + std::string(op_name(specs[i])) + "): ";
 }
 
 }  // namespace
 
-expected<transform_chain> transform_chain::build(const std::vector<transform_spec>& specs) {
-  if (auto ok = check_order(specs); !ok) {
-    return std::move(ok).error();
-  }
-  auto steps = std::make_shared<std::vector<step_ptr>>();
-  steps->reserve(specs.size());
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    auto step = make_chain_step(specs, i);
-    if (!step) {
-      return error(errc::invalid_argument,
-                   "transform " + std::to_string(i) + ": " + step.error().message());
+expected<transform_chain> transform_chain::build(const std::vector<transform_spec>& specs,
+                                                 std::size_t* failed_step) {
+  auto fail = [&](std::size_t i, const error& e) {
+    if (failed_step != nullptr) {
+      *failed_step = i;
     }
-    steps->push_back(std::move(*step));
+    return error(e.code(), step_name(specs, i) + e.message());
+  };
+  if (specs.empty()) {
+    return error(errc::invalid_config,
+                 "the transform chain is empty (it needs at least a decode "
+                 "and a to_uint8 or normalize)");
   }
-  return transform_chain(std::move(steps));
+  auto s = std::make_shared<shared>();
+  chain_fields fields;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    auto step = make_step(specs[i], fields, i + 1 < specs.size() ? &specs[i + 1] : nullptr);
+    if (!step) {
+      return fail(i, step.error());
+    }
+    if (std::holds_alternative<decode_spec>(specs[i])) {
+      s->last_part_reader = i;
+    }
+    s->steps.push_back(std::move(*step));
+  }
+  auto schema = fields.schema();
+  if (!schema) {
+    return fail(specs.size() - 1, schema.error());
+  }
+  s->schema = std::move(*schema);
+  s->schema_positions = fields.schema_positions();
+  s->field_count = fields.size();
+  return transform_chain(std::move(s));
+}
+
+void transform_chain::start(sample_state& sample, std::int32_t label) const {
+  sample.fields.assign(shared_->field_count, field_value{});
+  auto l = host_array::uninitialized(dtype::int32, {});
+  *l.data<std::int32_t>() = label;
+  sample.fields[label_field].set(std::move(l));
+  sample.next_step = 0;
 }
 
 expected<void> transform_chain::run_next(sample_state& sample) const {
@@ -87,6 +73,11 @@ expected<void> transform_chain::run_next(sample_state& sample) const {
     return result;
   }
   sample.step_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+  if (sample.next_step == shared_->last_part_reader) {
+    // The bytes are dead weight from here on; swapping really returns the memory (clear()
+    // would keep the capacity) while the sample waits in queues.
+    std::vector<std::uint8_t>().swap(sample.encoded);
+  }
   ++sample.next_step;
   return {};
 }
@@ -98,6 +89,29 @@ expected<void> transform_chain::run_all(sample_state& sample) const {
     }
   }
   return {};
+}
+
+expected<std::vector<host_array>> transform_chain::take_fields(sample_state& sample) const {
+  const auto& schema = shared_->schema;
+  std::vector<host_array> out(schema.fields.size());
+  for (std::size_t i = 0; i < sample.fields.size(); ++i) {
+    const int at = shared_->schema_positions[i];
+    if (at < 0) {
+      continue;
+    }
+    auto& f = sample.fields[i];
+    const auto& spec = schema.fields[static_cast<std::size_t>(at)];
+    if (!f.present || f.is_image() || !spec.type.admits(f.array)) {
+      return error{errc::transform_error, sample_location(sample) + ": field '" + spec.name +
+                                              "' came out " +
+                                              (!f.present     ? std::string("missing")
+                                               : f.is_image() ? std::string("an image")
+                                                              : describe(f.array)) +
+                                              ", the chain makes it " + describe(spec.type)};
+    }
+    out[static_cast<std::size_t>(at)] = std::move(f.array);
+  }
+  return out;
 }
 
 }  // namespace conveyor

@@ -44,7 +44,9 @@ std::vector<transform_spec> imagenet_train_recipe() {
   random_resized_crop_spec crop;
   crop.height = 224;
   crop.width = 224;
-  return {decode_spec{}, crop, flip_spec{0.5}, normalize_spec{}};
+  flip_spec flip;
+  flip.p = 0.5;
+  return {decode_spec{}, crop, flip, normalize_spec{}};
 }
 
 }  // namespace conveyor

@@ -1,14 +1,19 @@
 #pragma once
 /// What a transform step should do, as plain data: one struct of parameters per op, named as
-/// in the `[[transform]] op = "..."` tables of the configuration. make_step (transform_step.hpp)
-/// validates a spec and builds the step.
+/// in the `[[transform]] op = "..."` tables of the configuration, with the names of the fields
+/// it reads and writes (README "Samples: named fields"; each op has defaults that make the
+/// image recipe: fields "image" and "label"). make_step (transform_step.hpp) validates a spec
+/// and builds the step.
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
+#include "conveyor/dtype.hpp"
 #include "conveyor/error.hpp"
 
 namespace conveyor {
@@ -20,9 +25,31 @@ namespace conveyor {
 /// a little faster, and it aliases where the image shrinks more than 2x.
 enum class interpolation : std::uint8_t { nearest, bilinear, bicubic, area, opencv_bilinear };
 
-/// Encoded bytes -> RGB image.
+/// The default image field.
+inline constexpr std::string_view image_field_name = "image";
+
+/// A record's part -> a field, by the part's extension (core/codecs/part_decoder.hpp): an
+/// image (jpg, jpeg, png, ...) -> an RGB image; npy -> its array; wav, flac, ogg -> float32
+/// samples; cls -> an int32 scalar; txt -> bytes; json -> the array at `key`.
 struct decode_spec {
   static constexpr std::string_view op = "decode";
+  /// The part it decodes: names separated by ';', the first present is taken
+  /// (core/storage/record_parts.hpp); "": the record's image (its only part, or the first part
+  /// named jpg, jpeg, png, ...).
+  std::string from;
+  std::string to{image_field_name};  ///< the field it makes
+  /// What the decoded array must be (npy, json: required; audio: float32 [frames] once
+  /// downmixed, [frames, channels] with mono false); a sample whose part decodes to
+  /// something else is quarantined naming it.
+  std::optional<dtype> type;
+  std::optional<int> rank;
+  std::string key;      ///< json: the key path ("boxes", "a.b") of the value to take
+  bool mono = true;     ///< audio: mix the channels down to one
+  int sample_rate = 0;  ///< audio: the rate the recipe needs (0: any)
+  bool utf8 = true;     ///< txt: the bytes must be UTF-8
+  /// json: the extents of the axes after the first (e.g. [4] for boxes), so that an empty
+  /// array has the right shape ([0, 4]).
+  std::vector<std::int64_t> inner_shape;
   bool strict = true;  ///< a truncated or corrupt JPEG is an error, not a grey-filled image
   /// When a random_resized_crop or a resize follows directly: plan it from the JPEG header
   /// (the crop's box, or the resize's output size) and decode in the DCT domain at the
@@ -40,9 +67,20 @@ struct rrc_params {
   std::array<double, 2> ratio{3.0 / 4.0, 4.0 / 3.0};  ///< width / height, [min, max]
 };
 
+/// The fields a geometric step moves (crop, resize, flip): the first is the image it works on;
+/// the others follow it: a box field (float32 [n, 4] of x0, y0, x1, y1 in pixels) moves with
+/// the image, a mask (a second image, e.g. a segmentation map) is cut, resized (nearest) and
+/// flipped with it, from the same random draws.
+using geometry_fields = std::vector<std::string>;
+
+inline geometry_fields default_geometry_fields() {
+  return {std::string(image_field_name)};
+}
+
 /// torchvision RandomResizedCrop: a random box, resized to height x width.
 struct random_resized_crop_spec {
   static constexpr std::string_view op = "random_resized_crop";
+  geometry_fields fields = default_geometry_fields();
   int height = 0;
   int width = 0;
   rrc_params params;
@@ -50,10 +88,14 @@ struct random_resized_crop_spec {
 };
 
 /// torchvision Resize: with `size` > 0 the shorter side becomes `size` and the aspect ratio
-/// stays; with `size` == 0 the image becomes exactly height x width.
+/// stays, and with `max_size` > 0 the longer side is at most max_size (then the longer side
+/// becomes max_size: Mask R-CNN's 800 / 1333); with `size` == 0 the image becomes exactly
+/// height x width.
 struct resize_spec {
   static constexpr std::string_view op = "resize";
+  geometry_fields fields = default_geometry_fields();
   int size = 0;
+  int max_size = 0;
   int height = 0;
   int width = 0;
   interpolation interp = interpolation::bilinear;
@@ -62,6 +104,7 @@ struct resize_spec {
 /// torchvision CenterCrop: the centred height x width box; a smaller image is zero-padded.
 struct center_crop_spec {
   static constexpr std::string_view op = "center_crop";
+  geometry_fields fields = default_geometry_fields();
   int height = 0;
   int width = 0;
 };
@@ -69,12 +112,14 @@ struct center_crop_spec {
 /// Horizontal flip with probability p.
 struct flip_spec {
   static constexpr std::string_view op = "flip";
+  geometry_fields fields = default_geometry_fields();
   double p = 0.5;
 };
 
 /// Image -> float32 CHW tensor, (pixel / 255 - mean) / stddev per RGB channel.
 struct normalize_spec {
   static constexpr std::string_view op = "normalize";
+  std::string field{image_field_name};
   std::array<double, 3> mean{0.485, 0.456, 0.406};    ///< ImageNet's, on the 0..1 scale
   std::array<double, 3> stddev{0.229, 0.224, 0.225};  ///< ImageNet's, on the 0..1 scale
 };
@@ -82,6 +127,7 @@ struct normalize_spec {
 /// Image -> uint8 CHW tensor (planar RGB), for trainers that normalise on the GPU.
 struct to_uint8_spec {
   static constexpr std::string_view op = "to_uint8";
+  std::string field{image_field_name};
 };
 
 using transform_spec = std::variant<decode_spec, random_resized_crop_spec, resize_spec,

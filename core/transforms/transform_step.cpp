@@ -9,9 +9,9 @@
 namespace conveyor {
 
 expected<void> image_step::apply(sample_state& sample, std::mt19937_64& rng) const {
-  if (sample.image.empty()) {
+  if (!sample.fields[image_field_].is_image()) {
     return sample_error(errc::transform_error, sample, name(),
-                        "no image (a decode step must come first)");
+                        "no image in its field (a decode step must come first)");
   }
   try {
     return apply_to_image(sample, rng);
@@ -22,8 +22,21 @@ expected<void> image_step::apply(sample_state& sample, std::mt19937_64& rng) con
   }
 }
 
-expected<step_ptr> make_step(const transform_spec& spec) {
-  return std::visit([](const auto& s) { return make_step(s); }, spec);
+expected<void> check_params(const transform_spec& spec) {
+  return std::visit([](const auto& s) { return check_params(s); }, spec);
+}
+
+expected<step_ptr> make_step(const transform_spec& spec, chain_fields& fields,
+                             const transform_spec* next) {
+  return std::visit(
+      [&](const auto& s) -> expected<step_ptr> {
+        if constexpr (std::is_same_v<std::decay_t<decltype(s)>, decode_spec>) {
+          return make_step(s, fields, next);
+        } else {
+          return make_step(s, fields);
+        }
+      },
+      spec);
 }
 
 std::mt19937_64 step_rng(const sample_state& sample, std::size_t step_index) {

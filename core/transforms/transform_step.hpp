@@ -1,6 +1,8 @@
 #pragma once
 /// One step of a per-sample transform chain (decode, crop, flip, normalise, ...), and the
-/// factories that validate a transform_spec and build its step.
+/// factories that validate a transform_spec and build its step in a chain: a step reads and
+/// writes named fields of the sample, bound to their indices when the chain is built
+/// (chain_fields.hpp), so that nothing looks a name up per sample.
 
 #include <cstddef>
 #include <memory>
@@ -9,13 +11,15 @@
 #include <string_view>
 
 #include "conveyor/error.hpp"
+#include "core/transforms/chain_fields.hpp"
 #include "core/transforms/sample_state.hpp"
 #include "core/transforms/transform_spec.hpp"
 
 namespace conveyor {
 
 /// Immutable once built: apply() is const and may run concurrently on different samples from
-/// any number of threads. All randomness comes from the `rng` argument.
+/// any number of threads. All randomness comes from the `rng` argument: a step that works on
+/// several fields (an image and its boxes) draws once for all of them.
 class transform_step {
  public:
   virtual ~transform_step() = default;
@@ -28,41 +32,65 @@ class transform_step {
   virtual expected<void> apply(sample_state& sample, std::mt19937_64& rng) const = 0;
 };
 
-/// A step that works on the decoded image: apply() refuses a sample without one and turns
-/// OpenCV exceptions into errc::transform_error, so that subclasses need do neither.
+/// A step that works on an image field (the first of its fields): apply() refuses a sample
+/// whose field holds no image and turns OpenCV exceptions into errc::transform_error, so that
+/// subclasses need do neither.
 class image_step : public transform_step {
  public:
+  explicit image_step(std::size_t image_field) : image_field_(image_field) {}
   expected<void> apply(sample_state& sample, std::mt19937_64& rng) const final;
 
  protected:
-  /// Precondition: !sample.image.empty(). May throw cv::Exception.
+  /// Precondition: the image field holds an image. May throw cv::Exception.
   virtual expected<void> apply_to_image(sample_state& sample, std::mt19937_64& rng) const = 0;
+  cv::Mat& image(sample_state& sample) const { return sample.fields[image_field_].image; }
+  std::size_t image_field() const noexcept { return image_field_; }
+
+ private:
+  std::size_t image_field_;
 };
 
 using step_ptr = std::unique_ptr<const transform_step>;
 
-/// Checks the parameters of `spec` and builds its step; errc::invalid_argument names the op and
-/// the parameter otherwise. Thread-safe.
-expected<step_ptr> make_step(const transform_spec& spec);
+/// Checks the parameters of `spec` alone; errc::invalid_argument names the op and the
+/// parameter otherwise. Thread-safe.
+expected<void> check_params(const transform_spec& spec);
+
+/// Builds the step of `spec` as the next step of a chain whose fields so far are `fields`:
+/// checks its parameters, binds the fields it reads (errc::invalid_config naming the field
+/// when no step before made it, or made it of a type the step cannot take) and declares those
+/// it writes. `next` is the spec of the step after it (null: none), which a decode uses to
+/// plan a reduced decode for a crop or resize.
+expected<step_ptr> make_step(const transform_spec& spec, chain_fields& fields,
+                             const transform_spec* next);
 
 // One factory per op, each defined next to its step.
-expected<step_ptr> make_step(const decode_spec& spec);
-/// The decode step of a chain in which `next` (null: none) follows it. With spec.scaled and a
-/// random_resized_crop next, it draws that crop's box from a JPEG's header with the crop's own
-/// rng (step_rng of the next step: the very box the crop would draw on the full image; or
+/// The decode step. With spec.scaled, a JPEG image and a random_resized_crop of the same image
+/// field next, it draws that crop's box from the JPEG's header with the crop's own rng
+/// (step_rng of the next step: the very box the crop would draw on the full image; or
 /// sample.given_box), decodes at the smallest jpeg_fast_reduction_scales() factor (1/8, 1/4,
 /// 1/2; the other M/8 are slower than a full decode) that keeps the box at least the crop's
 /// output size, and leaves box and scale in sample.crop_plan for the crop step. With a resize
 /// next, the same for the whole image and the resize's output size. Not for nearest
 /// interpolation (it picks source pixels, which a reduced decode averages). Other formats, and
-/// every input otherwise, decode in full as make_step(spec) does.
-expected<step_ptr> make_decode_step(const decode_spec& spec, const transform_spec* next);
-expected<step_ptr> make_step(const random_resized_crop_spec& spec);
-expected<step_ptr> make_step(const resize_spec& spec);
-expected<step_ptr> make_step(const center_crop_spec& spec);
-expected<step_ptr> make_step(const flip_spec& spec);
-expected<step_ptr> make_step(const normalize_spec& spec);
-expected<step_ptr> make_step(const to_uint8_spec& spec);
+/// every input otherwise, decode in full.
+expected<step_ptr> make_step(const decode_spec& spec, chain_fields& fields,
+                             const transform_spec* next);
+expected<step_ptr> make_step(const random_resized_crop_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const resize_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const center_crop_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const flip_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const normalize_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const to_uint8_spec& spec, chain_fields& fields);
+
+// One parameter check per op, next to its factory.
+expected<void> check_params(const decode_spec& spec);
+expected<void> check_params(const random_resized_crop_spec& spec);
+expected<void> check_params(const resize_spec& spec);
+expected<void> check_params(const center_crop_spec& spec);
+expected<void> check_params(const flip_spec& spec);
+expected<void> check_params(const normalize_spec& spec);
+expected<void> check_params(const to_uint8_spec& spec);
 
 /// The generator step `step_index` of `sample` draws from, seeded from (epoch seed, sample id,
 /// step index) only (sample_seed.hpp). The chain seeds each step with it; a step that decides

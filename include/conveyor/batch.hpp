@@ -1,10 +1,15 @@
 #pragma once
 /// The batch API that a trainer sees, whichever transport brings its batches: a pipeline in
 /// the trainer's own process (conveyor/pipeline.hpp) or a node it attached to
-/// (conveyor/client.hpp). One batch of one GPU (rank) at a time, as a tensor view plus the
-/// labels, ids and keys of its samples, and the batches of one epoch as a range:
+/// (conveyor/client.hpp). One batch of one GPU (rank) at a time: its named fields (README
+/// "Samples: named fields"), the ids and keys of its samples, and the batches of one epoch as
+/// a range:
 ///
 ///   for (auto& batch : source.epoch(e, ...)) train(batch.tensor(), batch.labels());
+///   for (auto& batch : source.epoch(e, ...)) {                 // any recipe
+///     auto audio = batch.field("features");                    // N x T x 240 float32, padded
+///     const std::int32_t* frames = audio->lengths;             // each sample's own T
+///   }
 
 #include <array>
 #include <cstddef>
@@ -13,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -48,6 +54,37 @@ struct tensor_view {
   std::size_t bytes() const noexcept;
 };
 
+/// How a batch carries a field: `stack`ed (every sample one shape: N x shape), `pad`ded to the
+/// batch's largest extent along each axis that varies (with each sample's own extents in
+/// `lengths`), or `ragged` (the samples' rows one after another, sample i at rows offsets[i] ..
+/// offsets[i + 1]).
+enum class collate : std::uint8_t { stack = 0, pad = 1, ragged = 2 };
+
+/// One field of a batch. `shape` has `rank` dimensions, the first the batch's: samples for
+/// stack and pad, rows of all samples for ragged. `data` is the field's memory, contiguous and
+/// row-major, valid (and writable where the batch is) until the batch is released; device
+/// memory of CUDA device `device` from a CUDA feeder, host memory otherwise. `lengths`
+/// (pad: int32 [samples, length_axes], each sample's extent along each padded axis, in axis
+/// order) and `offsets` (ragged: int64 [samples + 1]) are in host memory whatever `device` is.
+/// `bytes` fields hold byte strings (a transcript): uint8, ragged or padded, one per sample.
+struct field_view {
+  std::string_view name;
+  dtype type = dtype::uint8;
+  bool bytes = false;
+  collate mode = collate::stack;
+  int rank = 0;
+  std::array<std::int64_t, 5> shape{};
+  void* data = nullptr;
+  int device = -1;
+  std::size_t samples = 0;
+  const std::int32_t* lengths = nullptr;
+  int length_axes = 0;
+  const std::int64_t* offsets = nullptr;
+
+  std::size_t elements() const noexcept;
+  std::size_t byte_count() const noexcept;
+};
+
 /// One batch of one GPU. Move-only; not thread-safe (one thread at a time holds it; it may be
 /// handed to another thread). Held, it owns its memory: it stays readable until the batch is
 /// released, also after its pipeline or client is shut down or destroyed.
@@ -73,10 +110,17 @@ class batch {
   batch& operator=(const batch&) = delete;
   ~batch();
 
+  /// The "image" field as an N x C x H x W tensor (the image recipe's); an empty view when the
+  /// batch has no 4-dimensional "image" field.
   tensor_view tensor() const noexcept;
+  /// The field named `name`; nullopt when the batch has none.
+  std::optional<field_view> field(std::string_view name) const noexcept;
+  /// Every field, in the order the topology's steps made them.
+  std::vector<field_view> fields() const;
   /// The tensor's memory may be written. False for a batch that a node shares between several
   /// jobs (serve.jobs > 1): every job reads the same memory.
   bool writable() const noexcept;
+  /// The "label" field (int32, one per sample), when the batch has one; empty otherwise.
   const std::vector<std::int32_t>& labels() const noexcept;
   const std::vector<std::uint64_t>& sample_ids() const noexcept;
   /// Each sample's file, or shard and record.

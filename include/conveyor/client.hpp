@@ -67,7 +67,9 @@ struct client_info {
   std::uint64_t dataset_size = 0;
   std::uint64_t batch_size = 0;
   std::uint64_t slots = 0;  ///< batches the node prepares ahead for this rank, plus one
-  /// Each sample: channels x height x width elements of `type`.
+  /// The image recipe's "image" field, when the feed has one of rank 3: channels x height x
+  /// width elements of `type` (an extent that varies is -1); zeros otherwise. Every field is
+  /// described by the batches themselves (batch::fields()).
   int channels = 0;
   int height = 0;
   int width = 0;

@@ -44,19 +44,29 @@ caf::behavior credit_sink(caf::event_based_actor* /*self*/, std::shared_ptr<cred
   }};
 }
 
-prepared_ptr sample(std::uint64_t id, host_tensor tensor) {
+// Fields label and image (3 x 6 x 4).
+prepared_ptr sample(std::uint64_t id, host_array image) {
   auto s = std::make_shared<prepared_sample>();
   s->ticket.sample_id = id;
   s->key = "img_" + std::to_string(id) + ".jpg";
-  s->label = static_cast<std::int32_t>(id % 10);
-  s->tensor = std::move(tensor);
+  auto label = host_array::uninitialized(dtype::int32, {});
+  *label.data<std::int32_t>() = static_cast<std::int32_t>(id % 10);
+  s->fields.push_back(std::move(label));
+  s->fields.push_back(std::move(image));
   return s;
 }
 
-host_tensor filled(dtype type, std::uint8_t value) {
-  auto t = host_tensor::zeros(type, 3, 6, 4);
+host_array filled(dtype type, std::uint8_t value) {
+  auto t = host_array::zeros(type, {3, 6, 4});
   std::fill(t.bytes.begin(), t.bytes.end(), value);
   return t;
+}
+
+std::shared_ptr<const sample_schema> schema_of(dtype image) {
+  sample_schema s;
+  s.fields.push_back({"label", {field_kind::tensor, dtype::int32, 0, {}}, {}});
+  s.fields.push_back({"image", {field_kind::tensor, image, 3, {3, 6, 4, 0}}, {}});
+  return std::make_shared<const sample_schema>(std::move(s));
 }
 
 batch_plan plan_of(std::uint64_t index, std::vector<prepared_ptr> samples, bool last = false) {
@@ -74,6 +84,9 @@ class CudaFeederActor : public ::testing::Test {
     feeder_options opts;
     opts.gpu = 0;
     opts.slots = 2;
+    opts.schema = schema_of(normalize ? dtype::uint8 : dtype::float32);
+    opts.batch_size = 2;
+    opts.normalize_field = 1;
     opts.batcher = caf::actor_cast<batcher_actor>(sys_.spawn(credit_sink, credits_));
     opts.channel = channel_;
     opts.status = status_;
@@ -142,11 +155,14 @@ TEST_F(CudaFeederOnDevice, HandsDeviceBatchesInOrderAndCreditsOnRelease) {
   ASSERT_TRUE(first);
   EXPECT_EQ(first->index, 0u);
   EXPECT_EQ(first->device, device_);
-  EXPECT_EQ(first->type, dtype::float32);
-  EXPECT_EQ(first->shape, (std::array<int, 4>{2, 3, 6, 4}));
+  EXPECT_EQ(first->type_of(1), dtype::float32);
+  EXPECT_EQ(first->fields[1].shape[0], 2);
+  EXPECT_EQ(first->fields[1].shape[1], 3);
+  EXPECT_EQ(first->fields[1].shape[2], 6);
+  EXPECT_EQ(first->fields[1].shape[3], 4);
   EXPECT_EQ(first->keys, (std::vector<std::string>{"img_1.jpg", "img_2.jpg"}));
-  EXPECT_TRUE(first->bytes.empty());
-  auto bytes = cuda::testing::to_host(first->device_data, 2 * 3 * 6 * 4 * 4);
+  EXPECT_EQ(first->labels, (std::vector<std::int32_t>{1, 2}));
+  auto bytes = cuda::testing::to_host(first->values_of(1), 2 * 3 * 6 * 4 * 4);
   EXPECT_EQ(bytes.front(), 1);
   EXPECT_EQ(bytes.back(), 2);
   auto marker = channel_->pop();
@@ -159,7 +175,7 @@ TEST_F(CudaFeederOnDevice, HandsDeviceBatchesInOrderAndCreditsOnRelease) {
 
 TEST_F(CudaFeederOnDevice, NormalisesUint8SamplesOnTheGpu) {
   feeder_ = spawn(device_, normalize_spec{}, dtype::bfloat16);
-  auto t = host_tensor::zeros(dtype::uint8, 3, 6, 4);
+  auto t = host_array::zeros(dtype::uint8, {3, 6, 4});
   for (std::size_t i = 0; i < t.bytes.size(); ++i) {
     t.bytes[i] = static_cast<std::uint8_t>(i * 11);
   }
@@ -167,11 +183,11 @@ TEST_F(CudaFeederOnDevice, NormalisesUint8SamplesOnTheGpu) {
   caf::anon_send(feeder_, atoms::batch::value, plan_of(1, {}, true));
   auto batch = channel_->pop();
   ASSERT_TRUE(batch);
-  EXPECT_EQ(batch->type, dtype::bfloat16);
+  EXPECT_EQ(batch->type_of(1), dtype::bfloat16);
   std::vector<std::uint8_t> want(t.element_count() * 2);
   ASSERT_TRUE(normalize_batch(t.bytes.data(), {1, 3, 6, 4, pixel_layout::chw},
                               coefficients_of(normalize_spec{}), dtype::bfloat16, want.data()));
-  EXPECT_EQ(cuda::testing::to_host(batch->device_data, want.size()), want);
+  EXPECT_EQ(cuda::testing::to_host(batch->values_of(1), want.size()), want);
   auto marker = channel_->pop();
   ASSERT_TRUE(marker) << "the end-of-epoch marker passes too";
   EXPECT_TRUE(marker->last_in_epoch);

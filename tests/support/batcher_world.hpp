@@ -26,7 +26,17 @@ struct world_params {
   /// half of its attempts still arrive later (they must be ignored). 0: none.
   std::uint64_t kill_every = 0;
   std::uint32_t max_sample_retries = 2;
+  bool balanced = false;  ///< latency_aware: equal batches per GPU
+  /// Each prepared sample gets field 0: a uint8 array of length_of(sample id) elements, and
+  /// the policy buckets by it.
+  bucketing buckets{};
+  std::uint64_t window = 0;  ///< samples in flight at most; 0: default_window
 };
+
+/// The length of sample `id`'s field 0 in a bucketed world: spread over 1 .. 400.
+inline std::int64_t length_of(std::uint64_t id) {
+  return static_cast<std::int64_t>((id * 7919) % 400 + 1);
+}
 
 struct world_result {
   std::vector<batch_plan> batches;
@@ -42,7 +52,10 @@ struct world_result {
 class batcher_world {
  public:
   batcher_world(const world_params& p, batching_policy kind, std::uint64_t seed)
-      : p_(p), core_(settings(p, seed), make_batch_policy(kind, {p.batch, p.gpus})), rng_(seed) {
+      : p_(p),
+        core_(settings(p, seed),
+              make_batch_policy(kind, {p.batch, p.gpus, p.balanced, 0, p.buckets})),
+        rng_(seed) {
     for (int g = 0; g < p.gpus; ++g) {
       core_.on_credit(g, p.prefetch + 1);
     }
@@ -79,7 +92,9 @@ class batcher_world {
     s.gpus = p.gpus;
     s.workers = p.workers;
     s.max_sample_retries = p.max_sample_retries;
-    s.window_samples = (p.prefetch + 1) * p.batch * static_cast<std::uint64_t>(p.gpus);
+    s.window_samples =
+        p.window != 0 ? p.window : default_window(p.prefetch, p.batch, p.gpus, p.buckets);
+    s.buckets = p.buckets;
     return s;
   }
 
@@ -134,6 +149,9 @@ class batcher_world {
     }
     auto sample = std::make_shared<prepared_sample>();
     sample->ticket = d.ticket;
+    if (p_.buckets.enabled()) {
+      sample->fields.push_back(host_array::zeros(dtype::uint8, {length_of(d.ticket.sample_id)}));
+    }
     core_.on_prepared(std::move(sample));
   }
 

@@ -35,9 +35,12 @@ inline pipeline_spec make_spec(const std::filesystem::path& dir, int gpus, std::
   random_resized_crop_spec crop;
   crop.height = 24;
   crop.width = 20;
-  auto chain = transform_chain::build({decode_spec{}, crop, flip_spec{0.5}, normalize_spec{}});
+  flip_spec flip;
+  flip.p = 0.5;
+  auto chain = transform_chain::build({decode_spec{}, crop, flip, normalize_spec{}});
   EXPECT_TRUE(chain) << chain.error().what();
-  pipeline_spec spec{*source, *chain, {}, batching_policy::in_order};
+  auto schema = std::make_shared<const sample_schema>(chain->schema());
+  pipeline_spec spec{*source, *chain, schema, schema, {}, batching_policy::in_order};
   spec.settings.seed = 11;
   spec.settings.epochs = epochs;
   spec.settings.batch_size = 4;
@@ -74,9 +77,13 @@ inline void train(pipeline_runtime& rt, int gpu, std::uint64_t epochs, trainer_l
         log.problems.push_back("batch of epoch " + std::to_string(batch->epoch) + " gpu " +
                                std::to_string(batch->gpu) + " out of place");
       }
+      const auto& image = batch->fields.at(1);  // label, image
+      const std::array<std::int64_t, 4> shape{image.shape[0], image.shape[1], image.shape[2],
+                                              image.shape[3]};
       if (batch->size() > 0 &&
-          (batch->shape != std::array<int, 4>{static_cast<int>(batch->size()), 3, 24, 20} ||
-           batch->type != dtype::float32 || batch->external == nullptr)) {
+          (shape !=
+               std::array<std::int64_t, 4>{static_cast<std::int64_t>(batch->size()), 3, 24, 20} ||
+           image.type != dtype::float32 || batch->external == nullptr)) {
         log.problems.push_back("bad batch shape");
       }
       for (std::size_t i = 0; i < batch->size(); ++i) {

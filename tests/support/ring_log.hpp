@@ -62,7 +62,7 @@ class ring_log {
 
 /// A small batch: 2 uint8 samples of 3 x 4 x 5.
 inline batch_layout small_layout(int samples = 2) {
-  return {dtype::uint8, samples, 3, 4, 5, pixel_layout::chw};
+  return {static_cast<std::size_t>(samples) * 60, 0, {samples, 3, 4, 5, pixel_layout::chw}};
 }
 
 }  // namespace conveyor::testing

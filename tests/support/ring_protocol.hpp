@@ -58,8 +58,8 @@ class RingProtocol : public ::testing::Test {
     if (!slot) {
       return nullptr;
     }
-    auto* bytes = (*slot)->sample(0);
-    std::fill(bytes, bytes + layout.bytes(), value);
+    auto* bytes = (*slot)->host();
+    std::fill(bytes, bytes + layout.bytes, value);
     auto ok = ring.submit(**slot, "batch " + std::to_string(number),
                           [log = log_, number] { log->handed_over(number); });
     EXPECT_TRUE(ok) << ok.error().what();
@@ -84,7 +84,7 @@ TYPED_TEST_SUITE_P(RingProtocol);
 TYPED_TEST_P(RingProtocol, ReuseNeverOvertakesTheTrainersRelease) {
   auto ring = this->make_ring(2);
   ASSERT_TRUE(ring);
-  const auto bytes = small_layout().bytes();
+  const auto bytes = small_layout().bytes;
   std::vector<std::size_t> held;  // slots handed over, oldest first
   int retired = 0;
   auto retire_oldest = [&] {
@@ -127,7 +127,7 @@ TYPED_TEST_P(RingProtocol, AHeldBatchOutlivesItsFeeder) {
   ASSERT_TRUE(this->log_->wait_for_batches(1));
   const auto index = slot->index();
   const auto out = slot->output();
-  const auto bytes = small_layout().bytes();
+  const auto bytes = small_layout().bytes;
   std::shared_ptr<slot_owner> held = ring;  // what a handed-out batch keeps
   ring->stop();                             // the feeder exits...
   ring.reset();                             // ...and lets go
@@ -154,10 +154,9 @@ TYPED_TEST_P(RingProtocol, BatchesAreHandedOverInOrderWithTheirBytes) {
   ASSERT_TRUE(this->log_->wait_for_batches(4));
   EXPECT_EQ(this->log_->batches(), (std::vector<int>{0, 1, 2, 3}));
   for (std::size_t b = 0; b < outputs.size(); ++b) {
-    EXPECT_EQ(outputs[b].type, dtype::uint8);
-    EXPECT_EQ(outputs[b].shape, (std::array<int, 4>{2, 3, 4, 5}));
+    EXPECT_EQ(outputs[b].normalized, nullptr) << "nothing normalised";
     EXPECT_EQ(outputs[b].device, ring->engine().device());
-    EXPECT_TRUE(this->all_are(this->kit_.read_now(outputs[b].data, small_layout().bytes()),
+    EXPECT_TRUE(this->all_are(this->kit_.read_now(outputs[b].data, small_layout().bytes),
                               static_cast<std::uint8_t>(10 * (b + 1))));
   }
   EXPECT_EQ(marker->output().data, nullptr);
@@ -171,17 +170,20 @@ TYPED_TEST_P(RingProtocol, NormalizeGivesTheCpuReference) {
     const auto layout = small_layout();
     auto slot = ring->acquire(layout);
     ASSERT_TRUE(slot) << slot.error().what();
-    std::vector<std::uint8_t> input(layout.bytes());
+    std::vector<std::uint8_t> input(layout.bytes);
     for (std::size_t i = 0; i < input.size(); ++i) {
       input[i] = static_cast<std::uint8_t>(i * 37 + 5);
     }
-    std::copy(input.begin(), input.end(), (*slot)->sample(0));
+    std::copy(input.begin(), input.end(), (*slot)->host());
     ASSERT_TRUE(ring->submit(**slot, "batch 0", [log = this->log_] { log->handed_over(0); }));
     ASSERT_TRUE(this->log_->wait_for_batches(1));
-    std::vector<std::uint8_t> want(layout.uint8_shape().elements() * size_of(out));
-    ASSERT_TRUE(normalize_batch(input.data(), layout.uint8_shape(), k, out, want.data()));
-    EXPECT_EQ((*slot)->output().type, out);
-    EXPECT_EQ(this->kit_.read_now((*slot)->output().data, want.size()), want) << name_of(out);
+    std::vector<std::uint8_t> want(layout.images.elements() * size_of(out));
+    ASSERT_TRUE(normalize_batch(input.data(), layout.images, k, out, want.data()));
+    EXPECT_EQ((*slot)->output().normalized_type, out);
+    EXPECT_EQ(
+        this->kit_.read_now(static_cast<std::uint8_t*>((*slot)->output().normalized), want.size()),
+        want)
+        << name_of(out);
     this->log_ = std::make_shared<ring_log>();
   }
 }
@@ -197,7 +199,7 @@ TYPED_TEST_P(RingProtocol, ASlotGrowsForALargerBatch) {
   slot = this->feed(*ring, 1, 2, small_layout(8));
   ASSERT_NE(slot, nullptr);
   ASSERT_TRUE(this->log_->wait_for_batches(2));
-  EXPECT_TRUE(this->all_are(this->kit_.read_now(slot->output().data, small_layout(8).bytes()), 2));
+  EXPECT_TRUE(this->all_are(this->kit_.read_now(slot->output().data, small_layout(8).bytes), 2));
 }
 
 TYPED_TEST_P(RingProtocol, MisuseIsRefusedWithAnError) {
@@ -212,9 +214,14 @@ TYPED_TEST_P(RingProtocol, MisuseIsRefusedWithAnError) {
 
   auto ring = this->make_ring(1, coefficients_of(normalize_spec{}));
   ASSERT_TRUE(ring);
-  auto floats = ring->acquire({dtype::float32, 1, 3, 4, 5, pixel_layout::chw});
-  ASSERT_FALSE(floats);
-  EXPECT_NE(floats.error().message().find("uint8"), std::string::npos) << floats.error().what();
+  auto no_images = ring->acquire({240, 0, {}});
+  ASSERT_FALSE(no_images);
+  EXPECT_NE(no_images.error().message().find("images (uint8"), std::string::npos)
+      << no_images.error().what();
+  auto past_the_end = ring->acquire({60, 10, {1, 3, 4, 5, pixel_layout::chw}});
+  ASSERT_FALSE(past_the_end);
+  EXPECT_NE(past_the_end.error().message().find("run past"), std::string::npos)
+      << past_the_end.error().what();
   EXPECT_FALSE(ring->reclaim(0)) << "a free slot is not in use";
   auto* slot = this->feed(*ring, 0, 3);
   ASSERT_NE(slot, nullptr);

@@ -6,7 +6,7 @@
 //
 // LIST: one image a line, "PATH" or "PATH LEFT TOP WIDTH HEIGHT": the box random_resized_crop
 // takes (and a scaled decode plans for) instead of drawing one (sample_state::given_box).
-// Each sample's output tensor (CHW, the chain's dtype) is appended to OUT; one line a sample
+// Each sample's "image" field (CHW, the chain's dtype) is appended to OUT; one line a sample
 // on stdout: "CHANNELS HEIGHT WIDTH DTYPE". Sample i has id i and epoch seed 0 (a flip with
 // 0 < p < 1 draws from them). Exit 1 on the first sample that fails, naming it; 2 on a bad
 // command line or topology.
@@ -28,7 +28,7 @@ std::vector<std::uint8_t> file_bytes(const std::string& path) {
 }
 
 // The sample of one LIST line: its file's bytes and, when given, the crop box.
-sample_state sample_of(const std::string& line, std::uint64_t id) {
+sample_state sample_of(const transform_chain& chain, const std::string& line, std::uint64_t id) {
   std::istringstream fields(line);
   std::string path;
   fields >> path;
@@ -36,6 +36,7 @@ sample_state sample_of(const std::string& line, std::uint64_t id) {
   s.sample_id = id;
   s.key = path;
   s.encoded = file_bytes(path);
+  chain.start(s, 0);
   crop_box box;
   if (fields >> box.left >> box.top >> box.width >> box.height) {
     s.given_box = box;
@@ -64,16 +65,21 @@ int main(int argc, char** argv) {
   std::ofstream out(argv[3], std::ios::binary);
   std::string line;
   for (std::uint64_t id = 0; std::getline(list, line); ++id) {
-    auto s = sample_of(line, id);
+    auto s = sample_of(*chain, line, id);
     if (auto ok = chain->run_all(s); !ok) {
       std::cerr << ok.error().what() << "\n";
       return 1;
     }
-    const auto& t = s.output;
+    auto fields = chain->take_fields(s);
+    if (!fields) {
+      std::cerr << fields.error().what() << "\n";
+      return 1;
+    }
+    const auto& t = (*fields)[*chain->schema().index_of("image")];
     out.write(reinterpret_cast<const char*>(t.bytes.data()),
               static_cast<std::streamsize>(t.bytes.size()));
-    std::cout << t.channels << " " << t.height << " " << t.width << " "
-              << (t.type == dtype::float32 ? "float32" : "uint8") << "\n";
+    std::cout << t.extent(0) << " " << t.extent(1) << " " << t.extent(2) << " " << name_of(t.type)
+              << "\n";
   }
   return 0;
 }

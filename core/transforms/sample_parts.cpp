@@ -1,0 +1,63 @@
+#include "core/transforms/sample_parts.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "core/storage/record_parts.hpp"
+#include "core/transforms/transform_step.hpp"
+
+namespace conveyor {
+namespace {
+
+constexpr std::array<std::string_view, 9> image_names{"jpg", "jpeg", "png", "bmp", "webp",
+                                                      "ppm", "pgm",  "tif", "tiff"};
+
+// The record's image when the step names none: its only part, else its first image part.
+const part_view* image_part(const std::vector<part_view>& parts) {
+  if (parts.size() == 1) {
+    return &parts.front();
+  }
+  auto it = std::find_if(parts.begin(), parts.end(),
+                         [](const part_view& p) { return names_image(p.name); });
+  return it == parts.end() ? nullptr : &*it;
+}
+
+std::string names_of(const std::vector<part_view>& parts) {
+  std::string out;
+  for (const auto& p : parts) {
+    out += (out.empty() ? "'" : ", '") + std::string(p.name) + "'";
+  }
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+bool names_image(std::string_view name) noexcept {
+  auto dot = name.find_last_of('.');
+  auto ext = dot == std::string_view::npos ? name : name.substr(dot + 1);
+  return std::find(image_names.begin(), image_names.end(), ext) != image_names.end();
+}
+
+expected<part_ref> find_sample_part(const sample_state& sample, std::string_view wanted) {
+  std::vector<part_view> parts;
+  std::string single_name;  // the one part's name, viewed by parts
+  if (sample.multipart) {
+    auto parsed = parse_parts(sample.encoded.data(), sample.encoded.size(), sample.key);
+    if (!parsed) {
+      return std::move(parsed).error();
+    }
+    parts = std::move(*parsed);
+  } else {
+    single_name = single_part_name(sample.key);
+    parts.push_back({single_name, sample.encoded.data(), sample.encoded.size()});
+  }
+  const part_view* found = wanted.empty() ? image_part(parts) : find_part(parts, wanted);
+  if (found == nullptr) {
+    return error{errc::not_found, sample_location(sample) + " has no part '" +
+                                      (wanted.empty() ? "an image" : std::string(wanted)) +
+                                      "' (its parts: " + names_of(parts) + ")"};
+  }
+  return part_ref{std::string(found->name), found->data, found->size};
+}
+
+}  // namespace conveyor

@@ -1,0 +1,48 @@
+#pragma once
+/// WebDataset tar sets written by Python's tarfile (tests/python/make_webdataset.py, run with
+/// /usr/bin/python3), and what a reader must find in them: the tars as users make them, not as
+/// this project's code would.
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/test_support.hpp"
+
+namespace conveyor::testing {
+
+/// A sample of a set, in dataset order, as the script wrote it.
+struct python_sample {
+  bool readable = true;  ///< false: its read must be refused
+  std::string tar;       ///< the tar's file name
+  std::string key;
+  std::int32_t label = 0;
+  std::vector<std::pair<std::string, std::vector<std::uint8_t>>> parts;  ///< in tar order
+  std::string refusal;  ///< words a refusal must contain
+};
+
+struct python_tar_set {
+  std::filesystem::path dir;  ///< the tars (and a file that is no tar)
+  std::vector<python_sample> samples;
+};
+
+/// Writes the set `scenario` ("clean" or "damaged", see the script) under `dir`. A failed
+/// expectation when the script fails.
+python_tar_set make_python_tars(const temp_dir& dir, const std::string& scenario);
+
+/// A detection set of scripts/make-detection-set: WebDataset tars of jpg + json (boxes,
+/// classes) + cls, each object a filled rectangle in its class's colour.
+struct detection_set {
+  std::filesystem::path dir;
+  std::vector<std::array<int, 3>> palette;  ///< class i's colour, RGB
+  std::filesystem::path recipe;             ///< config/examples/detection.toml
+};
+
+/// Writes `count` samples, `per_tar` to a tar, under `dir`. A failed expectation when the
+/// script fails.
+detection_set make_detection_set(const temp_dir& dir, int count, int per_tar);
+
+}  // namespace conveyor::testing
