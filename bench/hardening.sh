@@ -39,7 +39,7 @@ sample() {
 # serve NAME FLOOD_S: the node, two honest jobs and (FLOOD_S > 0) the hostile process; prints
 # the honest jobs' wall seconds (the slower job's).
 serve() {
-  local name=$1 flood=$2 sock="$work/$1.sock"
+  local name=$1 flood=$2 sock="$work/$1.sock" hostile=""
   "$NODE_BIN" --topology "$BENCH_ROOT/config/default.toml" --set "dataset.path=$data" \
     --set dataset.format=shards --set pipeline.batch_size=32 --set "trainer.epochs=$epochs" \
     --set monitor.interval_ms=10000 --set "serve.socket=$sock" --set serve.jobs=2 \
@@ -59,11 +59,14 @@ serve() {
     # rank first *is* that rank to the node (README, "Security").
     until (($(grep -c "attached (pid" "$work/$name.node.err" || true) >= 2)); do sleep 0.1; done
     "$PYTHON" "$BENCH_ROOT/bench/hostile_client.py" "$sock" "$flood" >"$work/$name.hostile" &
+    hostile=$!
   fi
   wait "${clients[@]}"
   local end
   end=$(date +%s.%N)
   wait "$node" || log "$name: the node exited $?"
+  # It floods for its whole time (a closed socket counts as refused), then prints its counts.
+  [[ -z "${hostile:-}" ]] || wait "$hostile"
   awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f\n", b - a }'
 }
 

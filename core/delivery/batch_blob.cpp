@@ -216,7 +216,9 @@ batch_field write_ragged(const batch_plan& plan, std::size_t index, const field_
   offsets[0] = 0;
   for (std::size_t i = 0; i < plan.samples.size(); ++i) {
     const auto& a = plan.samples[i]->fields[index];
-    std::memcpy(dest, a.bytes.data(), a.bytes.size());
+    if (!a.bytes.empty()) {  // an empty vector's data() may be null
+      std::memcpy(dest, a.bytes.data(), a.bytes.size());
+    }
     dest += a.bytes.size();
     rows += a.extent(0);
     offsets[i + 1] = rows;
