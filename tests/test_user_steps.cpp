@@ -126,7 +126,8 @@ TEST(UserStepTopology, AFieldOfTheWrongDtypeIsAConfigurationErrorNamingTheStep) 
   expect_invalid(load("[[transform]]\nop = \"float_tokens\"\n\n"
                       "[[transform]]\nop = \"read_int_tokens\"\n"),
                  {"node.toml:13:1: transform[3]", "transform 3 (read_int_tokens)",
-                  "field 'tokens' is float32 [?]", "reads int32 of rank 1"});
+                  "field 'tokens' is float32 [?] there (made by transform 2 (float_tokens))",
+                  "reads int32 of rank 1"});
 }
 
 TEST(UserStepTopology, AnUnknownOpListsTheRegisteredSteps) {

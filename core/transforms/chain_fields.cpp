@@ -3,7 +3,11 @@
 namespace conveyor {
 
 chain_fields::chain_fields() {
-  fields_.push_back({std::string(label_field_name), {field_kind::tensor, dtype::int32, 0, {}}});
+  fields_.push_back({std::string(label_field_name),
+                     {field_kind::tensor, dtype::int32, 0, {}},
+                     false,
+                     true,
+                     "the record"});
 }
 
 expected<std::size_t> chain_fields::read(std::string_view name) const {
@@ -26,11 +30,11 @@ expected<std::size_t> chain_fields::read(std::string_view name) const {
 std::size_t chain_fields::write(std::string_view name, const field_type& type, bool image) {
   for (std::size_t i = 0; i < fields_.size(); ++i) {
     if (fields_[i].name == name) {
-      fields_[i] = {std::string(name), type, image, true};
+      fields_[i] = {std::string(name), type, image, true, step_};
       return i;
     }
   }
-  fields_.push_back({std::string(name), type, image, true});
+  fields_.push_back({std::string(name), type, image, true, step_});
   return fields_.size() - 1;
 }
 

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "conveyor/error.hpp"
@@ -36,6 +37,11 @@ class chain_fields {
   std::size_t write(std::string_view name, const field_type& type, bool image = false);
   /// Forgets a field (a step that consumed it): it is not in the schema at the end.
   void drop(std::size_t index);
+  /// The step being built from now on ("transform 2 (tokenize)"): what write() records as the
+  /// maker of the fields it makes or changes.
+  void begin_step(std::string step) { step_ = std::move(step); }
+  /// Which step last made or changed field `index` ("the record" for the label), for errors.
+  const std::string& made_by(std::size_t index) const { return fields_[index].made_by; }
 
   const field_type& type(std::size_t index) const { return fields_[index].type; }
   const std::string& name(std::size_t index) const { return fields_[index].name; }
@@ -56,8 +62,10 @@ class chain_fields {
     field_type type;
     bool image = false;
     bool live = true;
+    std::string made_by;
   };
   std::vector<entry> fields_;
+  std::string step_;
 };
 
 }  // namespace conveyor

@@ -9,8 +9,9 @@
 namespace conveyor {
 namespace {
 
-std::string step_name(const std::vector<transform_spec>& specs, std::size_t i) {
-  return "transform " + std::to_string(i) + " (" + std::string(op_name(specs[i])) + "): ";
+/// "transform 2 (flip)".
+std::string step_title(const std::vector<transform_spec>& specs, std::size_t i) {
+  return "transform " + std::to_string(i) + " (" + std::string(op_name(specs[i])) + ")";
 }
 
 }  // namespace
@@ -21,7 +22,7 @@ expected<transform_chain> transform_chain::build(const std::vector<transform_spe
     if (failed_step != nullptr) {
       *failed_step = i;
     }
-    return error(e.code(), step_name(specs, i) + e.message());
+    return error(e.code(), step_title(specs, i) + ": " + e.message());
   };
   if (specs.empty()) {
     return error(errc::invalid_config,
@@ -31,6 +32,7 @@ expected<transform_chain> transform_chain::build(const std::vector<transform_spe
   auto s = std::make_shared<shared>();
   chain_fields fields;
   for (std::size_t i = 0; i < specs.size(); ++i) {
+    fields.begin_step(step_title(specs, i));
     auto step = make_step(specs[i], fields, i + 1 < specs.size() ? &specs[i + 1] : nullptr);
     if (!step) {
       return fail(i, step.error());

@@ -199,7 +199,8 @@ expected<void> user_step::bind_reads(const std::vector<field_read>& declared,
       std::string wanted = r.type ? std::string(name_of(*r.type)) : std::string("any dtype");
       wanted += r.rank ? " of rank " + std::to_string(*r.rank) : std::string(" of any rank");
       return error(errc::invalid_config, "field '" + r.name + "' is " + conveyor::describe(type) +
-                                             " there; the step reads " + wanted);
+                                             " there (made by " + fields.made_by(*index) +
+                                             "); the step reads " + wanted);
     }
     reads_.push_back({r.name, *index, type, fields.image(*index)});
   }
