@@ -5,10 +5,14 @@
 // stops with exit code 2.
 #include <gtest/gtest.h>
 
+#include <conveyor/pipeline.hpp>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "config/load_topology.hpp"
+#include "core/storage/dataset_packer.hpp"
+#include "core/storage/part_files.hpp"
 #include "core/transforms/plugin_loader.hpp"
 #include "support/node_app.hpp"
 #include "support/pipeline_harness.hpp"
@@ -150,6 +154,66 @@ TEST(StepPlugins, TheNodeRunsAPluginStepAndDeliversEverySampleOnce) {
       EXPECT_EQ(seen.count({e, i}), 1u) << e << " " << i;
     }
   }
+}
+
+// examples/plugins' token_ids on records of a txt and a cls part (packed as conveyor-pack
+// --parts packs key.ext files): every sample's words become the vocabulary's ids, unknown words
+// `unknown`, in a ragged field of the batch.
+TEST(StepPlugins, TheExamplesTokenIdsMapEveryWordThroughTheVocabulary) {
+  temp_dir dir;
+  const std::vector<std::string> words{"the", "cat", "sat", "on", "mat"};
+  std::ofstream(dir / "vocabulary.txt") << "the\ncat\nsat\non\nmat\n";
+  std::map<std::string, std::vector<std::int32_t>> expected;  // by key
+  std::filesystem::create_directories(dir / "parts");
+  for (int i = 0; i < 13; ++i) {
+    const std::string key = "s" + std::to_string(100 + i);
+    std::string text;
+    for (int w = 0; w < i % 5 + 1; ++w) {  // a word out of the vocabulary every 7th
+      const bool unknown = (i + w) % 7 == 3;
+      text += (w == 0 ? "" : (w % 2 ? " " : "\n ")) +
+              (unknown ? std::string("dog") : words[(i + w) % 5]);
+      expected[key].push_back(unknown ? 99 : (i + w) % 5);
+    }
+    testing::write_file(dir / "parts" / (key + ".txt"),
+                        std::vector<std::uint8_t>(text.begin(), text.end()));
+    const std::string label = std::to_string(i % 3);
+    testing::write_file(dir / "parts" / (key + ".cls"),
+                        std::vector<std::uint8_t>(label.begin(), label.end()));
+  }
+  auto files = scan_part_files(dir / "parts");
+  ASSERT_TRUE(files) << files.error().what();
+  auto packed = pack_part_files(*files, dir / "shards", {});
+  ASSERT_TRUE(packed) << packed.error().what();
+  auto topology = testing::write_topology(
+      dir, plugins_table(EXAMPLE_STEPS_PLUGIN) + "[dataset]\npath = \"" +
+               (dir / "shards").string() +
+               "\"\n[pipeline]\nbatch_size = 4\n[trainer]\nepochs = 1\n"
+               "[[transform]]\nop = \"decode\"\nfrom = \"txt\"\nto = \"txt\"\n"
+               "[[transform]]\nop = \"token_ids\"\nvocabulary = \"" +
+               (dir / "vocabulary.txt").string() +
+               "\"\nunknown = 99\n"
+               "[collate.txt]\nmode = \"ragged\"\nmax_values = 1000\n"
+               "[collate.tokens]\nmode = \"ragged\"\nmax_values = 100\n");
+  auto p = pipeline::open(topology, {"gpus=1"});
+  ASSERT_TRUE(p) << p.error().what();
+  std::size_t checked = 0;
+  for (auto& b : p->epoch(0, 0)) {
+    auto tokens = b.field("tokens");
+    ASSERT_TRUE(tokens.has_value());
+    ASSERT_EQ(tokens->type, dtype::int32);
+    ASSERT_EQ(tokens->mode, collate::ragged);
+    const auto* ids = static_cast<const std::int32_t*>(tokens->data);
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const auto& key = b.keys()[i];
+      const auto name = key.substr(key.find('s', key.rfind('/') + 1), 4);
+      ASSERT_EQ(expected.count(name), 1u) << key;
+      EXPECT_EQ(std::vector<std::int32_t>(ids + tokens->offsets[i], ids + tokens->offsets[i + 1]),
+                expected.at(name))
+          << key;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, expected.size());
 }
 
 }  // namespace
