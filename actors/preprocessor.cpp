@@ -48,13 +48,11 @@ void hand_off(preprocessor_pointer self, const preprocessor_options& opts,
 }
 
 bool over_budget(preprocessor_pointer self, const preprocessor_options& opts,
-                 clock_type::time_point start, const sample_state& s) {
-  const auto& b = self->state.budget;
+                 clock_type::time_point start, sample_state& s) {
   if (!opts.hand_off || opts.chain.done(s)) {
     return false;
   }
-  // Before any step, the header's pixel count predicts the cost; after, the clock says.
-  return s.next_step == 0 ? s.source_pixels > b.straggler_pixels : elapsed_ns(start) > b.budget_ns;
+  return past_budget(opts.chain, s, self->state.budget, elapsed_ns(start));
 }
 
 // Over budget: hand the sample off when a permit allows, else keep it (true: handed off).

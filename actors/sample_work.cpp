@@ -20,6 +20,43 @@ expected<void> run_step(const transform_chain& chain, sample_state& s, pipeline_
   }
 }
 
+namespace {
+
+// Elements of field `index` of `s` (an image's height x width x channels); 0 when absent.
+std::int64_t element_count(const sample_state& s, std::size_t index) {
+  const auto& f = s.fields[index];
+  if (!f.present) {
+    return 0;
+  }
+  if (f.is_image()) {
+    return static_cast<std::int64_t>(f.image.total()) * f.image.channels();
+  }
+  return static_cast<std::int64_t>(f.array.element_count());
+}
+
+}  // namespace
+
+bool past_budget(const transform_chain& chain, sample_state& s, const budget_figures& b,
+                 std::int64_t elapsed_ns) {
+  if (s.next_step == 0) {
+    return s.source_pixels > b.straggler_pixels;
+  }
+  const auto cost = chain.next_cost(s);
+  if (cost.how == step_cost::kind::cheap) {
+    return false;
+  }
+  if (cost.how == step_cost::kind::per_element) {
+    const auto size = element_count(s, cost.field);
+    if (s.source_pixels == 0) {
+      s.source_pixels = size;
+    }
+    if (size > b.straggler_pixels) {
+      return true;
+    }
+  }
+  return elapsed_ns > b.budget_ns;
+}
+
 expected<prepared_ptr> make_prepared(const transform_chain& chain, const sample_schema& schema,
                                      const sample_ticket& ticket, sample_state& s,
                                      bool handed_off) {

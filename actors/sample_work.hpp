@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "conveyor/error.hpp"
+#include "core/batching/budget_figures.hpp"
 #include "core/batching/prepared_sample.hpp"
 #include "core/delivery/pipeline_status.hpp"
 #include "core/transforms/sample_state.hpp"
@@ -23,6 +24,16 @@ expected<void> run_step(const transform_chain& chain, sample_state& s, pipeline_
 /// quarantined.
 expected<prepared_ptr> make_prepared(const transform_chain& chain, const sample_schema& schema,
                                      const sample_ticket& ticket, sample_state& s, bool handed_off);
+
+/// Whether `s`, about to run its next step, is past what the batcher's budget `b` allows, so
+/// that a straggler actor should finish it: before the first step, when the size its header gave
+/// (s.source_pixels) is over b.straggler_pixels; before a cheap step, never; before a step whose
+/// cost grows with a field's element count, when that count is over b.straggler_pixels (it
+/// becomes the sample's size when the sample has none yet, so that the budget's cost model
+/// learns latency against it) or `elapsed_ns` over b.budget_ns; else when `elapsed_ns` is.
+/// Precondition: !chain.done(s).
+bool past_budget(const transform_chain& chain, sample_state& s, const budget_figures& b,
+                 std::int64_t elapsed_ns);
 
 /// width x height from a JPEG's header (no decode), or 0 when it is not a JPEG or the header
 /// does not read (the decode step then reports why).

@@ -49,6 +49,10 @@ class transform_chain {
 
   /// True when every step has run on `sample`.
   bool done(const sample_state& sample) const noexcept { return sample.next_step >= size(); }
+  /// How the sample's next step's cost grows (transform_step::cost). Precondition: !done.
+  step_cost next_cost(const sample_state& sample) const noexcept {
+    return shared_->steps[sample.next_step]->cost();
+  }
 
   /// The fields of a finished sample, in schema order, moved out of it. errc::transform_error
   /// naming the sample and the field when one is missing (a step skipped it) or is not of its

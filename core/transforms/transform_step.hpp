@@ -5,6 +5,7 @@
 /// (chain_fields.hpp), so that nothing looks a name up per sample.
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <random>
 #include <string>
@@ -16,6 +17,16 @@
 #include "core/transforms/transform_spec.hpp"
 
 namespace conveyor {
+
+/// How a step's cost grows, for the hand-off decision before it (actors/sample_work.hpp):
+/// `clock` (built-in steps: the time the sample has taken so far says), `cheap` (a hand-off
+/// before it would cost more than running it), or `per_element` (with the element count of
+/// field `field`, which becomes the sample's size measure, as an image's pixel count is).
+struct step_cost {
+  enum class kind : std::uint8_t { clock, cheap, per_element };
+  kind how = kind::clock;
+  std::size_t field = 0;  ///< per_element: the field's index in the chain
+};
 
 /// Immutable once built: apply() is const and may run concurrently on different samples from
 /// any number of threads. All randomness comes from the `rng` argument: a step that works on
@@ -30,6 +41,9 @@ class transform_step {
   /// Transforms `sample` in place. On error the sample is left as it was before the call (it
   /// can be retried or reported); the error names the sample's id and key and this step.
   virtual expected<void> apply(sample_state& sample, std::mt19937_64& rng) const = 0;
+
+  /// How its cost grows (see step_cost); the clock alone unless a step says otherwise.
+  virtual step_cost cost() const noexcept { return {}; }
 };
 
 /// A step that works on an image field (the first of its fields): apply() refuses a sample

@@ -178,12 +178,16 @@ expected<step_ptr> user_step::make(std::string name, std::shared_ptr<const step>
   if (auto ok = out->bind_makes(declared.makes, fields); !ok) {
     return std::move(ok).error();
   }
-  if (declared.cost.how == cost_hint::kind::per_element &&
-      find_binding(out->reads_, declared.cost.field) == nullptr) {
-    return error(errc::invalid_config,
-                 "its cost hint names field '" + declared.cost.field + "', which it does not read");
+  if (declared.cost.how == cost_hint::kind::cheap) {
+    out->cost_.how = step_cost::kind::cheap;
+  } else {
+    const auto* field = find_binding(out->reads_, declared.cost.field);
+    if (field == nullptr) {
+      return error(errc::invalid_config, "its cost hint names field '" + declared.cost.field +
+                                             "', which it does not read");
+    }
+    out->cost_ = {step_cost::kind::per_element, field->index};
   }
-  out->cost_ = std::move(declared.cost);
   return step_ptr(std::move(out));
 }
 

@@ -44,7 +44,8 @@ class user_step final : public transform_step {
   /// as it was).
   expected<void> apply(sample_state& sample, std::mt19937_64& rng) const override;
 
-  const cost_hint& cost() const noexcept { return cost_; }
+  /// Its declared cost_hint: cheap, or per_element of a field it reads (bound to its index).
+  step_cost cost() const noexcept override { return cost_; }
   const std::vector<binding>& reads() const noexcept { return reads_; }
   const std::vector<binding>& makes() const noexcept { return makes_; }
 
@@ -58,7 +59,7 @@ class user_step final : public transform_step {
   std::shared_ptr<const step> step_;
   std::vector<binding> reads_;
   std::vector<binding> makes_;
-  cost_hint cost_;
+  step_cost cost_;
 };
 
 }  // namespace conveyor

@@ -152,7 +152,11 @@ struct field_made {
 };
 
 /// What a step costs per sample, for the latency budget: about the same whatever the sample
-/// (cheap), or in proportion to the elements of field `field` (its input).
+/// (cheap: a sample is never handed to a straggler actor just before it, that would cost more
+/// than running it), or in proportion to the elements of field `field` (its input): before the
+/// step, a sample whose field has more elements than the budget's size threshold is handed
+/// off, and a sample with no size of its own (no image header) takes that count as its size,
+/// so that the budget's cost model learns latency against it.
 struct cost_hint {
   enum class kind : std::uint8_t { cheap, per_element };
   kind how = kind::cheap;
