@@ -140,11 +140,7 @@ TEST_P(LatencyAwareActors, EverySampleHandedOffMidChainRunsEachStepOnce) {
     steps_run = rt.status()->steps_executed();
   }
   EXPECT_TRUE(log.problems.empty()) << log.problems.front();
-  for (std::uint64_t e = 0; e < epochs; ++e) {
-    auto s = log.ledger.summary(e);
-    EXPECT_EQ(s.delivered, dataset_size);
-    EXPECT_EQ(s.duplicates + s.lost, 0u);
-  }
+  testing::expect_every_sample_once(log, epochs);
   EXPECT_GT(handoffs, 0u);
   EXPECT_LE(handoffs, dataset_size * epochs);
   EXPECT_EQ(steps_run, dataset_size * epochs * steps);

@@ -117,11 +117,7 @@ TEST(StepPlugins, PluginStepsAreHandedOffBetweenStepsAndEverySampleArrivesOnce) 
     EXPECT_FALSE(rt.status()->failure().has_value());
   }
   EXPECT_TRUE(log.problems.empty()) << log.problems.front();
-  for (std::uint64_t e = 0; e < epochs; ++e) {
-    auto s = log.ledger.summary(e);
-    EXPECT_EQ(s.delivered, dataset_size);
-    EXPECT_EQ(s.duplicates + s.lost, 0u);
-  }
+  testing::expect_every_sample_once(log, epochs);
   EXPECT_GT(handoffs, 0u);
   EXPECT_EQ(steps_run, dataset_size * epochs * steps);
 }

@@ -65,6 +65,15 @@ struct trainer_log {
   std::uint64_t batches = 0;
 };
 
+/// Every sample of the dataset delivered once in each of epochs 0 .. epochs - 1 of `log`.
+inline void expect_every_sample_once(const trainer_log& log, std::uint64_t epochs) {
+  for (std::uint64_t e = 0; e < epochs; ++e) {
+    auto s = log.ledger.summary(e);
+    EXPECT_EQ(s.delivered, dataset_size) << "epoch " << e;
+    EXPECT_EQ(s.duplicates + s.lost, 0u) << "epoch " << e;
+  }
+}
+
 // One trainer per GPU, as a data-parallel job runs them: take every batch of every epoch,
 // check it, give it back.
 inline void train(pipeline_runtime& rt, int gpu, std::uint64_t epochs, trainer_log& log) {
