@@ -312,7 +312,7 @@ class RandBalancedCrop:
 
 
 class RandFlip:
-    """[REF] class RandFlip (lines 81-96): each of axes 1, 2, 3 flipped when its draw < 1/3."""
+    """[REF] class RandFlip (lines 81-95): each of axes 1, 2, 3 flipped when its draw < 1/3."""
 
     def __init__(self):
         self.axis = [1, 2, 3]
@@ -331,7 +331,7 @@ class RandFlip:
 
 
 class Cast:
-    """[REF] class Cast (lines 99-106), used as Cast(types=(np.float32, np.uint8)). No draws."""
+    """[REF] class Cast (lines 98-105), used as Cast(types=(np.float32, np.uint8)). No draws."""
 
     def __init__(self, types=(np.float32, np.uint8)):
         self.types = types
@@ -343,7 +343,7 @@ class Cast:
 
 
 class RandomBrightnessAugmentation:
-    """[REF] class RandomBrightnessAugmentation (lines 109-120), used with factor=0.3, prob=0.1.
+    """[REF] class RandomBrightnessAugmentation (lines 108-119), used with factor=0.3, prob=0.1.
 
     NB the reference multiplies by (1 + f) with f ~ U[1 - factor, 1 + factor) = U[0.7, 1.3),
     so the image is scaled by 1.7 .. 2.3, never darkened. f is a float64 array of shape (1,),
@@ -365,7 +365,7 @@ class RandomBrightnessAugmentation:
 
 
 class GaussianNoise:
-    """[REF] class GaussianNoise (lines 123-135), used with mean=0.0, std=0.1, prob=0.1:
+    """[REF] class GaussianNoise (lines 122-134), used with mean=0.0, std=0.1, prob=0.1:
     scale ~ U[0, 0.1), noise = float32(0.0 + scale * z), z standard normal per voxel, image + noise
     in float32. The label is untouched."""
 
@@ -393,7 +393,7 @@ def get_train_transforms():
 
 def train_sample(image, label, draws, patch_size=PATCH_SIZE, oversampling=OVERSAMPLING,
                  transforms=None):
-    """[REF] PytTrain.__getitem__ (lines 138-153): crop, then the four transforms, in that order.
+    """[REF] PytTrain.__getitem__ (lines 137-152): crop, then the four transforms, in that order.
     image: float32 (1, X, Y, Z) as np.load gives it; label: uint8 (1, X, Y, Z).
     Returns (image float32 (1, P0, P1, P2), label uint8 (1, P0, P1, P2))."""
     data = {"image": image, "label": label}
