@@ -11,6 +11,10 @@
 // its first MCU row instead of the image's first; others are stored as they are, counted by
 // reason.
 //   conveyor-pack --verify DATASET_DIR
+//   conveyor-pack --synthetic-volumes N --out DIR [--seed S]
+// --synthetic-volumes writes N KiTS19-like cases as the MLPerf UNet3D reference's
+// preprocessing leaves them (case_XXXXX_x.npy float32 1 x D x H x W, case_XXXXX_y.npy uint8;
+// core/codecs/synthetic_volumes.hpp), for config/examples/unet3d-kits19.toml.
 // --webdataset TARS: a directory of .tar files (sorted by name) or one .tar file, read as
 // WebDataset does (members grouped by key, each a part named by its extension); --parts DIR:
 // files named key.ext anywhere under DIR, grouped by the same rule. Each sample becomes one
@@ -30,6 +34,7 @@
 #include "core/codecs/jpeg_restart.hpp"
 #include "core/codecs/restart_index.hpp"
 #include "core/codecs/synthetic_images.hpp"
+#include "core/codecs/synthetic_volumes.hpp"
 #include "core/storage/dataset_packer.hpp"
 #include "core/storage/sharded_dataset.hpp"
 #include "core/storage/webdataset.hpp"
@@ -50,6 +55,7 @@ struct arguments {
   bool restart = false;
   std::uint64_t synthetic = 0;
   synthetic_options synthetic_opts;
+  std::uint64_t synthetic_volumes = 0;
 };
 
 double seconds_since(clock_type::time_point start) {
@@ -99,6 +105,24 @@ int generate(const arguments& args) {
               static_cast<unsigned long long>(made->files),
               static_cast<unsigned long long>(made->large), args.images.c_str(), mb(made->bytes),
               seconds_since(start));
+  return 0;
+}
+
+int generate_volumes(const arguments& args) {
+  synthetic_volume_options opts;
+  opts.count = args.synthetic_volumes;
+  opts.seed = args.synthetic_opts.seed;
+  auto start = clock_type::now();
+  progress_bar bar("generate", opts.count);
+  auto made = generate_synthetic_volumes(
+      args.out, opts, [&](std::uint64_t done, std::uint64_t) { bar.update(done); });
+  bar.finish();
+  if (!made) {
+    return fail(made.error());
+  }
+  std::printf("generated %llu cases (%.1f Mvoxels) in %s: %.1f MB in %.1f s\n",
+              static_cast<unsigned long long>(made->cases), static_cast<double>(made->voxels) / 1e6,
+              args.out.c_str(), mb(made->bytes), seconds_since(start));
   return 0;
 }
 
@@ -243,6 +267,12 @@ int verify(const std::string& dir) {
 }
 
 int run(const arguments& args) {
+  if (args.synthetic_volumes > 0) {
+    if (args.out.empty()) {
+      return fail(error{errc::invalid_argument, "--synthetic-volumes needs --out DIR"});
+    }
+    return generate_volumes(args);
+  }
   if (args.synthetic > 0) {
     if (args.images.empty() || args.out.empty()) {
       return fail(error{errc::invalid_argument, "--synthetic needs --images DIR and --out DIR"});
@@ -267,10 +297,12 @@ int run(const arguments& args) {
   if (!args.input.empty() && args.verify) {
     return verify(args.input);
   }
-  return fail(error{errc::invalid_argument,
-                    "nothing to do: give INPUT --out DIR, --webdataset TARS --out DIR, --parts DIR "
-                    "--out DIR, --synthetic N --images DIR --out DIR, or --verify DATASET_DIR "
-                    "(see --help)"});
+  return fail(
+      error{errc::invalid_argument,
+            "nothing to do: give INPUT --out DIR, --webdataset TARS --out DIR, --parts DIR "
+            "--out DIR, --synthetic N --images DIR --out DIR, --synthetic-volumes N --out DIR, or "
+            "--verify DATASET_DIR "
+            "(see --help)"});
 }
 
 }  // namespace
@@ -295,12 +327,15 @@ int main(int argc, char** argv) {
                "crops decode from their own rows");
   app.add_option("--synthetic", args.synthetic, "generate N sample JPEGs into --images first");
   app.add_option("--images", args.images, "where --synthetic writes its images");
+  app.add_option("--synthetic-volumes", args.synthetic_volumes,
+                 "write N KiTS19-like 3D cases (case_XXXXX_x.npy, case_XXXXX_y.npy) into --out");
   app.add_option("--large-fraction", args.synthetic_opts.large_fraction,
                  "share of large (1800-3200 px) images")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--classes", args.synthetic_opts.classes, "classes of the synthetic set")
       ->check(CLI::PositiveNumber);
-  app.add_option("--seed", args.synthetic_opts.seed, "seed of the synthetic set");
+  app.add_option("--seed", args.synthetic_opts.seed,
+                 "seed of the synthetic set (--synthetic, --synthetic-volumes)");
   if (auto exit_code = conveyor::parse_command_line(app, argc, argv)) {
     return *exit_code;
   }

@@ -363,4 +363,16 @@ expected<npy_header> parse_npy_header(const std::uint8_t* head, std::size_t head
   return header;
 }
 
+std::string npy_descr(dtype type) {
+  if (type == dtype::bfloat16) {
+    return "<u2";
+  }
+  for (const auto& entry : descr_codes) {
+    if (entry.type == type && !entry.is_bool) {
+      return (size_of(type) == 1 ? "|" : "<") + std::string(entry.code);
+    }
+  }
+  return "|u1";
+}
+
 }  // namespace conveyor

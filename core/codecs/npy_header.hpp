@@ -42,6 +42,10 @@ struct npy_header {
   std::string describe() const;
 };
 
+/// The descr NumPy writes for `type` on a little-endian machine: "|u1", "<i2", "<f4", ...
+/// (bfloat16, which NumPy has no descr for: "<u2", its bits). Pure.
+std::string npy_descr(dtype type);
+
 /// The preamble (magic, version, header length): enough bytes to call npy_header_size.
 inline constexpr std::size_t npy_preamble_bytes = 12;
 /// Headers longer than this are refused: NumPy writes ~128 bytes for the dtypes Conveyor
