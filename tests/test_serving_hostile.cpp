@@ -106,6 +106,13 @@ TEST(ServingHostile, DescriptorsAMessageDoesNotTakeAreClosed) {
 }
 
 TEST(ServingHostile, ANodeOutOfDescriptorsSaysSoBacksOffAndRecovers) {
+#if defined(__SANITIZE_ADDRESS__)
+  // UBSan's vptr check probes an object's memory through a pipe (sanitizer_common's
+  // IsAccessibleMemoryRange): in a node out of descriptors the pipe cannot be made and the
+  // check reports a valid object as "invalid vptr", ending the node. No runtime option or
+  // suppression turns that probe off, so this test runs in the ci build only.
+  GTEST_SKIP() << "a node out of descriptors defeats UBSan's vptr check (see the comment)";
+#endif
   temp_dir dir;
   // serve.resume: the pipeline (and its reads) waits for the honest client, after the flood.
   auto file = serving_topology(dir, 1, 1, images, 1,
