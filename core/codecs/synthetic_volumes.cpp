@@ -64,11 +64,21 @@ kidney plan_kidney(std::mt19937_64& rng, const std::array<std::int64_t, 3>& shap
   return k;
 }
 
+/// Case extents {D, H, W}, drawn first from the case's generator.
+std::array<std::int64_t, 3> draw_shape(const synthetic_volume_options& o, std::mt19937_64& rng) {
+  const float u = uniform(rng, 1e-6f, 1.f);
+  const auto depth = std::min<double>(o.max_depth, o.min_extent * std::pow(u, -1.0 / 2.2));
+  const float side = uniform(rng, static_cast<float>(o.min_extent), static_cast<float>(o.max_side));
+  const float aspect = uniform(rng, 0.85f, 1.f);
+  return {static_cast<std::int64_t>(depth),
+          std::max<std::int64_t>(o.min_extent, static_cast<std::int64_t>(side * aspect)),
+          static_cast<std::int64_t>(side)};
+}
+
 case_plan plan_case(const synthetic_volume_options& o, std::uint64_t index) {
   auto rng = case_rng(o, index);
   case_plan p;
-  p.shape = synthetic_volume_shape(o, index);
-  rng.discard(3);  // the shape's draws
+  p.shape = draw_shape(o, rng);
   const bool both = uniform(rng, 0.f, 1.f) < 0.7f;
   const float first_side = uniform(rng, 0.f, 1.f) < 0.5f ? -1.f : 1.f;
   p.kidneys.push_back(plan_kidney(rng, p.shape, first_side));
@@ -170,13 +180,7 @@ std::string case_name(std::uint64_t index, const char* suffix) {
 std::array<std::int64_t, 3> synthetic_volume_shape(const synthetic_volume_options& o,
                                                    std::uint64_t index) {
   auto rng = case_rng(o, index);
-  const float u = uniform(rng, 1e-6f, 1.f);
-  const auto depth = std::min<double>(o.max_depth, o.min_extent * std::pow(u, -1.0 / 2.2));
-  const float side = uniform(rng, static_cast<float>(o.min_extent), static_cast<float>(o.max_side));
-  const float aspect = uniform(rng, 0.85f, 1.f);
-  return {static_cast<std::int64_t>(depth),
-          std::max<std::int64_t>(o.min_extent, static_cast<std::int64_t>(side * aspect)),
-          static_cast<std::int64_t>(side)};
+  return draw_shape(o, rng);
 }
 
 std::array<host_array, 2> make_synthetic_case(const synthetic_volume_options& o,

@@ -115,6 +115,8 @@ std::optional<std::int32_t> decimal_label(std::string_view text) {
   return static_cast<std::int32_t>(value);
 }
 
+}  // namespace
+
 // single_part_name(key) as a view that outlives the call: a constant for the usual names
 // (ImageNet's ".JPEG" among them), else into the key itself when its extension is lowercase
 // already, else into a process-wide set of the lowercased names met so far.
@@ -134,8 +136,6 @@ std::string_view single_part_view_name(std::string_view key) {
   std::lock_guard<std::mutex> lock(mutex);
   return *names.insert(std::move(name)).first;
 }
-
-}  // namespace
 
 bool is_part_name(std::string_view name) noexcept {
   return !name.empty() && name.size() <= max_part_name_size &&

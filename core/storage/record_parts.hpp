@@ -81,6 +81,9 @@ std::string part_name_of_extension(std::string_view extension);
 
 /// The name of a single-part record's one part, from its key (see above).
 std::string single_part_name(std::string_view key);
+/// single_part_name(key) as a view that outlives the call (a constant, the key's own
+/// extension, or a process-wide interned name): no allocation on the read path.
+std::string_view single_part_view_name(std::string_view key);
 
 /// A record's label by WebDataset's convention: the decimal integer a "cls" part holds
 /// (ASCII whitespace around it allowed, an optional sign, within int32), or 0 when there is no

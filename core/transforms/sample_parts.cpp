@@ -40,7 +40,6 @@ bool names_image(std::string_view name) noexcept {
 
 expected<part_ref> find_sample_part(const sample_state& sample, std::string_view wanted) {
   std::vector<part_view> parts;
-  std::string single_name;  // the one part's name, viewed by parts
   if (sample.multipart) {
     auto parsed = parse_parts(sample.encoded.data(), sample.encoded.size(), sample.key);
     if (!parsed) {
@@ -48,8 +47,8 @@ expected<part_ref> find_sample_part(const sample_state& sample, std::string_view
     }
     parts = std::move(*parsed);
   } else {
-    single_name = single_part_name(sample.key);
-    parts.push_back({single_name, sample.encoded.data(), sample.encoded.size()});
+    parts.push_back(
+        {single_part_view_name(sample.key), sample.encoded.data(), sample.encoded.size()});
   }
   const part_view* found = wanted.empty() ? image_part(parts) : find_part(parts, wanted);
   if (found == nullptr) {
