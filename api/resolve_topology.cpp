@@ -184,7 +184,14 @@ expected<std::optional<peer_settings>> peers_of(const topology& t) {
 }  // namespace
 
 expected<pipeline_spec> resolve_topology(const topology& t) {
-  auto source = open_sample_source(t.dataset.path, t.dataset.format);
+  if (!t.dataset.map_parts.empty() && t.cluster.partitioned()) {
+    // A descriptor names a file on this node: a peer could not read it, and a peer's could
+    // name any file here.
+    return error{errc::invalid_config, t.source +
+                                           ": dataset.map_parts leaves parts in this node's "
+                                           "files: it cannot be used with cluster.peers"};
+  }
+  auto source = open_sample_source(t.dataset.path, t.dataset.format, t.dataset.map_parts);
   if (!source) {
     return error{errc::invalid_config, t.source + ": dataset.path: " + source.error().what()};
   }

@@ -36,16 +36,18 @@ std::string describe_gpus(const gpu_selection& gpus) {
   return "?";
 }
 
+// "[a, b]".
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    out += (out.empty() ? "" : ", ") + n;
+  }
+  return "[" + out + "]";
+}
+
 // " [image, boxes]" when a geometric step moves more than the default image.
 std::string fields_text(const geometry_fields& fields) {
-  if (fields == default_geometry_fields()) {
-    return "";
-  }
-  std::string out;
-  for (const auto& f : fields) {
-    out += (out.empty() ? " [" : ", ") + f;
-  }
-  return out + "]";
+  return fields == default_geometry_fields() ? "" : " " + join_names(fields);
 }
 
 // " boxes" when a step writes a field other than "image".
@@ -87,6 +89,34 @@ std::string describe_step(const normalize_spec& spec) {
 }
 std::string describe_step(const to_uint8_spec& spec) {
   return "to_uint8" + field_text(spec.field);
+}
+std::string describe_step(const rand_balanced_crop_spec& spec) {
+  return "rand_balanced_crop " + std::to_string(spec.size[0]) + "x" + std::to_string(spec.size[1]) +
+         "x" + std::to_string(spec.size[2]) + " of " + spec.image_part + ", " + spec.label_part +
+         " as " + join_names(spec.fields) + " oversampling=" + number_text(spec.oversampling);
+}
+std::string describe_step(const rand_flip_spec& spec) {
+  std::string axes;
+  for (auto a : spec.axes) {
+    axes += (axes.empty() ? "" : ", ") + std::to_string(a);
+  }
+  return "rand_flip axes=[" + axes + "]" +
+         (spec.p ? " p=" + number_text(*spec.p) : std::string()) + " " + join_names(spec.fields);
+}
+std::string describe_step(const cast_spec& spec) {
+  std::vector<std::string> pairs;
+  for (std::size_t i = 0; i < spec.fields.size() && i < spec.types.size(); ++i) {
+    pairs.push_back(spec.fields[i] + ":" + std::string(name_of(spec.types[i])));
+  }
+  return "cast " + join_names(pairs);
+}
+std::string describe_step(const rand_brightness_spec& spec) {
+  return "rand_brightness factor=" + number_text(spec.factor) + " p=" + number_text(spec.p) +
+         field_text(spec.field);
+}
+std::string describe_step(const gaussian_noise_spec& spec) {
+  return "gaussian_noise mean=" + number_text(spec.mean) + " std=" + number_text(spec.std) +
+         " p=" + number_text(spec.p) + field_text(spec.field);
 }
 std::string describe_step(const user_step_spec& spec) {
   return spec.name + " (user step)";
@@ -153,7 +183,8 @@ std::string describe(const topology& node) {
   std::ostringstream out;
   out << "topology: " << (node.source.empty() ? "(unnamed)" : node.source) << "\n"
       << "gpus: " << describe_gpus(node.gpus) << "\n"
-      << "dataset: path=" << d.path << " format=" << to_string(d.format) << " seed=" << d.seed
+      << "dataset: path=" << d.path << " format=" << to_string(d.format)
+      << (d.map_parts.empty() ? "" : " map_parts=" + join_names(d.map_parts)) << " seed=" << d.seed
       << " shuffle=" << (d.shuffle ? "true" : "false") << "\n"
       << "pipeline: batch_size=" << p.batch_size
       << " preprocessors=" << count_or_auto(p.preprocessors) << " readers=" << p.readers

@@ -75,7 +75,9 @@ dataset_config read_dataset(table_reader& section) {
   }
   out.format =
       section.choice("format", out.format,
-                     {dataset_format::folder, dataset_format::shards, dataset_format::webdataset});
+                     {dataset_format::folder, dataset_format::shards, dataset_format::webdataset,
+                      dataset_format::npy_pairs});
+  out.map_parts = section.strings("map_parts", out.map_parts, 16);
   out.seed = section.integer("seed", out.seed, at_least(0));
   out.shuffle = section.boolean("shuffle", out.shuffle);
   return out;

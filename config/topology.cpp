@@ -23,6 +23,8 @@ std::string_view to_string(dataset_format format) noexcept {
       return "folder";
     case dataset_format::webdataset:
       return "webdataset";
+    case dataset_format::npy_pairs:
+      return "npy_pairs";
   }
   return "?";
 }

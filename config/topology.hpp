@@ -40,6 +40,9 @@ struct gpu_selection {
 struct dataset_config {
   std::string path;  ///< required: a shard directory, an image folder, or WebDataset tars
   dataset_format format = dataset_format::shards;
+  /// Parts of multipart samples left in their files and read in place by the steps that need
+  /// them (a CT volume's "x.npy"): core/storage/file_slice.hpp. webdataset and npy_pairs only.
+  std::vector<std::string> map_parts;
   std::uint64_t seed = 0;  ///< epoch order and per-sample randomness derive from it
   bool shuffle = true;
 };

@@ -155,6 +155,75 @@ void read_params(table_reader& table, to_uint8_spec& spec, transform_list& /*lis
   spec.field = table.string("field", spec.field);
 }
 
+// The volume steps.
+
+// `size`: one integer (a cube) or [x, y, z], each >= 1.
+void read_volume_size(table_reader& table, std::array<std::int64_t, 3>& size) {
+  const auto* value = table.find("size");
+  if (value == nullptr) {
+    return;
+  }
+  if (value->is_integer()) {
+    auto side = table.integer<std::int64_t>("size", size[0], at_least(1));
+    size = {side, side, side};
+    return;
+  }
+  auto sides = table.integers("size", {size.begin(), size.end()}, at_least(1), 3);
+  if (sides.size() != 3) {
+    table.fail(*value, "size", "expected an integer or [x, y, z]");
+    return;
+  }
+  std::copy(sides.begin(), sides.end(), size.begin());
+}
+
+void read_params(table_reader& table, rand_balanced_crop_spec& spec, transform_list& /*list*/) {
+  spec.image_part = table.string("image", spec.image_part);
+  spec.label_part = table.string("label", spec.label_part);
+  spec.fields = table.strings("fields", spec.fields, 2);
+  read_volume_size(table, spec.size);
+  spec.oversampling = table.number("oversampling", spec.oversampling, closed(0.0, 1.0));
+  spec.max_class = table.integer<int>("max_class", spec.max_class, closed(1, 255));
+}
+
+void read_params(table_reader& table, rand_flip_spec& spec, transform_list& /*list*/) {
+  spec.fields = table.strings("fields", spec.fields, 16);
+  auto axes = table.integers("axes", {spec.axes.begin(), spec.axes.end()},
+                             closed(0, host_array::max_rank - 1), host_array::max_rank);
+  spec.axes.assign(axes.begin(), axes.end());
+  if (table.find("p") != nullptr) {
+    spec.p = table.number("p", 0.0, closed(0.0, 1.0));
+  }
+}
+
+void read_params(table_reader& table, cast_spec& spec, transform_list& /*list*/) {
+  spec.fields = table.strings("fields", spec.fields, 16);
+  std::vector<std::string> names;
+  for (auto t : spec.types) {
+    names.emplace_back(name_of(t));
+  }
+  spec.types.clear();
+  for (const auto& name : table.strings("dtypes", names, 16)) {
+    if (auto type = dtype_named(name)) {
+      spec.types.push_back(*type);
+    } else {
+      table.fail(*table.find("dtypes"), "dtypes", "\"" + name + "\" is not a dtype");
+    }
+  }
+}
+
+void read_params(table_reader& table, rand_brightness_spec& spec, transform_list& /*list*/) {
+  spec.field = table.string("field", spec.field);
+  spec.factor = table.number("factor", spec.factor, closed(0.0, 1.0));
+  spec.p = table.number("p", spec.p, closed(0.0, 1.0));
+}
+
+void read_params(table_reader& table, gaussian_noise_spec& spec, transform_list& /*list*/) {
+  spec.field = table.string("field", spec.field);
+  spec.mean = table.number("mean", spec.mean, closed(-1e6, 1e6));
+  spec.std = table.number("std", spec.std, closed(0.0, 1e6));
+  spec.p = table.number("p", spec.p, closed(0.0, 1.0));
+}
+
 // default_spec never gives a user step: read_user_step reads those.
 void read_params(table_reader& /*table*/, user_step_spec& /*spec*/, transform_list& /*list*/) {}
 

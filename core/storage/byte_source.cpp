@@ -57,25 +57,33 @@ class file_source final : public byte_source {
   std::uint64_t size_;
 };
 
+/// Bytes in memory, owned (`bytes_`) or viewed.
 class memory_source final : public byte_source {
  public:
   memory_source(std::vector<std::uint8_t> bytes, std::string name)
-      : bytes_(std::move(bytes)), name_(std::move(name)) {}
+      : bytes_(std::move(bytes)), data_(bytes_.data()), size_(bytes_.size()),
+        name_(std::move(name)) {}
+  memory_source(const std::uint8_t* data, std::size_t size, std::string name)
+      : data_(data), size_(size), name_(std::move(name)) {}
 
   const std::string& name() const noexcept override { return name_; }
-  std::uint64_t size() const noexcept override { return bytes_.size(); }
+  std::uint64_t size() const noexcept override { return size_; }
 
   expected<void> read_at(std::uint64_t offset, std::uint8_t* dst, std::size_t n) const override {
-    if (offset > bytes_.size() || n > bytes_.size() - offset) {
+    if (offset > size_ || n > size_ - offset) {
       return error{errc::io_error, name_ + ": read of " + std::to_string(n) + " bytes at offset " +
                                        std::to_string(offset) + " is past the end"};
     }
-    std::memcpy(dst, bytes_.data() + offset, n);
+    if (n > 0) {
+      std::memcpy(dst, data_ + offset, n);
+    }
     return {};
   }
 
  private:
   std::vector<std::uint8_t> bytes_;
+  const std::uint8_t* data_;
+  std::size_t size_;
   std::string name_;
 };
 
@@ -113,6 +121,11 @@ expected<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path&
 std::shared_ptr<const byte_source> make_memory_source(std::vector<std::uint8_t> bytes,
                                                       std::string name) {
   return std::make_shared<memory_source>(std::move(bytes), std::move(name));
+}
+
+std::shared_ptr<const byte_source> make_view_source(const std::uint8_t* data, std::size_t size,
+                                                    std::string name) {
+  return std::make_shared<memory_source>(data, size, std::move(name));
 }
 
 }  // namespace conveyor

@@ -36,4 +36,9 @@ expected<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path&
 std::shared_ptr<const byte_source> make_memory_source(std::vector<std::uint8_t> bytes,
                                                       std::string name);
 
+/// Views [data, data + size) without copying it: the caller keeps those bytes alive and
+/// unchanged while the source is used.
+std::shared_ptr<const byte_source> make_view_source(const std::uint8_t* data, std::size_t size,
+                                                    std::string name);
+
 }  // namespace conveyor

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/storage/byte_source.hpp"
+#include "core/storage/file_slice.hpp"
 #include "core/storage/record_parts.hpp"
 #include "core/storage/require_directory.hpp"
 #include "core/storage/webdataset_index.hpp"
@@ -11,11 +12,31 @@
 namespace conveyor {
 namespace {
 
+using name_rule = std::optional<member_name> (*)(std::string_view relative);
+
+// MLPerf's "<dir>/<key>_<name>.npy" -> key "<dir>/<key>", part "<name>.npy".
+std::optional<member_name> split_npy_pair_name(std::string_view relative) {
+  constexpr std::string_view ext = ".npy";
+  auto slash = relative.find_last_of('/');
+  auto base = slash == std::string_view::npos ? relative : relative.substr(slash + 1);
+  if (base.size() <= ext.size() || base.substr(base.size() - ext.size()) != ext) {
+    return std::nullopt;
+  }
+  auto underscore = base.find_last_of('_');
+  if (underscore == std::string_view::npos || underscore == 0 ||
+      underscore + 1 == base.size() - ext.size()) {
+    return std::nullopt;
+  }
+  auto key_end = relative.size() - base.size() + underscore;
+  return member_name{std::string(relative.substr(0, key_end)),
+                     std::string(base.substr(underscore + 1))};
+}
+
 // Adds `file` (at `relative` under the root) to the sample its key names.
 expected<void> add_file(std::map<std::string, part_files>& samples,
                         const std::filesystem::path& file, const std::string& relative,
-                        std::uint64_t& skipped) {
-  auto split = split_member_name(relative);
+                        std::uint64_t& skipped, name_rule rule) {
+  auto split = rule(relative);
   if (!split) {
     ++skipped;
     return {};
@@ -37,9 +58,8 @@ expected<void> add_file(std::map<std::string, part_files>& samples,
   return {};
 }
 
-}  // namespace
-
-expected<part_files_list> scan_part_files(const std::filesystem::path& root) {
+expected<part_files_list> scan(const std::filesystem::path& root, name_rule rule,
+                               std::string_view expected_names) {
   if (auto ok = require_directory(root); !ok) {
     return std::move(ok).error();
   }
@@ -52,7 +72,7 @@ expected<part_files_list> scan_part_files(const std::filesystem::path& root) {
       continue;
     }
     auto relative = it->path().lexically_relative(root).generic_string();
-    if (auto ok = add_file(samples, it->path(), relative, out.skipped); !ok) {
+    if (auto ok = add_file(samples, it->path(), relative, out.skipped, rule); !ok) {
       return std::move(ok).error();
     }
   }
@@ -61,7 +81,7 @@ expected<part_files_list> scan_part_files(const std::filesystem::path& root) {
   }
   if (samples.empty()) {
     return error{errc::empty_dataset,
-                 root.string() + ": no key.ext files (expected files such as 000.jpg, 000.cls)"};
+                 root.string() + ": no " + std::string(expected_names) + " files"};
   }
   for (auto& [key, sample] : samples) {
     std::sort(sample.parts.begin(), sample.parts.end());
@@ -70,10 +90,31 @@ expected<part_files_list> scan_part_files(const std::filesystem::path& root) {
   return out;
 }
 
-expected<record> read_part_files(const part_files& sample) {
+// A descriptor of the whole of `file` (file_slice.hpp).
+expected<std::vector<std::uint8_t>> describe_whole_file(const std::filesystem::path& file) {
+  auto identity = identify_file(file);
+  if (!identity) {
+    return std::move(identity).error();
+  }
+  return encode_file_slice(
+      {std::filesystem::absolute(file).string(), 0, identity->size, *identity});
+}
+
+}  // namespace
+
+expected<part_files_list> scan_part_files(const std::filesystem::path& root) {
+  return scan(root, split_member_name, "key.ext (such as 000.jpg, 000.cls)");
+}
+
+expected<part_files_list> scan_npy_pairs(const std::filesystem::path& root) {
+  return scan(root, split_npy_pair_name, "<key>_<name>.npy (such as case_00000_x.npy)");
+}
+
+expected<record> read_part_files(const part_files& sample, const std::vector<std::string>& mapped) {
   std::vector<std::pair<std::string, std::vector<std::uint8_t>>> parts;
   for (const auto& [name, file] : sample.parts) {
-    auto bytes = read_whole_file(file);
+    bool in_place = std::find(mapped.begin(), mapped.end(), name) != mapped.end();
+    auto bytes = in_place ? describe_whole_file(file) : read_whole_file(file);
     if (!bytes) {
       return std::move(bytes).error();
     }

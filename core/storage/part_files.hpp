@@ -1,8 +1,10 @@
 #pragma once
-/// A directory of `key.ext` files as samples of several parts, grouped by WebDataset's rule
+/// A directory of files as samples of several parts. Grouped by WebDataset's rule
 /// (core/storage/webdataset_index.hpp split_member_name, on each file's path relative to the
-/// directory): "a/000.jpg" and "a/000.cls" are the parts "jpg" and "cls" of sample "a/000".
-/// What conveyor-pack --parts packs.
+/// directory): "a/000.jpg" and "a/000.cls" are the parts "jpg" and "cls" of sample "a/000"
+/// (what conveyor-pack --parts packs). Or by the MLPerf UNet3D layout (`dataset.format =
+/// "npy_pairs"`): "case_00000_x.npy" and "case_00000_y.npy" are the parts "x.npy" and "y.npy"
+/// of sample "case_00000", as a WebDataset tar's "case_00000.x.npy" and "case_00000.y.npy".
 
 #include <cstdint>
 #include <filesystem>
@@ -32,8 +34,16 @@ struct part_files_list {
 /// part ("000.JPG" and "000.jpg"), empty_dataset when no file makes a sample.
 expected<part_files_list> scan_part_files(const std::filesystem::path& root);
 
-/// The multipart record of `sample`: its files' bytes as they are, the label from its "cls"
-/// part (record_parts.hpp label_of_parts). Errors name the file that cannot be read.
-expected<record> read_part_files(const part_files& sample);
+/// The same for the MLPerf layout: every `<key>_<name>.npy` file (split at the last '_' of its
+/// base name) is part "<name>.npy" of sample "<key>" (with its directory under `root`); other
+/// files are skipped. Errors as scan_part_files's ("no <key>_<name>.npy files").
+expected<part_files_list> scan_npy_pairs(const std::filesystem::path& root);
+
+/// The multipart record of `sample`: its files' bytes as they are, or for the parts named in
+/// `mapped` a descriptor of the whole file (core/storage/file_slice.hpp) read in place later;
+/// the label from its "cls" part (record_parts.hpp label_of_parts). Errors name the file that
+/// cannot be read.
+expected<record> read_part_files(const part_files& sample,
+                                 const std::vector<std::string>& mapped = {});
 
 }  // namespace conveyor

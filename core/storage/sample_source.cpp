@@ -3,6 +3,7 @@
 #include "core/storage/byte_source.hpp"
 #include "core/storage/image_list.hpp"
 #include "core/storage/sharded_dataset.hpp"
+#include "core/storage/part_files.hpp"
 #include "core/storage/webdataset.hpp"
 
 namespace conveyor {
@@ -143,6 +144,62 @@ class webdataset_source final : public sample_source {
   webdataset tars_;
 };
 
+// A directory of MLPerf-style <key>_<name>.npy files (part_files.hpp scan_npy_pairs).
+class npy_pairs_source final : public sample_source {
+ public:
+  npy_pairs_source(part_files_list samples, std::vector<std::string> in_place)
+      : samples_(std::move(samples)), in_place_(std::move(in_place)) {}
+
+  std::uint64_t size() const noexcept override { return samples_.samples.size(); }
+  const std::vector<std::string>& class_names() const noexcept override {
+    static const std::vector<std::string> none;  // segmentation: the labels are volumes
+    return none;
+  }
+  std::string locate(std::uint64_t id) const override {
+    const auto& parts = samples_.samples[id].parts;
+    return parts.empty() ? samples_.samples[id].key : parts.front().second.string();
+  }
+  expected<record> read(std::uint64_t id) const override {
+    return read_part_files(samples_.samples[id], in_place_);
+  }
+  std::uint64_t stored_bytes(std::uint64_t id) const override {
+    std::uint64_t bytes = 0;
+    for (const auto& part : samples_.samples[id].parts) {
+      std::error_code ec;
+      auto size = std::filesystem::file_size(part.second, ec);
+      bytes += ec ? 0 : size;
+    }
+    return bytes;
+  }
+  std::optional<std::uint64_t> shard_of(std::uint64_t /*id*/) const override {
+    return std::nullopt;
+  }
+  std::vector<std::filesystem::path> files() const override {
+    std::vector<std::filesystem::path> out;
+    for (const auto& sample : samples_.samples) {
+      for (const auto& part : sample.parts) {
+        out.push_back(part.second);
+      }
+    }
+    return out;
+  }
+
+ private:
+  part_files_list samples_;
+  std::vector<std::string> in_place_;
+};
+
+expected<webdataset> open_webdataset(const std::filesystem::path& path,
+                                     const std::vector<std::string>& in_place) {
+  auto tars = webdataset::open(path);
+  if (tars && !in_place.empty()) {
+    if (auto ok = tars->keep_in_place(in_place); !ok) {
+      return std::move(ok).error();
+    }
+  }
+  return tars;
+}
+
 template <class Source, class Opened>
 expected<std::shared_ptr<const sample_source>> wrap(Opened opened) {
   if (!opened) {
@@ -169,13 +226,28 @@ expected<void> sample_source::check(std::uint64_t id, const record& got) const {
   return {};
 }
 
-expected<std::shared_ptr<const sample_source>> open_sample_source(const std::filesystem::path& path,
-                                                                  dataset_format format) {
+expected<std::shared_ptr<const sample_source>> open_sample_source(
+    const std::filesystem::path& path, dataset_format format,
+    const std::vector<std::string>& in_place) {
+  if (!in_place.empty() && format != dataset_format::webdataset &&
+      format != dataset_format::npy_pairs) {
+    return error{errc::invalid_config,
+                 "map_parts names parts of multipart samples: the format must be \"webdataset\" "
+                 "or \"npy_pairs\""};
+  }
   switch (format) {
     case dataset_format::shards:
       return wrap<shard_source>(sharded_dataset::open(path));
     case dataset_format::webdataset:
-      return wrap<webdataset_source>(webdataset::open(path));
+      return wrap<webdataset_source>(open_webdataset(path, in_place));
+    case dataset_format::npy_pairs: {
+      auto samples = scan_npy_pairs(path);
+      if (!samples) {
+        return std::move(samples).error();
+      }
+      return std::shared_ptr<const sample_source>(
+          std::make_shared<npy_pairs_source>(std::move(*samples), in_place));
+    }
     case dataset_format::folder:
       break;
   }

@@ -1,7 +1,8 @@
 #pragma once
 /// Where the samples of a dataset come from: a directory of record shards, an image folder
-/// (class sub-directories of image files), or a WebDataset tar set (core/storage/webdataset.hpp).
-/// All give records by dataset index.
+/// (class sub-directories of image files), a WebDataset tar set (core/storage/webdataset.hpp),
+/// or a directory of MLPerf-style `<key>_<name>.npy` files (core/storage/part_files.hpp). All
+/// give records by dataset index.
 
 #include <cstdint>
 #include <filesystem>
@@ -15,7 +16,7 @@
 
 namespace conveyor {
 
-enum class dataset_format : std::uint8_t { shards, folder, webdataset };
+enum class dataset_format : std::uint8_t { shards, folder, webdataset, npy_pairs };
 
 /// Immutable after open: every method may be called concurrently.
 class sample_source {
@@ -50,9 +51,13 @@ class sample_source {
   virtual std::vector<std::filesystem::path> files() const = 0;
 };
 
-/// Opens the dataset at `path`. Errors: not_found for a missing path, empty_dataset for a
-/// dataset without samples, and what the shard reader, folder scan or tar index reports.
-expected<std::shared_ptr<const sample_source>> open_sample_source(const std::filesystem::path& path,
-                                                                  dataset_format format);
+/// Opens the dataset at `path`. `in_place` (`dataset.map_parts`) names the parts of
+/// multipart samples (WebDataset, npy_pairs) that read() leaves in their file, as descriptors
+/// (core/storage/file_slice.hpp); errc::invalid_config when the format has no named parts.
+/// Errors: not_found for a missing path, empty_dataset for a dataset without samples, and what
+/// the shard reader, folder scan or tar index reports.
+expected<std::shared_ptr<const sample_source>> open_sample_source(
+    const std::filesystem::path& path, dataset_format format,
+    const std::vector<std::string>& in_place = {});
 
 }  // namespace conveyor

@@ -102,6 +102,47 @@ expected<webdataset> webdataset::open(std::vector<std::shared_ptr<const byte_sou
 webdataset::webdataset(std::vector<std::shared_ptr<const byte_source>> tars, webdataset_index index)
     : tars_(std::move(tars)), index_(std::move(index)) {}
 
+expected<void> webdataset::keep_in_place(std::vector<std::string> names) {
+  std::vector<file_identity> identities;
+  for (const auto& tar : tars_) {
+    auto identity = identify_file(tar->name());
+    if (!identity) {
+      return std::move(identity).error();
+    }
+    identities.push_back(*identity);
+  }
+  in_place_ = std::move(names);
+  tar_identities_ = std::move(identities);
+  return {};
+}
+
+expected<record> webdataset::read_in_place(std::uint64_t id) const {
+  const auto tar = index_.at(id).tar;
+  const auto path = std::filesystem::absolute(tars_[tar]->name()).string();
+  std::vector<std::pair<std::string, std::vector<std::uint8_t>>> parts;
+  const auto* p = index_.parts_begin(id);
+  for (std::uint32_t i = 0; i < index_.at(id).part_count; ++i, ++p) {
+    std::string name(index_.part_name(*p));
+    if (std::find(in_place_.begin(), in_place_.end(), name) != in_place_.end()) {
+      parts.emplace_back(name,
+                         encode_file_slice({path, p->offset, p->size, tar_identities_[tar]}));
+      continue;
+    }
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(p->size));
+    if (auto ok = read_part(id, *p, bytes.data()); !ok) {
+      return std::move(ok).error();
+    }
+    parts.emplace_back(std::move(name), std::move(bytes));
+  }
+  record r{index_.at(id).key, 0, encode_parts(parts), true};
+  auto views = parts_of(r);
+  if (!views) {
+    return std::move(views).error();
+  }
+  r.label = label_of_parts(*views);
+  return r;
+}
+
 std::vector<std::filesystem::path> webdataset::files() const {
   std::vector<std::filesystem::path> out;
   for (const auto& tar : tars_) {
@@ -145,6 +186,9 @@ expected<record> webdataset::read(std::uint64_t id) const {
   if (const auto* why = index_.problem(id)) {
     return refused(id, errc::corrupt_shard, *why);
   }
+  if (!in_place_.empty()) {
+    return read_in_place(id);
+  }
   record r{index_.at(id).key, 0, encode_part_table(table_of(index_, id)), true};
   auto at = r.payload.size();
   r.payload.resize(payload_size(id));
@@ -175,6 +219,16 @@ expected<void> webdataset::check(std::uint64_t id, const record& got) const {
   }
   if (!got.multipart) {
     return differs("one part, but this sample is multipart");
+  }
+  if (!in_place_.empty()) {
+    auto stored = read_in_place(id);
+    if (!stored) {
+      return std::move(stored).error();
+    }
+    if (got.payload != stored->payload || got.label != stored->label) {
+      return differs("its parts differ from the tar's");
+    }
+    return {};
   }
   auto parts = parts_of(got);
   if (!parts) {

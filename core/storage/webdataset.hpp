@@ -20,6 +20,7 @@
 
 #include "conveyor/error.hpp"
 #include "core/storage/byte_source.hpp"
+#include "core/storage/file_slice.hpp"
 #include "core/storage/record.hpp"
 #include "core/storage/record_parts.hpp"
 #include "core/storage/webdataset_index.hpp"
@@ -35,6 +36,12 @@ class webdataset {
   static expected<webdataset> open(const std::filesystem::path& path);
   /// The same over tars already open (tests, fuzzing), in the order given.
   static expected<webdataset> open(std::vector<std::shared_ptr<const byte_source>> tars);
+
+  /// From now on read() gives the parts named in `names` (`dataset.map_parts`: "x.npy") as
+  /// descriptors of where they lie in their tar (core/storage/file_slice.hpp), not their bytes.
+  /// Errors name a tar that is not a file on disk (one opened from memory). Not thread-safe:
+  /// call it before the set is shared.
+  expected<void> keep_in_place(std::vector<std::string> names);
 
   std::uint64_t size() const noexcept { return index_.size(); }
   const webdataset_index& index() const noexcept { return index_; }
@@ -54,7 +61,8 @@ class webdataset {
   /// sizes against the index, its "cls" part against the tar (one small read) and its label
   /// against that part. The other parts' bytes are not compared: a tar keeps no checksum of
   /// them (a full comparison would read the sample from storage, which a peer's copy is
-  /// there to spare). Errors: checksum_mismatch naming what differs, or read()'s.
+  /// there to spare). With parts kept in place, `got` must be what read() gives, byte for
+  /// byte (descriptors are small). Errors: checksum_mismatch naming what differs, or read()'s.
   expected<void> check(std::uint64_t id, const record& got) const;
 
  private:
@@ -65,8 +73,12 @@ class webdataset {
                              std::int32_t label) const;
   error refused(std::uint64_t id, errc code, const std::string& why) const;
 
+  expected<record> read_in_place(std::uint64_t id) const;
+
   std::vector<std::shared_ptr<const byte_source>> tars_;
   webdataset_index index_;
+  std::vector<std::string> in_place_;           ///< part names read() leaves in their tar
+  std::vector<file_identity> tar_identities_;   ///< per tar, when in_place_ is not empty
 };
 
 /// The .tar files of a WebDataset directory, sorted by name; or `path` itself when it is a

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "core/storage/file_slice.hpp"
 #include "core/storage/record_parts.hpp"
 #include "core/transforms/transform_step.hpp"
 
@@ -38,7 +39,9 @@ bool names_image(std::string_view name) noexcept {
   return std::find(image_names.begin(), image_names.end(), ext) != image_names.end();
 }
 
-expected<part_ref> find_sample_part(const sample_state& sample, std::string_view wanted) {
+namespace {
+
+expected<part_ref> find_part_bytes(const sample_state& sample, std::string_view wanted) {
   std::vector<part_view> parts;
   if (sample.multipart) {
     auto parsed = parse_parts(sample.encoded.data(), sample.encoded.size(), sample.key);
@@ -57,6 +60,38 @@ expected<part_ref> find_sample_part(const sample_state& sample, std::string_view
                                       "' (its parts: " + names_of(parts) + ")"};
   }
   return part_ref{std::string(found->name), found->data, found->size};
+}
+
+}  // namespace
+
+expected<part_ref> find_sample_part(const sample_state& sample, std::string_view wanted) {
+  auto part = find_part_bytes(sample, wanted);
+  if (part && is_file_slice(part->data, part->size)) {
+    return error{errc::invalid_config,
+                 sample_location(sample) + ": part '" + part->name +
+                     "' is left in its file (dataset.map_parts), which only the steps that "
+                     "read volumes in place take; remove it from dataset.map_parts"};
+  }
+  return part;
+}
+
+expected<opened_part> open_sample_part(const sample_state& sample, std::string_view wanted) {
+  auto part = find_part_bytes(sample, wanted);
+  if (!part) {
+    return std::move(part).error();
+  }
+  if (!is_file_slice(part->data, part->size)) {
+    return opened_part{part->name, make_view_source(part->data, part->size,
+                                                    sample.key + " part " + part->name)};
+  }
+  auto slice = decode_file_slice(part->data, part->size);
+  auto file = slice ? open_file_slice(*slice)
+                    : expected<std::shared_ptr<const byte_source>>(std::move(slice).error());
+  if (!file) {
+    return error{file.error().code(), sample_location(sample) + ", part '" + part->name +
+                                          "': " + file.error().message()};
+  }
+  return opened_part{part->name, std::move(*file)};
 }
 
 }  // namespace conveyor

@@ -7,7 +7,10 @@
 #include <string>
 #include <string_view>
 
+#include <memory>
+
 #include "conveyor/error.hpp"
+#include "core/storage/byte_source.hpp"
 #include "core/transforms/sample_state.hpp"
 
 namespace conveyor {
@@ -22,8 +25,23 @@ struct part_ref {
 /// The part `wanted` names (alternatives separated by ';', the first present taken; "": the
 /// record's image: its only part, or its first part named like an image). errc::corrupt_shard
 /// naming the key for a damaged part container, errc::not_found naming the key, the parts it
-/// has and what was wanted when none matches. Views stay valid while `sample.encoded` does.
+/// has and what was wanted when none matches, errc::invalid_config naming the part when it was
+/// left in its file (dataset.map_parts: only open_sample_part reads those). Views stay valid
+/// while `sample.encoded` does.
 expected<part_ref> find_sample_part(const sample_state& sample, std::string_view wanted);
+
+/// A part opened for reading in pieces: its bytes in the record, or in its file when the
+/// record holds a descriptor of where they lie (core/storage/file_slice.hpp).
+struct opened_part {
+  std::string name;
+  /// Offsets relative to the part; named "<file>" or "<key> part <name>" in errors. A view of
+  /// sample.encoded for a part in the record: valid while that is.
+  std::shared_ptr<const byte_source> bytes;
+};
+
+/// The part `wanted` names (as find_sample_part), opened; a descriptor's file is opened now
+/// and checked to be the one it was read from. Errors name the sample and the part.
+expected<opened_part> open_sample_part(const sample_state& sample, std::string_view wanted);
 
 /// Whether a part named `name` (its last dot-component) is an image a decode turns into an
 /// RGB image: jpg, jpeg, png, bmp, webp, ppm, pgm, tif, tiff.

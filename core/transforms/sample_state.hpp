@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "core/base/host_array.hpp"
 #include "core/codecs/scale_ratio.hpp"
 #include "core/transforms/crop_geometry.hpp"
+#include "core/transforms/volume_draws.hpp"
 
 namespace conveyor {
 
@@ -72,6 +74,9 @@ struct sample_state {
   /// Set by the caller (parity tests): the box random_resized_crop takes, and a scaled decode
   /// plans for, instead of drawing one. Inside the image.
   std::optional<crop_box> given_box;
+  /// Set by the caller (exactness tests): the volume steps take their draws from it, in the
+  /// reference's order, instead of from their generators (volume_draws.hpp).
+  std::shared_ptr<volume_draws> given_draws;
   std::size_t next_step = 0;          ///< index of the next step of the chain to run
   std::vector<std::int64_t> step_ns;  ///< wall time of each completed step, in nanoseconds
 };
@@ -81,6 +86,12 @@ struct sample_state {
 inline crop_box crop_box_for(const sample_state& sample, int width, int height,
                              const rrc_params& params, std::mt19937_64& rng) {
   return sample.given_box ? *sample.given_box : random_resized_crop_box(width, height, params, rng);
+}
+
+/// The draws a volume step takes: the sample's given_draws when set, otherwise `own` (over the
+/// step's generator).
+inline volume_draws& draws_for(const sample_state& sample, rng_draws& own) {
+  return sample.given_draws ? *sample.given_draws : own;
 }
 
 }  // namespace conveyor

@@ -37,7 +37,8 @@ expected<transform_chain> transform_chain::build(const std::vector<transform_spe
     if (!step) {
       return fail(i, step.error());
     }
-    if (std::holds_alternative<decode_spec>(specs[i])) {
+    if (std::holds_alternative<decode_spec>(specs[i]) ||
+        std::holds_alternative<rand_balanced_crop_spec>(specs[i])) {
       s->last_part_reader = i;
     }
     s->steps.push_back(std::move(*step));

@@ -132,6 +132,61 @@ struct to_uint8_spec {
   std::string field{image_field_name};
 };
 
+// The volume steps of the MLPerf UNet3D recipe (config/examples/unet3d-kits19.toml), as the
+// reference's transforms do them (docs/unet3d-reference.md; pytorch_loader.py @ 6b277bbe).
+
+/// RandBalancedCrop: reads the image (float32 [1, X, Y, Z]) and label (uint8 [1, X, Y, Z])
+/// .npy parts in place (a part left in its file by dataset.map_parts, or in the record) and
+/// makes `fields` (image, label) of the `size` window: with probability `oversampling` around
+/// a foreground object (from the case's index, built on its first read), else uniform.
+/// A case with a label value above `max_class` or an image with NaN or infinity is refused.
+struct rand_balanced_crop_spec {
+  static constexpr std::string_view op = "rand_balanced_crop";
+  std::string image_part = "x.npy";
+  std::string label_part = "y.npy";
+  std::vector<std::string> fields{std::string(image_field_name), "label"};
+  std::array<std::int64_t, 3> size{128, 128, 128};
+  double oversampling = 0.4;
+  int max_class = 2;
+};
+
+/// RandFlip: each of `axes` (of [C, X, Y, Z] arrays: 1, 2, 3) reversed when its draw is below
+/// p (default 1 / the number of axes), on every one of `fields` alike.
+struct rand_flip_spec {
+  static constexpr std::string_view op = "rand_flip";
+  std::vector<std::string> fields{std::string(image_field_name), "label"};
+  std::vector<int> axes{1, 2, 3};
+  std::optional<double> p;
+};
+
+/// Cast: field i becomes dtype types[i] (value conversion; a value the type cannot hold
+/// refuses the sample).
+struct cast_spec {
+  static constexpr std::string_view op = "cast";
+  std::vector<std::string> fields{std::string(image_field_name), "label"};
+  std::vector<dtype> types{dtype::float32, dtype::uint8};
+};
+
+/// RandomBrightnessAugmentation: with probability p, the float32 field times (1 + f), f drawn
+/// uniform in [1 - factor, 1 + factor), computed in double and rounded to float32 (the
+/// reference's own convention: the factor applied is 1.7..2.3 for factor 0.3).
+struct rand_brightness_spec {
+  static constexpr std::string_view op = "rand_brightness";
+  std::string field{image_field_name};
+  double factor = 0.3;
+  double p = 0.1;
+};
+
+/// GaussianNoise: with probability p, the float32 field plus float32(mean + s * z) per element,
+/// s drawn uniform in [0, std) once per sample, z standard normal.
+struct gaussian_noise_spec {
+  static constexpr std::string_view op = "gaussian_noise";
+  std::string field{image_field_name};
+  double mean = 0.0;
+  double std = 0.1;
+  double p = 0.1;
+};
+
 /// A step of the public step API (include/conveyor/step.hpp, core/transforms/user_step.hpp):
 /// the step its registered factory `name` made from the parameters of its table (the topology
 /// loader calls the factory once; copies share the step, which is immutable).
@@ -143,7 +198,8 @@ struct user_step_spec {
 
 using transform_spec =
     std::variant<decode_spec, random_resized_crop_spec, resize_spec, center_crop_spec, flip_spec,
-                 normalize_spec, to_uint8_spec, user_step_spec>;
+                 normalize_spec, to_uint8_spec, rand_balanced_crop_spec, rand_flip_spec, cast_spec,
+                 rand_brightness_spec, gaussian_noise_spec, user_step_spec>;
 
 /// The op name of a spec, e.g. "center_crop" (a user step's registered name).
 std::string_view op_name(const transform_spec& spec);

@@ -96,6 +96,12 @@ expected<step_ptr> make_step(const center_crop_spec& spec, chain_fields& fields)
 expected<step_ptr> make_step(const flip_spec& spec, chain_fields& fields);
 expected<step_ptr> make_step(const normalize_spec& spec, chain_fields& fields);
 expected<step_ptr> make_step(const to_uint8_spec& spec, chain_fields& fields);
+// The volume steps (volume_crop_step.cpp, volume_steps.cpp).
+expected<step_ptr> make_step(const rand_balanced_crop_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const rand_flip_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const cast_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const rand_brightness_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const gaussian_noise_spec& spec, chain_fields& fields);
 /// A public API step (user_step.hpp).
 expected<step_ptr> make_step(const user_step_spec& spec, chain_fields& fields);
 
@@ -107,6 +113,11 @@ expected<void> check_params(const center_crop_spec& spec);
 expected<void> check_params(const flip_spec& spec);
 expected<void> check_params(const normalize_spec& spec);
 expected<void> check_params(const to_uint8_spec& spec);
+expected<void> check_params(const rand_balanced_crop_spec& spec);
+expected<void> check_params(const rand_flip_spec& spec);
+expected<void> check_params(const cast_spec& spec);
+expected<void> check_params(const rand_brightness_spec& spec);
+expected<void> check_params(const gaussian_noise_spec& spec);
 /// Its factory made a step (the loader checked its parameters then).
 expected<void> check_params(const user_step_spec& spec);
 
