@@ -3,6 +3,7 @@ tests/test_dataset_packer.cpp: the tars as WebDataset users make them, and what 
 find in them.
 
     /usr/bin/python3 make_webdataset.py clean|damaged OUT_DIR
+    /usr/bin/python3 make_webdataset.py pack OUT.tar MEMBER_NAME FILE [MEMBER_NAME FILE ...]
 
 OUT_DIR/expected.txt lists the samples in dataset order (tars by name, then tar order), one
 line each, tab-separated:
@@ -174,6 +175,17 @@ def damaged(out):
     s.finish()
 
 
+def pack(out, members):
+    """Writes the tar `out` of the files given as MEMBER_NAME FILE pairs, in that order (a set
+    as users make theirs: tarfile's defaults)."""
+    with tarfile.open(out, "w") as tar:
+        for name, path in zip(members[0::2], members[1::2]):
+            tar.add(path, arcname=name)
+
+
 if __name__ == "__main__":
-    scenario, out = sys.argv[1], sys.argv[2]
-    {"clean": clean, "damaged": damaged}[scenario](out)
+    if sys.argv[1] == "pack":
+        pack(sys.argv[2], sys.argv[3:])
+    else:
+        scenario, out = sys.argv[1], sys.argv[2]
+        {"clean": clean, "damaged": damaged}[scenario](out)

@@ -62,6 +62,17 @@ python_tar_set make_python_tars(const temp_dir& dir, const std::string& scenario
   return set;
 }
 
+void pack_with_python(const temp_dir& dir, const std::filesystem::path& tar,
+                      const std::vector<std::pair<std::string, std::filesystem::path>>& members) {
+  std::string args =
+      std::string(CONVEYOR_SOURCE_DIR) + "/tests/python/make_webdataset.py pack " + tar.string();
+  for (const auto& [name, file] : members) {
+    args += " " + name + " " + file.string();
+  }
+  auto run = run_app(CONVEYOR_PYTHON, dir, args);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+}
+
 detection_set make_detection_set(const temp_dir& dir, int count, int per_tar) {
   const std::string source = CONVEYOR_SOURCE_DIR;
   detection_set set{dir / "detection", {}, source + "/config/examples/detection.toml"};

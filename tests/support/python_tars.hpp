@@ -45,4 +45,9 @@ struct detection_set {
 /// script fails.
 detection_set make_detection_set(const temp_dir& dir, int count, int per_tar);
 
+/// Writes the tar `tar` of `members` (member name, file), in order, with Python's tarfile. A
+/// failed expectation when the script fails.
+void pack_with_python(const temp_dir& dir, const std::filesystem::path& tar,
+                      const std::vector<std::pair<std::string, std::filesystem::path>>& members);
+
 }  // namespace conveyor::testing
