@@ -1,6 +1,77 @@
 #include "core/transforms/volume_draws.hpp"
 
+#include <array>
+#include <cmath>
+
 namespace conveyor {
+namespace {
+
+/// Marsaglia and Tsang's ziggurat for the standard normal ("The Ziggurat Method for Generating
+/// Random Variables", J. Stat. Software 5(8), 2000), 128 layers, with the layer index and the
+/// 32-bit magnitude taken from different bits of one 64-bit draw (the original reuses the
+/// magnitude's low bits, which correlates them).
+struct ziggurat_tables {
+  std::array<std::uint32_t, 128> k{};
+  std::array<double, 128> w{};
+  std::array<double, 128> f{};
+  ziggurat_tables() {
+    constexpr double m1 = 2147483648.0;  // 2^31
+    constexpr double vn = 9.91256303526217e-3;
+    double dn = 3.442619855899;
+    double tn = dn;
+    const double q = vn / std::exp(-0.5 * dn * dn);
+    k[0] = static_cast<std::uint32_t>((dn / q) * m1);
+    k[1] = 0;
+    w[0] = q / m1;
+    w[127] = dn / m1;
+    f[0] = 1.0;
+    f[127] = std::exp(-0.5 * dn * dn);
+    for (int i = 126; i >= 1; --i) {
+      dn = std::sqrt(-2.0 * std::log(vn / dn + std::exp(-0.5 * dn * dn)));
+      k[static_cast<std::size_t>(i + 1)] = static_cast<std::uint32_t>((dn / tn) * m1);
+      tn = dn;
+      f[static_cast<std::size_t>(i)] = std::exp(-0.5 * dn * dn);
+      w[static_cast<std::size_t>(i)] = dn / m1;
+    }
+  }
+};
+
+const ziggurat_tables& tables() {
+  static const ziggurat_tables t;
+  return t;
+}
+
+double uniform_open(std::mt19937_64& rng) {  // (0, 1)
+  return (static_cast<double>(rng() >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+double ziggurat_normal(std::mt19937_64& rng) {
+  constexpr double r = 3.442619855899;  // where the tail begins
+  const auto& t = tables();
+  for (;;) {
+    const std::uint64_t bits = rng();
+    const auto hz = static_cast<std::int32_t>(static_cast<std::uint32_t>(bits));
+    const auto iz = static_cast<std::size_t>(bits >> 57);  // 7 bits: the layer
+    const auto magnitude = static_cast<std::uint32_t>(hz < 0 ? -static_cast<std::int64_t>(hz) : hz);
+    const double x = hz * t.w[iz];
+    if (magnitude < t.k[iz]) {
+      return x;  // inside the layer's rectangle: ~99% of draws
+    }
+    if (iz == 0) {  // the tail beyond r
+      double tx = 0, ty = 0;
+      do {
+        tx = -std::log(uniform_open(rng)) / r;
+        ty = -std::log(uniform_open(rng));
+      } while (ty + ty < tx * tx);
+      return hz > 0 ? r + tx : -r - tx;
+    }
+    if (t.f[iz] + uniform_open(rng) * (t.f[iz - 1] - t.f[iz]) < std::exp(-0.5 * x * x)) {
+      return x;  // under the curve in the layer's wedge
+    }
+  }
+}
+
+}  // namespace
 
 double rng_draws::random(std::string_view /*site*/) {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng_);
@@ -19,9 +90,10 @@ double rng_draws::uniform(std::string_view site, double low, double high) {
 }
 
 void rng_draws::standard_normals(std::string_view /*site*/, double* out, std::size_t n) {
-  std::normal_distribution<double> normal(0.0, 1.0);
+  // A noise sample draws 2M normals: the ziggurat takes ~5 ns a normal where
+  // std::normal_distribution's polar method (log, sqrt, a rejection loop) takes ~30.
   for (std::size_t i = 0; i < n; ++i) {
-    out[i] = normal(rng_);
+    out[i] = ziggurat_normal(rng_);
   }
 }
 

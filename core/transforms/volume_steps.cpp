@@ -3,6 +3,7 @@
 // RandomBrightnessAugmentation and GaussianNoise (pytorch_loader.py @ 6b277bbe, lines 81-134;
 // docs/unet3d-reference.md sections 4-7), on array fields of any shape.
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -36,9 +37,31 @@ expected<std::size_t> bind_array(std::string_view op, const std::string& name,
   return index;
 }
 
+/// The `n` elements of `item` bytes at `from`, last first, to `to`.
+void reverse_elements(const std::uint8_t* from, std::uint8_t* to, std::size_t n,
+                      std::size_t item) {
+  auto reverse = [&](auto element) {
+    using T = decltype(element);
+    std::vector<T> row(n);  // elements copied out: no aliasing, no unaligned loads
+    std::memcpy(row.data(), from, n * sizeof(T));
+    std::reverse(row.begin(), row.end());
+    std::memcpy(to, row.data(), n * sizeof(T));
+  };
+  switch (item) {
+    case 1:
+      return reverse(std::uint8_t{});
+    case 2:
+      return reverse(std::uint16_t{});
+    case 4:
+      return reverse(std::uint32_t{});
+    default:
+      return reverse(std::uint64_t{});
+  }
+}
+
 /// `in` with the axes marked in `flip` reversed (a copy, as np.flip(...).copy()).
 host_array flipped(const host_array& in, const std::array<bool, host_array::max_rank>& flip) {
-  host_array out = in;
+  auto out = host_array::uninitialized(in.type, in.shape.begin(), in.shape.begin() + in.rank);
   const int rank = in.rank;
   const auto item = size_of(in.type);
   const auto row = static_cast<std::size_t>(in.extent(rank - 1));
@@ -58,12 +81,10 @@ host_array flipped(const host_array& in, const std::array<bool, host_array::max_
     }
     const auto* from = in.bytes.data() + source * row * item;
     auto* to = out.bytes.data() + r * row * item;
-    if (!reverse_row) {
+    if (reverse_row) {
+      reverse_elements(from, to, row, item);
+    } else {
       std::memcpy(to, from, row * item);
-      continue;
-    }
-    for (std::size_t i = 0; i < row; ++i) {
-      std::memcpy(to + i * item, from + (row - 1 - i) * item, item);
     }
   }
   return out;
