@@ -453,11 +453,19 @@ TEST(Topology, UnknownKeysAreErrorsEverywhere) {
 }
 
 TEST(Topology, EveryDatasetFormatIsNamed) {
-  for (auto format : {dataset_format::shards, dataset_format::folder, dataset_format::webdataset}) {
+  for (auto format : {dataset_format::shards, dataset_format::folder, dataset_format::webdataset,
+                      dataset_format::npy_pairs}) {
     auto node = load_dataset("format = \"" + std::string(to_string(format)) + "\"\n");
     ASSERT_TRUE(node) << node.error().what();
     EXPECT_EQ(node->dataset.format, format);
   }
+}
+
+TEST(Topology, MapPartsNeedsAFormatOfNamedPartsAndNoPeers) {
+  auto node = load_dataset("format = \"npy_pairs\"\nmap_parts = [\"x.npy\", \"y.npy\"]\n");
+  ASSERT_TRUE(node) << node.error().what();
+  EXPECT_EQ(node->dataset.map_parts, (std::vector<std::string>{"x.npy", "y.npy"}));
+  expect_invalid(load_dataset("map_parts = \"x.npy\"\n"), {"dataset.map_parts: expected"});
 }
 
 TEST(Topology, BadEnumValuesListTheChoices) {
@@ -466,8 +474,8 @@ TEST(Topology, BadEnumValuesListTheChoices) {
       {"node.toml:2:10: batching.policy: must be one of \"in_order\", \"latency_aware\" (got "
        "\"fastest\")"});
   expect_invalid(load_dataset("format = \"zip\"\n"),
-                 {"dataset.format: must be one of \"folder\", \"shards\", \"webdataset\" (got "
-                  "\"zip\")"});
+                 {"dataset.format: must be one of \"folder\", \"shards\", \"webdataset\", "
+                  "\"npy_pairs\" (got \"zip\")"});
   expect_invalid(load_with("[supervision]\nstrategy = \"all_for_one\"\n"),
                  {"supervision.strategy: must be one of \"one_for_one\""});
   expect_invalid(load_after("[[transform]]\nop = \"resize\"\nsize = 3\ninterpolation = \"x\"\n"),
