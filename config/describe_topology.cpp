@@ -100,8 +100,8 @@ std::string describe_step(const rand_flip_spec& spec) {
   for (auto a : spec.axes) {
     axes += (axes.empty() ? "" : ", ") + std::to_string(a);
   }
-  return "rand_flip axes=[" + axes + "]" +
-         (spec.p ? " p=" + number_text(*spec.p) : std::string()) + " " + join_names(spec.fields);
+  return "rand_flip axes=[" + axes + "]" + (spec.p ? " p=" + number_text(*spec.p) : std::string()) +
+         " " + join_names(spec.fields);
 }
 std::string describe_step(const cast_spec& spec) {
   std::vector<std::string> pairs;

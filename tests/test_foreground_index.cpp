@@ -5,8 +5,8 @@
 // classes is refused naming the voxel.
 #include <gtest/gtest.h>
 
-#include "core/storage/byte_source.hpp"
 #include "core/codecs/npy_writer.hpp"
+#include "core/storage/byte_source.hpp"
 #include "core/transforms/foreground_index.hpp"
 #include "support/test_support.hpp"
 
@@ -29,8 +29,8 @@ struct label_volume {
   }
 };
 
-volume_box box(std::int64_t x0, std::int64_t x1, std::int64_t y0, std::int64_t y1,
-               std::int64_t z0, std::int64_t z1) {
+volume_box box(std::int64_t x0, std::int64_t x1, std::int64_t y0, std::int64_t y1, std::int64_t z0,
+               std::int64_t z1) {
   return {axis_range{x0, x1}, axis_range{y0, y1}, axis_range{z0, z1}};
 }
 

@@ -52,9 +52,9 @@ struct epoch_result {
 };
 
 epoch_result run_epoch(const std::filesystem::path& dir, const std::string& format) {
-  auto p = pipeline::from_toml(recipe_text(),
-                               {"dataset.path=" + dir.string(), "dataset.format=" + format,
-                                "gpus=1", "pipeline.preprocessors=2", "trainer.epochs=1"});
+  auto p = pipeline::from_toml(
+      recipe_text(), {"dataset.path=" + dir.string(), "dataset.format=" + format, "gpus=1",
+                      "pipeline.preprocessors=2", "trainer.epochs=1"});
   EXPECT_TRUE(p) << (p ? "" : p.error().what());
   epoch_result out;
   if (!p) {
@@ -157,8 +157,8 @@ TEST(Unet3dRecipe, BadCasesAreQuarantinedNamingTheCaseAndTheReason) {
   for (const auto& [key, reason] : reasons) {
     bool named = false;
     for (const auto& line : run.report.quarantined_samples) {
-      named = named || (line.find(key) != std::string::npos &&
-                        line.find(reason) != std::string::npos);
+      named =
+          named || (line.find(key) != std::string::npos && line.find(reason) != std::string::npos);
     }
     EXPECT_TRUE(named) << key << " not quarantined with \"" << reason << "\"";
   }

@@ -33,10 +33,10 @@ TEST(VolumeDraws, NormalsAreStandardNormal) {
   }
   var /= static_cast<double>(z.size());
   const auto n = static_cast<double>(z.size());
-  EXPECT_NEAR(mean, 0.0, 0.005);                  // 5 standard errors
-  EXPECT_NEAR(var, 1.0, 0.007);                   // 5 standard errors
-  EXPECT_NEAR(beyond_2 / n, 0.0455, 0.001);       // 5 standard errors
-  EXPECT_NEAR(beyond_3 / n, 0.0027, 0.00026);     // 5 standard errors
+  EXPECT_NEAR(mean, 0.0, 0.005);               // 5 standard errors
+  EXPECT_NEAR(var, 1.0, 0.007);                // 5 standard errors
+  EXPECT_NEAR(beyond_2 / n, 0.0455, 0.001);    // 5 standard errors
+  EXPECT_NEAR(beyond_3 / n, 0.0027, 0.00026);  // 5 standard errors
   EXPECT_GT(tail_low, 50u) << "~166 expected below -3.6 (the tail beyond the base layer)";
   EXPECT_GT(tail_high, 50u);
 }

@@ -61,7 +61,9 @@ class file_source final : public byte_source {
 class memory_source final : public byte_source {
  public:
   memory_source(std::vector<std::uint8_t> bytes, std::string name)
-      : bytes_(std::move(bytes)), data_(bytes_.data()), size_(bytes_.size()),
+      : bytes_(std::move(bytes)),
+        data_(bytes_.data()),
+        size_(bytes_.size()),
         name_(std::move(name)) {}
   memory_source(const std::uint8_t* data, std::size_t size, std::string name)
       : data_(data), size_(size), name_(std::move(name)) {}

@@ -45,10 +45,11 @@ class slice_source final : public byte_source {
         continue;
       }
       if (got <= 0) {
-        return error{errc::io_error,
-                     name_ + ": read at offset " + std::to_string(offset_ + offset + done) +
-                         (got < 0 ? " failed: " + std::string(std::strerror(errno))
-                                  : std::string(": the file ended (truncated since it was read?)"))};
+        return error{
+            errc::io_error,
+            name_ + ": read at offset " + std::to_string(offset_ + offset + done) +
+                (got < 0 ? " failed: " + std::string(std::strerror(errno))
+                         : std::string(": the file ended (truncated since it was read?)"))};
       }
       done += static_cast<std::size_t>(got);
     }
@@ -101,8 +102,8 @@ bool is_file_slice(const std::uint8_t* data, std::size_t size) noexcept {
 
 expected<file_slice> decode_file_slice(const std::uint8_t* data, std::size_t size) {
   if (!is_file_slice(data, size) || size < fixed_bytes) {
-    return error{errc::corrupt_shard, "a file slice descriptor of " + std::to_string(size) +
-                                          " bytes is too short"};
+    return error{errc::corrupt_shard,
+                 "a file slice descriptor of " + std::to_string(size) + " bytes is too short"};
   }
   const auto* at = data + magic.size();
   std::array<std::uint64_t, 6> v{};
@@ -137,8 +138,9 @@ expected<std::shared_ptr<const byte_source>> open_file_slice(const file_slice& s
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !(identity_of(st) == slice.file)) {
     ::close(fd);
     return error{errc::checksum_mismatch,
-                 slice.path + ": not the file the sample was read from (replaced or changed "
-                              "since: device, inode, size or modification time differ)"};
+                 slice.path +
+                     ": not the file the sample was read from (replaced or changed "
+                     "since: device, inode, size or modification time differ)"};
   }
   return std::shared_ptr<const byte_source>(
       std::make_shared<slice_source>(slice.path, fd, slice.offset, slice.size));

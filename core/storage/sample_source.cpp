@@ -2,8 +2,8 @@
 
 #include "core/storage/byte_source.hpp"
 #include "core/storage/image_list.hpp"
-#include "core/storage/sharded_dataset.hpp"
 #include "core/storage/part_files.hpp"
+#include "core/storage/sharded_dataset.hpp"
 #include "core/storage/webdataset.hpp"
 
 namespace conveyor {

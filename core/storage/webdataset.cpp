@@ -124,8 +124,7 @@ expected<record> webdataset::read_in_place(std::uint64_t id) const {
   for (std::uint32_t i = 0; i < index_.at(id).part_count; ++i, ++p) {
     std::string name(index_.part_name(*p));
     if (std::find(in_place_.begin(), in_place_.end(), name) != in_place_.end()) {
-      parts.emplace_back(name,
-                         encode_file_slice({path, p->offset, p->size, tar_identities_[tar]}));
+      parts.emplace_back(name, encode_file_slice({path, p->offset, p->size, tar_identities_[tar]}));
       continue;
     }
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(p->size));

@@ -77,8 +77,8 @@ class webdataset {
 
   std::vector<std::shared_ptr<const byte_source>> tars_;
   webdataset_index index_;
-  std::vector<std::string> in_place_;           ///< part names read() leaves in their tar
-  std::vector<file_identity> tar_identities_;   ///< per tar, when in_place_ is not empty
+  std::vector<std::string> in_place_;          ///< part names read() leaves in their tar
+  std::vector<file_identity> tar_identities_;  ///< per tar, when in_place_ is not empty
 };
 
 /// The .tar files of a WebDataset directory, sorted by name; or `path` itself when it is a

@@ -28,7 +28,8 @@ volume_box random_window(const std::array<std::int64_t, 3>& extents,
 
 volume_box foreground_window(const std::array<std::int64_t, 3>& extents, const case_index& index,
                              const balanced_crop_params& params, volume_draws& draws) {
-  const auto cls = draws.choice_index("crop.class", static_cast<std::int64_t>(index.classes.size()));
+  const auto cls =
+      draws.choice_index("crop.class", static_cast<std::int64_t>(index.classes.size()));
   const auto& kept = index.classes[static_cast<std::size_t>(cls)].kept;
   const auto which = draws.randrange("crop.object", static_cast<std::int64_t>(kept.size()));
   const auto& object = kept[static_cast<std::size_t>(which)];

@@ -145,11 +145,11 @@ expected<case_index> build_case_index(const volume_part& label, int max_class) {
     const auto* bad = std::find_if(slab, end, [&](std::uint8_t v) { return v > max_class; });
     if (bad != end) {
       const auto at = bad - slab;
-      return expected<void>(error{
-          errc::decode_error, "part '" + label.name + "': class " + std::to_string(*bad) +
-                                  " at " + voxel_text(0, x, at / Z, at % Z) +
-                                  " (the recipe's classes are 0.." + std::to_string(max_class) +
-                                  ")"});
+      return expected<void>(error{errc::decode_error, "part '" + label.name + "': class " +
+                                                          std::to_string(*bad) + " at " +
+                                                          voxel_text(0, x, at / Z, at % Z) +
+                                                          " (the recipe's classes are 0.." +
+                                                          std::to_string(max_class) + ")"});
     }
     labeller.label(x, slab);
     return expected<void>();
@@ -187,11 +187,11 @@ expected<void> check_finite(const volume_part& image) {
     auto at = static_cast<std::int64_t>(
         std::find_if(slab.begin(), slab.end(), [](float v) { return !std::isfinite(v); }) -
         slab.begin());
-    return expected<void>(error{errc::decode_error,
-                                "part '" + image.name + "': " +
-                                    (std::isnan(slab[static_cast<std::size_t>(at)]) ? "NaN"
-                                                                                    : "infinity") +
-                                    " at " + voxel_text(i / X, i % X, at / Z, at % Z)});
+    return expected<void>(
+        error{errc::decode_error,
+              "part '" + image.name +
+                  "': " + (std::isnan(slab[static_cast<std::size_t>(at)]) ? "NaN" : "infinity") +
+                  " at " + voxel_text(i / X, i % X, at / Z, at % Z)});
   });
 }
 

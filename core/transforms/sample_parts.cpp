@@ -81,8 +81,8 @@ expected<opened_part> open_sample_part(const sample_state& sample, std::string_v
     return std::move(part).error();
   }
   if (!is_file_slice(part->data, part->size)) {
-    return opened_part{part->name, make_view_source(part->data, part->size,
-                                                    sample.key + " part " + part->name)};
+    return opened_part{
+        part->name, make_view_source(part->data, part->size, sample.key + " part " + part->name)};
   }
   auto slice = decode_file_slice(part->data, part->size);
   auto file = slice ? open_file_slice(*slice)

@@ -19,8 +19,7 @@ std::string shape_text(const volume_part& v) {
 
 class rand_balanced_crop_step final : public transform_step {
  public:
-  rand_balanced_crop_step(const rand_balanced_crop_spec& spec, std::size_t image,
-                          std::size_t label)
+  rand_balanced_crop_step(const rand_balanced_crop_spec& spec, std::size_t image, std::size_t label)
       : spec_(spec), image_(image), label_(label) {}
 
   std::string_view name() const noexcept override { return rand_balanced_crop_spec::op; }
@@ -40,16 +39,15 @@ class rand_balanced_crop_step final : public transform_step {
     }
     if (image->extents() != label->extents()) {
       return refuse(sample, "image '" + image->name + "' is " + shape_text(*image) + ", label '" +
-                                label->name + "' is " + shape_text(*label) +
-                                ": the shapes differ");
+                                label->name + "' is " + shape_text(*label) + ": the shapes differ");
     }
     auto index = index_of(sample, *image, *label);
     if (!*index) {
       return refuse(sample, index->error().message());
     }
     rng_draws own(rng);
-    auto window = balanced_crop_window(image->extents(), **index,
-                                       {spec_.size, spec_.oversampling}, draws_for(sample, own));
+    auto window = balanced_crop_window(image->extents(), **index, {spec_.size, spec_.oversampling},
+                                       draws_for(sample, own));
     if (!window) {
       return refuse(sample, window.error().message());
     }
@@ -124,17 +122,17 @@ expected<void> check_params(const rand_balanced_crop_spec& spec) {
   }
   for (auto side : spec.size) {
     if (side < 1 || side > 4096) {
-      return invalid_spec(op, "size must be 1..4096 on each axis (got " + std::to_string(side) +
-                                  ")");
+      return invalid_spec(op,
+                          "size must be 1..4096 on each axis (got " + std::to_string(side) + ")");
     }
   }
   if (!(spec.oversampling >= 0.0 && spec.oversampling <= 1.0)) {
-    return invalid_spec(op, "oversampling must be in [0, 1] (got " +
-                                format_number(spec.oversampling) + ")");
+    return invalid_spec(
+        op, "oversampling must be in [0, 1] (got " + format_number(spec.oversampling) + ")");
   }
   if (spec.max_class < 1 || spec.max_class > 255) {
-    return invalid_spec(op, "max_class must be 1..255 (got " + std::to_string(spec.max_class) +
-                                ")");
+    return invalid_spec(op,
+                        "max_class must be 1..255 (got " + std::to_string(spec.max_class) + ")");
   }
   return {};
 }

@@ -56,8 +56,8 @@ expected<void> read_box(const volume_part& volume, const volume_box& box, std::u
   for (std::int64_t c = 0; c < volume.channels(); ++c) {
     for (std::int64_t x = box[0].start; x < box[0].stop; ++x) {
       const auto first = ((c * X + x) * Y + box[1].start) * Z * item;
-      if (auto ok = volume.bytes->read_at(volume.header.data_offset + first, block.data(),
-                                          block.size());
+      if (auto ok =
+              volume.bytes->read_at(volume.header.data_offset + first, block.data(), block.size());
           !ok) {
         return ok;
       }

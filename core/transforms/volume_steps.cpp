@@ -17,11 +17,11 @@ namespace conveyor {
 namespace {
 
 constexpr std::array<std::string_view, host_array::max_rank> flip_sites{"flip0", "flip1", "flip2",
-                                                                         "flip3"};
+                                                                        "flip3"};
 
 // The array field `name`, read by a step that needs an array (of `type` when given).
-expected<std::size_t> bind_array(std::string_view op, const std::string& name,
-                                 chain_fields& fields, std::optional<dtype> type = std::nullopt) {
+expected<std::size_t> bind_array(std::string_view op, const std::string& name, chain_fields& fields,
+                                 std::optional<dtype> type = std::nullopt) {
   auto index = fields.read(name);
   if (!index) {
     return index;
@@ -38,8 +38,7 @@ expected<std::size_t> bind_array(std::string_view op, const std::string& name,
 }
 
 /// The `n` elements of `item` bytes at `from`, last first, to `to`.
-void reverse_elements(const std::uint8_t* from, std::uint8_t* to, std::size_t n,
-                      std::size_t item) {
+void reverse_elements(const std::uint8_t* from, std::uint8_t* to, std::size_t n, std::size_t item) {
   auto reverse = [&](auto element) {
     using T = decltype(element);
     std::vector<T> row(n);  // elements copied out: no aliasing, no unaligned loads
@@ -108,9 +107,9 @@ class rand_flip_step final : public transform_step {
     for (auto f : fields_) {
       auto& a = sample.fields[f].array;
       if (a.rank <= axes_.back()) {
-        return sample_error(errc::transform_error, sample, name(),
-                            "field " + std::to_string(f) + " is " + describe(a) +
-                                ", without the axes it flips");
+        return sample_error(
+            errc::transform_error, sample, name(),
+            "field " + std::to_string(f) + " is " + describe(a) + ", without the axes it flips");
       }
       if (any) {
         sample.fields[f].set(flipped(a, flip));
@@ -227,8 +226,7 @@ class rand_brightness_step final : public transform_step {
     if (!(draws.random("brightness.apply") < spec_.p)) {
       return {};
     }
-    const double f =
-        draws.uniform("brightness.factor", 1.0 - spec_.factor, 1.0 + spec_.factor);
+    const double f = draws.uniform("brightness.factor", 1.0 - spec_.factor, 1.0 + spec_.factor);
     // The reference multiplies a float32 image by a float64 array of shape (1,): NumPy
     // computes in double, then .astype(float32) rounds (docs/unet3d-reference.md section 6).
     const double scale = 1.0 + f;
@@ -280,8 +278,8 @@ class gaussian_noise_step final : public transform_step {
 
 expected<void> require_probability(std::string_view op, std::string_view param, double p) {
   if (!(p >= 0.0 && p <= 1.0)) {
-    return invalid_spec(op, std::string(param) + " must be in [0, 1] (got " + format_number(p) +
-                                ")");
+    return invalid_spec(op,
+                        std::string(param) + " must be in [0, 1] (got " + format_number(p) + ")");
   }
   return {};
 }
@@ -297,6 +295,19 @@ expected<std::vector<std::size_t>> bind_all(const Spec& spec, chain_fields& fiel
     out.push_back(*index);
   }
   return out;
+}
+
+// A step of `Spec` on its float32 field.
+template <class Step, class Spec>
+expected<step_ptr> make_float_step(const Spec& spec, chain_fields& fields) {
+  if (auto ok = check_params(spec); !ok) {
+    return std::move(ok).error();
+  }
+  auto field = bind_array(Spec::op, spec.field, fields, dtype::float32);
+  if (!field) {
+    return std::move(field).error();
+  }
+  return step_ptr(std::make_unique<Step>(*field, spec));
 }
 
 }  // namespace
@@ -380,14 +391,7 @@ expected<void> check_params(const rand_brightness_spec& spec) {
 }
 
 expected<step_ptr> make_step(const rand_brightness_spec& spec, chain_fields& fields) {
-  if (auto ok = check_params(spec); !ok) {
-    return std::move(ok).error();
-  }
-  auto field = bind_array(rand_brightness_spec::op, spec.field, fields, dtype::float32);
-  if (!field) {
-    return std::move(field).error();
-  }
-  return step_ptr(std::make_unique<rand_brightness_step>(*field, spec));
+  return make_float_step<rand_brightness_step>(spec, fields);
 }
 
 expected<void> check_params(const gaussian_noise_spec& spec) {
@@ -400,14 +404,7 @@ expected<void> check_params(const gaussian_noise_spec& spec) {
 }
 
 expected<step_ptr> make_step(const gaussian_noise_spec& spec, chain_fields& fields) {
-  if (auto ok = check_params(spec); !ok) {
-    return std::move(ok).error();
-  }
-  auto field = bind_array(gaussian_noise_spec::op, spec.field, fields, dtype::float32);
-  if (!field) {
-    return std::move(field).error();
-  }
-  return step_ptr(std::make_unique<gaussian_noise_step>(*field, spec));
+  return make_float_step<gaussian_noise_step>(spec, fields);
 }
 
 }  // namespace conveyor

@@ -66,8 +66,8 @@ class scripted_draws final : public volume_draws {
 
  private:
   [[noreturn]] void fail(std::string_view site, const std::string& what) const {
-    throw std::runtime_error("draw " + std::to_string(at_) + " (" + std::string(site) + "): " +
-                             what);
+    throw std::runtime_error("draw " + std::to_string(at_) + " (" + std::string(site) +
+                             "): " + what);
   }
   const std::string& next(std::string_view site) {
     if (at_ >= script_.size()) {
