@@ -43,7 +43,8 @@ pipeline_figures figures_of(const batcher_core& core, bool with_quarantined) {
           core.retries(),
           core.step_ns(),
           core.prepared(),
-          core.in_flight()};
+          core.in_flight(),
+          core.sample_work()};
 }
 
 // Logs the samples quarantined since the last call, appends them to the report file, and

@@ -307,6 +307,15 @@ pipeline_report pipeline::report() const {
   r.restarts = rt->status()->restarts();
   r.hangs = rt->status()->hangs();
   r.time_per_sample_ms = time_breakdown(*rt, f);
+  if (f.sample_work.count > 0) {
+    const auto& w = f.sample_work;
+    r.sample_ms.emplace_back("samples", static_cast<double>(w.count));
+    for (const auto& [name, ns] :
+         {std::pair{"mean", w.mean}, std::pair{"p50", w.p50}, std::pair{"p90", w.p90},
+          std::pair{"p99", w.p99}, std::pair{"max", w.max}}) {
+      r.sample_ms.emplace_back(name, static_cast<double>(ns) / 1e6);
+    }
+  }
   r.finished = f.finished;
   for (const auto& e : rt->status()->reads().by_epoch()) {
     r.epoch_cache_hits.push_back(e.cache_hits);

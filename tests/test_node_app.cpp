@@ -59,6 +59,7 @@ TEST(NodeApp, CleanRunWithFourFeedersAccountsForEverySample) {
   // Where a sample's time went: read, each step by name, collate. The final normalize runs as
   // the feeders write the batch: the chain ends with to_uint8, and collate normalises.
   EXPECT_NE(r.out.find("\"time_ms_per_sample\":{\"read\":"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"sample_ms\":{\"samples\":"), std::string::npos) << r.out;
   for (auto step : {"decode", "random_resized_crop", "flip", "to_uint8", "collate"}) {
     EXPECT_NE(r.out.find(std::string("\"") + step + "\":"), std::string::npos) << step;
   }

@@ -100,6 +100,7 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"steps_executed\":" << report.steps_executed << ",\"retries\":" << report.retries
       << ",\"restarts\":" << report.restarts << ",\"hangs\":" << report.hangs
       << ",\"time_ms_per_sample\":" << number_object(report.time_per_sample_ms)
+      << ",\"sample_ms\":" << number_object(report.sample_ms)
       << ",\"bottleneck\":" << quoted_string(report.bottleneck)
       << ",\"bottleneck_shares\":" << number_object(report.bottleneck_shares)
       << ",\"trainer_samples_per_s\":"

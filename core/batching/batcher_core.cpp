@@ -186,6 +186,7 @@ bool batcher_core::on_prepared(prepared_ptr sample) {
     step_ns_[i] += sample->step_ns[i];
   }
   ++prepared_;
+  sample_work_.record(work);
   budget_.record(work, sample->source_pixels);
   policy_->add(std::move(sample));
   return true;

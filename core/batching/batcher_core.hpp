@@ -36,6 +36,7 @@
 #include "core/batching/latency_budget.hpp"
 #include "core/batching/prepared_sample.hpp"
 #include "core/batching/resume_state.hpp"
+#include "core/metrics/latency_tracker.hpp"
 
 namespace conveyor {
 
@@ -148,6 +149,8 @@ class batcher_core {
   std::uint64_t retries() const noexcept { return retries_; }
   /// Per transform step, the total time of every prepared sample's step (wherever it ran).
   const std::vector<std::int64_t>& step_ns() const noexcept { return step_ns_; }
+  /// Percentiles of the work (all steps, wherever they ran) of the last 8192 prepared samples.
+  latency_snapshot sample_work() const { return sample_work_.snapshot(); }
   std::uint64_t prepared() const noexcept { return prepared_; }
   std::uint64_t stale_results() const noexcept { return stale_; }
   bool is_up(worker_role role, int index) const;
@@ -191,6 +194,7 @@ class batcher_core {
   std::uint64_t next_attempt_ = 1;
   std::uint64_t retries_ = 0;
   std::vector<std::int64_t> step_ns_;
+  mutable latency_tracker sample_work_{8192};  ///< mutable: its queries sort lazily
   std::uint64_t prepared_ = 0;
   std::uint64_t stale_ = 0;
   std::vector<std::uint64_t> credits_;

@@ -14,6 +14,7 @@
 #include "core/analysis/live_diagnosis.hpp"
 #include "core/batching/epoch_ledger.hpp"
 #include "core/delivery/batch_channel.hpp"
+#include "core/metrics/latency_tracker.hpp"
 #include "core/metrics/read_counts.hpp"
 
 namespace conveyor {
@@ -29,6 +30,7 @@ struct pipeline_figures {
   std::vector<std::int64_t> step_ns;  ///< per transform step: total time over prepared samples
   std::uint64_t prepared = 0;         ///< samples whose steps step_ns sums
   std::uint64_t in_flight = 0;        ///< samples dispatched and not yet in a batch, now
+  latency_snapshot sample_work;       ///< of the last prepared samples (batcher_core)
 };
 
 /// Thread-safe.

@@ -223,6 +223,10 @@ struct pipeline_report {
   /// "to_uint8". Wall time of the work itself; the rest of a sample's latency is queueing and
   /// messaging. (Empty for a client.)
   std::vector<std::pair<std::string, double>> time_per_sample_ms;
+  /// The work of one sample (its steps, wherever they ran, without queueing), in ms, over the
+  /// last 8192 prepared: "samples" (how many of them), "mean", "p50", "p90", "p99", "max".
+  /// (Empty for a client.)
+  std::vector<std::pair<std::string, double>> sample_ms;
   bool finished = false;                         ///< every epoch handed to the GPUs
   std::vector<std::string> quarantined_samples;  ///< "epoch <e> <key>: <reason>" (pipeline)
   /// Per epoch (from 0): samples served by the cache ([cache]; of those, by its disk tier),
