@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+"""The MLPerf UNet3D reference's input pipeline as MLPerf runs it: PyTorch's DataLoader over the
+reference's PytTrain, the baseline of bench/unet3d.sh (issue 31).
+
+usage: unet3d_dataloader.py DIR [--epochs E] [--step-ms S] [--gpus G] [--workers W]
+                            [--batch-size B] [--seed N] [--cost-draws K] [--persistent-workers]
+
+DIR holds MLPerf-layout cases, case_XXXXX_x.npy (float32 1xDxHxW) and case_XXXXX_y.npy (uint8),
+as conveyor-pack --synthetic-volumes writes them; every case is a training case.
+
+What runs is the reference's own code: PytTrain, RandBalancedCrop, RandFlip, Cast,
+RandomBrightnessAugmentation, GaussianNoise and get_train_transforms come from the verbatim copy
+of image_segmentation/pytorch/data_loading/pytorch_loader.py kept in
+tests/python/unet3d_reference.py (_load_reference_module: checked against its git blob id). That
+loader stubs the file's two torch imports: torch.utils.data.Dataset becomes `object` (Dataset
+adds nothing __getitem__ needs) and torchvision's Compose a class that calls each transform in
+order, as torchvision's does (torchvision is not installed here). So each sample is np.load of
+x and y, RandBalancedCrop(patch_size=[128,128,128], oversampling=0.4), then Compose([RandFlip(),
+Cast((np.float32, np.uint8)), RandomBrightnessAugmentation(factor=0.3, prob=0.1),
+GaussianNoise(mean=0.0, std=0.1, prob=0.1)]), drawing from Python's `random` and NumPy's global
+RandomState like the original.
+
+The DataLoader is built as the reference's data_loader.py get_data_loaders builds it:
+batch_size B per GPU, shuffle=True with one GPU, DistributedSampler(seed, drop_last=False) per
+rank with several (set_epoch each epoch), num_workers W, drop_last=True, persistent_workers off
+(the reference leaves the default: the workers start again every epoch; --persistent-workers
+keeps them), pin_memory only where CUDA is available (the reference pins; there is no GPU here).
+Seeded as the reference's seed_everything does (random, np.random, torch) plus a torch.Generator
+for the shuffle; each worker is then seeded by PyTorch (random and np.random from the base seed
+and its worker id).
+
+Measures, printed as one JSON line:
+  - samples_per_s: at trainer step 0 (the trainer takes each batch and asks for the next),
+    over E epochs, counted from the end of the first batch (the first batch's wait, worker
+    start-up, is left out; later epochs' worker restarts are in). samples_per_s_incl_start
+    counts from the start, as conveyor-node's samples_per_s does.
+  - with --step-ms S > 0, a second run of E epochs where the trainer "computes" by sleeping S ms
+    per batch: stall_fraction = time waiting in next(batch) / (that + time computing), every
+    batch included (as conveyor-node's trainer counts it); stall_fraction_after_first leaves
+    each rank's first batch out.
+  - with --cost-draws K > 0, cost_ms: per-sample cost of the reference (PytTrain.__getitem__:
+    np.load of x and y + crop + transforms) in this one process, over every case K times in a
+    seeded shuffled order (different draws each time): mean, p50, p90, p99, max in ms
+    (nearest-rank percentiles).
+With --gpus G > 1, G rank processes run at once, each with its own DataLoader of W workers over
+its DistributedSampler share (G x W workers in all: on a 2-core machine, 4 workers share 2
+cores), each rank's trainer on its own (no all-reduce between the ranks, like conveyor-node's
+simulated trainers); samples_per_s is the ranks' samples together over the span from the first
+rank's first batch to the last rank's end.
+"""
+import argparse
+import glob
+import importlib.util
+import json
+import multiprocessing
+import os
+import random
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE_FILE = os.path.join(HERE, "..", "tests", "python", "unet3d_reference.py")
+PATCH_SIZE = [128, 128, 128]  # the reference's runtime/arguments.py --input_shape default
+OVERSAMPLING = 0.4  # --oversampling default
+
+
+def load_reference():
+    """The namespace of the verbatim reference file (see the module docstring)."""
+    spec = importlib.util.spec_from_file_location("unet3d_reference", REFERENCE_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module._load_reference_module()
+
+
+def list_cases(path):
+    """The reference's load_data: sorted *_x.npy and *_y.npy."""
+    images = sorted(glob.glob(os.path.join(path, "*_x.npy")))
+    labels = sorted(glob.glob(os.path.join(path, "*_y.npy")))
+    if not images or len(images) != len(labels):
+        sys.exit(f"{path}: {len(images)} *_x.npy, {len(labels)} *_y.npy: not an MLPerf-layout set")
+    return images, labels
+
+
+def seed_everything(seed):
+    """The reference's runtime/distributed_utils.py seed_everything."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def make_dataset(ref, images, labels):
+    return ref["PytTrain"](images, labels, patch_size=PATCH_SIZE, oversampling=OVERSAMPLING)
+
+
+def make_loader(dataset, args, rank):
+    sampler = None
+    if args.gpus > 1:
+        sampler = DistributedSampler(dataset, num_replicas=args.gpus, rank=rank, seed=args.seed,
+                                     drop_last=False)
+    generator = torch.Generator()
+    generator.manual_seed(args.seed + rank)
+    return DataLoader(dataset, batch_size=args.batch_size, shuffle=sampler is None,
+                      sampler=sampler, num_workers=args.workers,
+                      pin_memory=torch.cuda.is_available(), drop_last=True,
+                      persistent_workers=args.persistent_workers and args.workers > 0,
+                      generator=generator)
+
+
+def train_rank(ref, images, labels, args, rank, step_s, start_barrier=None):
+    """One rank's trainer over args.epochs epochs: per batch, the wait in next() and the
+    sleep of step_s. Returns its timings (time.monotonic seconds)."""
+    seed_everything(args.seed + rank)
+    loader = make_loader(make_dataset(ref, images, labels), args, rank)
+    if start_barrier is not None:
+        start_barrier.wait()
+    start = time.monotonic()
+    first_end = None
+    wait_s = first_wait_s = step_total_s = 0.0
+    samples = batches = first_samples = 0
+    for epoch in range(args.epochs):
+        if args.gpus > 1:
+            loader.sampler.set_epoch(epoch)
+        it = iter(loader)
+        while True:
+            t0 = time.monotonic()
+            try:
+                image, label = next(it)
+            except StopIteration:
+                break
+            t1 = time.monotonic()
+            wait_s += t1 - t0
+            batches += 1
+            samples += image.shape[0]
+            if first_end is None:
+                first_end, first_wait_s, first_samples = t1, t1 - t0, image.shape[0]
+            if step_s > 0:
+                time.sleep(step_s)
+                step_total_s += time.monotonic() - t1
+        del it
+    end = time.monotonic()
+    return {"rank": rank, "start": start, "first_end": first_end, "end": end,
+            "samples": samples, "batches": batches, "first_samples": first_samples,
+            "wait_s": wait_s, "first_wait_s": first_wait_s, "step_s": step_total_s}
+
+
+def _rank_process(ref, images, labels, args, rank, step_s, barrier, queue):
+    queue.put(train_rank(ref, images, labels, args, rank, step_s, barrier))
+
+
+def run_loader(ref, images, labels, args, step_ms):
+    """The DataLoader run(s) at one step time; one dict of figures."""
+    step_s = step_ms / 1000.0
+    if args.gpus == 1:
+        ranks = [train_rank(ref, images, labels, args, 0, step_s)]
+    else:
+        # Each rank a process (it forks its own workers, so not daemonic), as one process per GPU.
+        ctx = multiprocessing.get_context("fork")
+        barrier, queue = ctx.Barrier(args.gpus), ctx.Queue()
+        procs = [ctx.Process(target=_rank_process,
+                             args=(ref, images, labels, args, r, step_s, barrier, queue))
+                 for r in range(args.gpus)]
+        for p in procs:
+            p.start()
+        ranks = [queue.get() for _ in procs]
+        for p in procs:
+            p.join()
+        if any(p.exitcode != 0 for p in procs):
+            sys.exit("a rank process failed")
+    samples = sum(r["samples"] for r in ranks)
+    after_first = samples - sum(r["first_samples"] for r in ranks)
+    t_start = min(r["start"] for r in ranks)
+    t_first = min(r["first_end"] for r in ranks)
+    t_end = max(r["end"] for r in ranks)
+    wait = sum(r["wait_s"] for r in ranks)
+    first_wait = sum(r["first_wait_s"] for r in ranks)
+    step = sum(r["step_s"] for r in ranks)
+    out = {
+        "step_ms": step_ms,
+        "samples": samples,
+        "batches": sum(r["batches"] for r in ranks),
+        "wall_s": round(t_end - t_start, 3),
+        "first_batch_s": round(t_first - t_start, 3),
+        "samples_per_s": (round(after_first / (t_end - t_first), 3)
+                          if after_first > 0 and t_end > t_first else None),
+        "samples_per_s_incl_start": round(samples / (t_end - t_start), 3),
+        "stall_s": round(wait, 3),
+    }
+    if step_ms > 0:
+        out["stall_fraction"] = round(wait / (wait + step), 4)
+        out["stall_fraction_after_first"] = round(
+            (wait - first_wait) / (wait - first_wait + step), 4)
+    return out
+
+
+def nearest_rank(sorted_values, p):
+    """The nearest-rank p-th percentile (as core/metrics/latency_tracker.hpp computes it)."""
+    k = max(1, -(-len(sorted_values) * p // 100))
+    return sorted_values[int(k) - 1]
+
+
+def sample_costs(ref, images, labels, args):
+    """Per-sample cost of PytTrain.__getitem__ in this process, each case args.cost_draws times."""
+    seed_everything(args.seed)
+    dataset = make_dataset(ref, images, labels)
+    order = [i for _ in range(args.cost_draws) for i in range(len(dataset))]
+    random.Random(args.seed).shuffle(order)
+    costs = []
+    for i in order:
+        t0 = time.perf_counter()
+        dataset[i]
+        costs.append((time.perf_counter() - t0) * 1000.0)
+    costs.sort()
+    return {"samples": len(costs), "mean": round(sum(costs) / len(costs), 2),
+            "p50": round(nearest_rank(costs, 50), 2), "p90": round(nearest_rank(costs, 90), 2),
+            "p99": round(nearest_rank(costs, 99), 2), "max": round(costs[-1], 2)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dir", help="MLPerf-layout case directory")
+    parser.add_argument("--epochs", type=int, default=1, help="epochs per DataLoader run (1)")
+    parser.add_argument("--step-ms", type=float, default=0.0,
+                        help="also run with a trainer sleeping this long per batch (0: no)")
+    parser.add_argument("--gpus", type=int, default=1, help="simulated ranks (1)")
+    parser.add_argument("--workers", type=int, default=2, help="DataLoader workers per rank (2)")
+    parser.add_argument("--batch-size", type=int, default=2, help="samples per batch per GPU (2)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cost-draws", type=int, default=0,
+                        help="per-sample cost: each case this many times (0: not measured)")
+    parser.add_argument("--skip-rate", action="store_true",
+                        help="leave out the step-0 run (with --step-ms or --cost-draws)")
+    parser.add_argument("--persistent-workers", action="store_true",
+                        help="keep the workers across epochs (the reference does not)")
+    args = parser.parse_args()
+    if args.gpus < 1 or args.epochs < 1 or args.batch_size < 1 or args.workers < 0:
+        parser.error("--gpus, --epochs and --batch-size must be >= 1, --workers >= 0")
+    warnings.simplefilter("ignore", DeprecationWarning)  # scipy.ndimage.measurements, in workers
+    ref = load_reference()
+    images, labels = list_cases(args.dir)
+    out = {"loader": "torch.utils.data.DataLoader", "torch": torch.__version__,
+           "cases": len(images), "gpus": args.gpus, "workers_per_gpu": args.workers,
+           "batch_size": args.batch_size, "epochs": args.epochs, "seed": args.seed,
+           "persistent_workers": bool(args.persistent_workers),
+           "pin_memory": torch.cuda.is_available()}
+    if not args.skip_rate:
+        out["step0"] = run_loader(ref, images, labels, args, 0.0)
+        out["samples_per_s"] = out["step0"]["samples_per_s"]
+    if args.step_ms > 0:
+        out["stepped"] = run_loader(ref, images, labels, args, args.step_ms)
+        out["stall_fraction"] = out["stepped"]["stall_fraction"]
+    if args.cost_draws > 0:
+        out["cost_ms"] = sample_costs(ref, images, labels, args)
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
