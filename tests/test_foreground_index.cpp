@@ -91,5 +91,24 @@ TEST(ForegroundIndex, AValueAboveTheClassesIsRefusedNamingTheVoxel) {
   EXPECT_TRUE(none->classes.empty());
 }
 
+TEST(ForegroundIndex, ALabelOfCountlessPiecesIsRefusedNotIndexed) {
+  // A 3D checkerboard of class 1: every voxel its own 6-connected object, 1.1M of them.
+  testing::temp_dir dir;
+  constexpr std::int64_t side = 130;
+  auto a = host_array::zeros(dtype::uint8, {1, side, side, side});
+  auto* v = a.data<std::uint8_t>();
+  for (std::int64_t i = 0; i < side * side * side; ++i) {
+    v[i] = static_cast<std::uint8_t>((i / (side * side) + i / side + i) % 2);
+  }
+  ASSERT_TRUE(write_npy(dir / "y.npy", a));
+  auto file = open_file_source(dir / "y.npy");
+  auto part = open_volume_part("y.npy", *file, dtype::uint8);
+  ASSERT_TRUE(part);
+  auto index = build_case_index(*part, 2);
+  ASSERT_FALSE(index);
+  EXPECT_NE(index.error().message().find("separate foreground pieces"), std::string::npos)
+      << index.error().message();
+}
+
 }  // namespace
 }  // namespace conveyor

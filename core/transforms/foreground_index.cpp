@@ -22,6 +22,7 @@ class object_table {
     boxes_.push_back({axis_range{x, x + 1}, axis_range{y, y + 1}, axis_range{z, z + 1}});
     return id;
   }
+  std::size_t size() const noexcept { return parent_.size(); }
   std::uint32_t root(std::uint32_t id) {
     while (parent_[id] != id) {
       parent_[id] = parent_[parent_[id]];
@@ -152,6 +153,13 @@ expected<case_index> build_case_index(const volume_part& label, int max_class) {
                                                           std::to_string(max_class) + ")"});
     }
     labeller.label(x, slab);
+    if (objects.size() > max_label_pieces) {
+      return expected<void>(
+          error{errc::decode_error, "part '" + label.name + "': more than " +
+                                        std::to_string(max_label_pieces) +
+                                        " separate foreground pieces by slab " + std::to_string(x) +
+                                        " (a segmentation has a handful of objects)"});
+    }
     return expected<void>();
   });
   if (!scanned) {

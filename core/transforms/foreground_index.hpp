@@ -31,9 +31,15 @@ struct case_index {
   std::vector<class_objects> classes;  ///< by value, ascending; those present only
 };
 
+/// Separate foreground pieces a label may have while it is indexed (each costs ~50 bytes): a
+/// hostile or corrupt label (a checkerboard of classes) is refused instead of growing the
+/// index to gigabytes. A CT segmentation has a handful of objects.
+inline constexpr std::size_t max_label_pieces = 1'000'000;
+
 /// The index of `label` (uint8 [1, X, Y, Z]). errc::decode_error naming the part and the
-/// voxel for a value above `max_class`, or a label of more than one channel; the byte
-/// source's errors. Thread-safe (its own state only).
+/// voxel for a value above `max_class`, naming the part for a label of more than one channel
+/// or more than max_label_pieces separate pieces; the byte source's errors. Thread-safe (its
+/// own state only).
 expected<case_index> build_case_index(const volume_part& label, int max_class);
 
 /// errc::decode_error naming the part and the first element (channel, x, y, z) that is NaN or
