@@ -189,6 +189,7 @@ std::string extra_figures(const batcher_core& core, latency_tracker& assembly) {
          std::to_string(core.settings().window_samples) +
          " delivered=" + std::to_string(totals.delivered) +
          " quarantined=" + std::to_string(totals.quarantined) +
+         " filtered=" + std::to_string(totals.filtered) +
          " handoffs=" + std::to_string(core.handoffs()) +
          " handed_out=" + std::to_string(core.handed_out()) + "/" +
          std::to_string(core.handoff_limit()) + " retries=" + std::to_string(core.retries()) +
@@ -230,6 +231,15 @@ batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts)
         }
       },
       [self, opts](atoms::failed, sample_failure& f) {
+        if (f.filtered) {
+          if (self->state.core->on_filtered(f.ticket) == failure_outcome::filtered) {
+            record_latency(self, f.ticket);
+            log("batcher")->debug("filtered sample {} (epoch {}): {}", f.key, f.ticket.epoch,
+                                  f.reason);
+          }
+          pump(self, opts);
+          return;
+        }
         auto outcome = self->state.core->on_failed(f.ticket, f.reason);
         if (outcome == failure_outcome::retried) {
           log("batcher")->info("sample {} failed (try {}), trying again: {}", f.key,

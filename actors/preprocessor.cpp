@@ -32,9 +32,8 @@ std::shared_ptr<sample_state> start_state(const transform_chain& chain, raw_samp
 }
 
 void fail(preprocessor_pointer self, const preprocessor_options& opts, const sample_ticket& ticket,
-          std::string key, std::string reason) {
-  self->send(opts.batcher, atoms::failed::value,
-             sample_failure{ticket, std::move(key), std::move(reason)});
+          std::string key, const error& e) {
+  self->send(opts.batcher, atoms::failed::value, failure_of(ticket, std::move(key), e));
 }
 
 void hand_off(preprocessor_pointer self, const preprocessor_options& opts,
@@ -75,7 +74,8 @@ void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sa
     ctx.faults->maybe_delay(raw.ticket, *ctx.slot);
   }
   if (raw.error_code != 0) {
-    fail(self, opts, raw.ticket, std::move(raw.key), std::move(raw.error_message));
+    self->send(opts.batcher, atoms::failed::value,
+               sample_failure{raw.ticket, std::move(raw.key), std::move(raw.error_message)});
     return;
   }
   auto ticket = raw.ticket;
@@ -89,13 +89,13 @@ void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sa
       kept = true;
     }
     if (auto ok = run_step(opts.chain, *s, *opts.status); !ok) {
-      fail(self, opts, ticket, std::move(s->key), ok.error().what());
+      fail(self, opts, ticket, std::move(s->key), ok.error());
       return;
     }
   }
   auto prepared = make_prepared(opts.chain, *opts.schema, ticket, *s, false);
   if (!prepared) {
-    fail(self, opts, ticket, std::move(s->key), prepared.error().what());
+    fail(self, opts, ticket, std::move(s->key), prepared.error());
     return;
   }
   self->send(opts.batcher, atoms::prepared::value, std::move(*prepared));

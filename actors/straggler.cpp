@@ -23,8 +23,7 @@ void finish(straggler_pointer self, const straggler_options& opts, const handoff
   }
   auto& s = *h.state;  // after a crash the batcher issues the sample again from its bytes
   auto failed = [&](const error& e) {
-    self->send(opts.batcher, atoms::failed::value,
-               sample_failure{h.ticket, std::move(s.key), e.what()});
+    self->send(opts.batcher, atoms::failed::value, failure_of(h.ticket, std::move(s.key), e));
   };
   while (!opts.chain.done(s)) {
     if (auto ok = run_step(opts.chain, s, *opts.status); !ok) {

@@ -43,6 +43,7 @@ pipeline_report report_of(const serve::node_report& r) {
   pipeline_report out;
   out.delivered = r.delivered;
   out.quarantined = r.quarantined;
+  out.filtered = r.filtered;
   out.duplicates = r.duplicates;
   out.lost = r.lost;
   out.steps_executed = r.steps_executed;

@@ -297,6 +297,7 @@ pipeline_report pipeline::report() const {
   pipeline_report r;
   r.delivered = f.totals.delivered;
   r.quarantined = f.totals.quarantined;
+  r.filtered = f.totals.filtered;
   r.duplicates = f.totals.duplicates;
   r.lost = f.totals.lost;
   r.peak_in_flight = f.peak_in_flight;

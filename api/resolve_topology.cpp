@@ -33,10 +33,11 @@ batcher_settings resolve_settings(const topology& t, int gpus) {
 // batching.bucket_by, resolved to the field's index (the loader checked that it is one).
 bucketing bucketing_of(const batching_config& b, const sample_schema& schema) {
   bucketing out;
-  if (auto field = schema.index_of(b.bucket_by); field && !b.bucket_boundaries.empty()) {
+  if (auto field = schema.index_of(b.bucket_by); field) {
     out.field = *field;
     out.axis = b.bucket_axis;
     out.boundaries = b.bucket_boundaries;
+    out.learned = b.bucket_boundaries.empty() ? static_cast<std::size_t>(b.bucket_count) : 0;
   }
   return out;
 }

@@ -21,6 +21,9 @@ pkg_check_modules(LIBJPEG REQUIRED IMPORTED_TARGET libjpeg)
 # The decoders of a sample's other parts (core/codecs): PNG, audio, JSON, UTF-8 checks.
 find_package(PNG REQUIRED)
 pkg_check_modules(SNDFILE REQUIRED IMPORTED_TARGET sndfile)
+# Speech features (core/audio): FFTs and resampling.
+pkg_check_modules(FFTW3 REQUIRED IMPORTED_TARGET fftw3)
+pkg_check_modules(SOXR REQUIRED IMPORTED_TARGET soxr)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(utf8cpp REQUIRED)
 if(CONVEYOR_BUILD_TESTS)

@@ -26,16 +26,13 @@ void read_bucketing(table_reader& section, batching_config& out) {
       section.integer("bucket_axis", out.bucket_axis, closed(0, host_array::max_rank - 1));
   out.bucket_boundaries =
       section.integers("bucket_boundaries", out.bucket_boundaries, at_least(1), 256);
+  out.bucket_count = section.integer("bucket_count", out.bucket_count, closed(2, 256));
   check_increasing(section, out.bucket_boundaries);
   const auto* by = section.find("bucket_by");
   const auto* boundaries = section.find("bucket_boundaries");
-  if (out.bucket_by.empty() != out.bucket_boundaries.empty()) {
-    const auto* there = by != nullptr ? by : boundaries;
-    if (there != nullptr) {
-      section.fail(*there, by != nullptr ? "bucket_by" : "bucket_boundaries",
-                   "bucket_by and bucket_boundaries go together (a field and the lengths "
-                   "between its buckets)");
-    }
+  if (out.bucket_by.empty() && !out.bucket_boundaries.empty()) {
+    section.fail(*boundaries, "bucket_boundaries",
+                 "needs bucket_by (the field whose length picks the bucket)");
     return;
   }
   if (!out.bucket_by.empty() && out.policy != batching_policy::latency_aware) {

@@ -1,6 +1,6 @@
 #pragma once
 /// Internal to config/: bucketing by length (`batching.bucket_by`, `bucket_axis`,
-/// `bucket_boundaries`), read with the [batching] section and checked against the fields the
+/// `bucket_boundaries`, `bucket_count`), read with the [batching] section and checked against the fields the
 /// transform chain makes once those are known.
 
 #include "config/schema_reader.hpp"
@@ -10,8 +10,9 @@
 namespace conveyor::config_detail {
 
 /// Reads the bucketing keys of [batching] into `out`: boundaries strictly increasing and
-/// >= 1, given exactly with bucket_by, and only for the latency_aware policy (in_order batches
-/// follow the sampler's order). Problems go to the section's report.
+/// >= 1, only with bucket_by (without them, bucket_count buckets are learned); bucket_by only
+/// for the latency_aware policy (in_order batches follow the sampler's order). Problems go to
+/// the section's report.
 void read_bucketing(table_reader& section, batching_config& out);
 
 /// Checks `batching.bucket_by` against the chain's fields: it names one, bucket_axis is one

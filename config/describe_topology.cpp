@@ -118,6 +118,41 @@ std::string describe_step(const gaussian_noise_spec& spec) {
   return "gaussian_noise mean=" + number_text(spec.mean) + " std=" + number_text(spec.std) +
          " p=" + number_text(spec.p) + field_text(spec.field);
 }
+std::string describe_step(const speed_perturb_spec& spec) {
+  return "speed_perturb " + spec.field + " [" + number_text(spec.min) + ", " +
+         number_text(spec.max) + "] at " + std::to_string(spec.sample_rate) + " Hz (" +
+         std::string(to_string(spec.method)) + ")";
+}
+std::string describe_step(const trim_silence_spec& spec) {
+  return "trim_silence " + spec.field + " below " + number_text(spec.cutoff_db) + " dB";
+}
+std::string describe_step(const dither_spec& spec) {
+  return "dither " + spec.field + " " + number_text(spec.scale);
+}
+std::string describe_step(const preemphasis_spec& spec) {
+  return "preemphasis " + spec.field + " " + number_text(spec.coeff);
+}
+std::string describe_step(const mel_spectrogram_spec& spec) {
+  return std::string(spec.log ? "log " : "") + "mel_spectrogram " + spec.from + " as " +
+         spec.to + " " + std::to_string(spec.n_mels) + " bands, n_fft " +
+         std::to_string(spec.n_fft) + ", window " + std::to_string(spec.window) + ", hop " +
+         std::to_string(spec.hop);
+}
+std::string describe_step(const normalize_features_spec& spec) {
+  return "normalize_features " + spec.field;
+}
+std::string describe_step(const spec_augment_spec& spec) {
+  return "spec_augment " + spec.field + " " + std::to_string(spec.freq_masks) +
+         " freq masks <= " + std::to_string(spec.max_freq) + ", " +
+         std::to_string(spec.time_masks) + " time masks <= " + number_text(spec.max_time);
+}
+std::string describe_step(const frame_splice_spec& spec) {
+  return "frame_splice " + spec.field + " stack " + std::to_string(spec.stack) + " subsample " +
+         std::to_string(spec.subsample);
+}
+std::string describe_step(const tokenize_spec& spec) {
+  return "tokenize " + spec.from + " as " + spec.to + " by " + spec.vocabulary;
+}
 std::string describe_step(const user_step_spec& spec) {
   return spec.name + " (user step)";
 }
@@ -135,13 +170,17 @@ std::string describe_transforms(const topology& node) {
   return out;
 }
 
-// " bucket_by=audio bucket_axis=0 bucket_boundaries=[100, 200]", or "" without buckets.
+// " bucket_by=audio bucket_axis=0 bucket_boundaries=[100, 200]" (or " bucket_count=8
+// learned"), or "" without buckets.
 std::string describe_buckets(const batching_config& b) {
   if (b.bucket_by.empty()) {
     return "";
   }
-  std::string out = " bucket_by=" + b.bucket_by + " bucket_axis=" + std::to_string(b.bucket_axis) +
-                    " bucket_boundaries=[";
+  std::string out = " bucket_by=" + b.bucket_by + " bucket_axis=" + std::to_string(b.bucket_axis);
+  if (b.bucket_boundaries.empty()) {
+    return out + " bucket_count=" + std::to_string(b.bucket_count) + " learned";
+  }
+  out += " bucket_boundaries=[";
   for (std::size_t i = 0; i < b.bucket_boundaries.size(); ++i) {
     out += (i == 0 ? "" : ", ") + std::to_string(b.bucket_boundaries[i]);
   }

@@ -25,6 +25,8 @@ std::string_view to_string(dataset_format format) noexcept {
       return "webdataset";
     case dataset_format::npy_pairs:
       return "npy_pairs";
+    case dataset_format::librispeech:
+      return "librispeech";
   }
   return "?";
 }
@@ -51,6 +53,16 @@ std::string_view to_string(interpolation interp) noexcept {
       return "area";
     case interpolation::opencv_bilinear:
       return "opencv_bilinear";
+  }
+  return "?";
+}
+
+std::string_view to_string(resample_method method) noexcept {
+  switch (method) {
+    case resample_method::sinc:
+      return "sinc";
+    case resample_method::soxr:
+      return "soxr";
   }
   return "?";
 }

@@ -73,8 +73,11 @@ struct batching_config {
   /// fields (it must vary there); "": no bucketing.
   std::string bucket_by;
   int bucket_axis = 0;  ///< >= 0, below the field's rank
-  /// Strictly increasing, each >= 1; not empty exactly when bucket_by is set.
+  /// Given boundaries: strictly increasing, each >= 1; only with bucket_by. Empty: with
+  /// bucket_by, bucket_count buckets of equal population, their boundaries learned from the
+  /// lengths seen (core/batching/bucket_learner.hpp).
   std::vector<std::int64_t> bucket_boundaries;
+  int bucket_count = 8;  ///< >= 2: learned buckets (MLPerf's BucketingSampler has 8)
 };
 
 /// [trainer]: the simulated trainer that stands in for a GPU.
@@ -232,6 +235,7 @@ std::string_view to_string(dataset_format format) noexcept;
 std::string_view to_string(shard_by split) noexcept;
 std::string_view to_string(output_dtype type) noexcept;
 std::string_view to_string(interpolation interp) noexcept;
+std::string_view to_string(resample_method method) noexcept;
 
 /// One line per section ("pipeline: batch_size=64 ..."), for the startup log. Pure.
 std::string describe(const topology& node);

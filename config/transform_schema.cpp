@@ -90,7 +90,9 @@ void read_params(table_reader& table, decode_spec& spec, transform_list& /*list*
   }
   spec.key = table.string("key", spec.key);
   spec.mono = table.boolean("mono", spec.mono);
-  spec.sample_rate = table.integer<int>("sample_rate", spec.sample_rate, at_least(0));
+  spec.sample_rate = table.integer<int>("sample_rate", spec.sample_rate, closed(0, 1000000));
+  spec.resample = table.boolean("resample", spec.resample);
+  spec.max_duration = table.number("max_duration", spec.max_duration, closed(0.0, 1e9));
   spec.utf8 = table.boolean("utf8", spec.utf8);
   spec.inner_shape = table.integers("inner_shape", spec.inner_shape, at_least(0), 3);
   spec.strict = table.boolean("strict", spec.strict);
@@ -222,6 +224,74 @@ void read_params(table_reader& table, gaussian_noise_spec& spec, transform_list&
   spec.mean = table.number("mean", spec.mean, closed(-1e6, 1e6));
   spec.std = table.number("std", spec.std, closed(0.0, 1e6));
   spec.p = table.number("p", spec.p, closed(0.0, 1.0));
+}
+
+// The speech steps.
+
+void read_params(table_reader& table, speed_perturb_spec& spec, transform_list& /*list*/) {
+  spec.field = table.string("field", spec.field);
+  spec.min = table.number("min", spec.min, closed(0.01, 10.0));
+  spec.max = table.number("max", spec.max, closed(0.01, 10.0));
+  spec.sample_rate = table.integer<int>("sample_rate", spec.sample_rate, closed(1, 1000000));
+  spec.method = table.choice("method", spec.method, {resample_method::sinc, resample_method::soxr});
+}
+
+void read_params(table_reader& table, trim_silence_spec& spec, transform_list& /*list*/) {
+  spec.field = table.string("field", spec.field);
+  spec.cutoff_db = table.number("cutoff_db", spec.cutoff_db, closed(-300.0, -0.001));
+  spec.window = table.integer<int>("window", spec.window, closed(1, 1 << 24));
+  spec.reset_interval = table.integer<int>("reset_interval", spec.reset_interval, closed(0, 1 << 30));
+}
+
+void read_params(table_reader& table, dither_spec& spec, transform_list& /*list*/) {
+  spec.field = table.string("field", spec.field);
+  spec.scale = table.number("scale", spec.scale, closed(0.0, 1.0));
+}
+
+void read_params(table_reader& table, preemphasis_spec& spec, transform_list& /*list*/) {
+  spec.field = table.string("field", spec.field);
+  spec.coeff = table.number("coeff", spec.coeff, closed(0.0, 0.999999));
+}
+
+void read_params(table_reader& table, mel_spectrogram_spec& spec, transform_list& /*list*/) {
+  spec.from = table.string("from", spec.from);
+  spec.to = table.string("to", spec.to);
+  spec.sample_rate = table.integer<int>("sample_rate", spec.sample_rate, closed(1, 1000000));
+  spec.n_fft = table.integer<int>("n_fft", spec.n_fft, closed(2, 1 << 16));
+  spec.window = table.integer<int>("window", spec.window, closed(1, 1 << 16));
+  spec.hop = table.integer<int>("hop", spec.hop, closed(1, 1 << 16));
+  spec.n_mels = table.integer<int>("n_mels", spec.n_mels, closed(1, 4096));
+  spec.f_min = table.number("f_min", spec.f_min, closed(0.0, 1e6));
+  spec.f_max = table.number("f_max", spec.f_max, closed(0.0, 1e6));
+  spec.log = table.boolean("log", spec.log);
+  spec.log_floor = table.number("log_floor", spec.log_floor, closed(1e-37, 1e37));
+}
+
+void read_params(table_reader& table, normalize_features_spec& spec, transform_list& /*list*/) {
+  spec.field = table.string("field", spec.field);
+}
+
+void read_params(table_reader& table, spec_augment_spec& spec, transform_list& /*list*/) {
+  spec.field = table.string("field", spec.field);
+  spec.freq_masks = table.integer<int>("freq_masks", spec.freq_masks, closed(0, 1000));
+  spec.min_freq = table.integer<int>("min_freq", spec.min_freq, closed(0, 4096));
+  spec.max_freq = table.integer<int>("max_freq", spec.max_freq, closed(0, 4096));
+  spec.time_masks = table.integer<int>("time_masks", spec.time_masks, closed(0, 1000));
+  spec.min_time = table.integer<int>("min_time", spec.min_time, closed(0, 1 << 20));
+  spec.max_time = table.number("max_time", spec.max_time, closed(0.0, 1e6));
+}
+
+void read_params(table_reader& table, frame_splice_spec& spec, transform_list& /*list*/) {
+  spec.field = table.string("field", spec.field);
+  spec.stack = table.integer<int>("stack", spec.stack, closed(1, 64));
+  spec.subsample = table.integer<int>("subsample", spec.subsample, closed(1, 64));
+}
+
+void read_params(table_reader& table, tokenize_spec& spec, transform_list& /*list*/) {
+  spec.from = table.string("from", spec.from);
+  spec.to = table.string("to", spec.to);
+  spec.vocabulary = table.string("vocabulary", spec.vocabulary);
+  spec.lowercase = table.boolean("lowercase", spec.lowercase);
 }
 
 // default_spec never gives a user step: read_user_step reads those.

@@ -38,16 +38,23 @@ typename Inspector::result_type inspect(Inspector& f, raw_sample& x) {
            x.error_code, x.error_message);
 }
 
-/// A sample that could not be read or prepared; the batcher quarantines it.
+/// A sample that could not be read or prepared; the batcher retries, then quarantines it. Or,
+/// with `filtered`, one the recipe's filter left out (errc::filtered): counted, not retried.
 struct sample_failure {
   sample_ticket ticket;
   std::string key;
   std::string reason;  ///< the error, naming file/shard, record and step
+  bool filtered = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sample_failure& x) {
-  return f(caf::meta::type_name("sample_failure"), x.ticket, x.key, x.reason);
+  return f(caf::meta::type_name("sample_failure"), x.ticket, x.key, x.reason, x.filtered);
+}
+
+/// The failure message of `e` for the sample of `ticket` (filtered when e says so).
+inline sample_failure failure_of(const sample_ticket& ticket, std::string key, const error& e) {
+  return {ticket, std::move(key), e.what(), e.code() == errc::filtered};
 }
 
 template <class Inspector>

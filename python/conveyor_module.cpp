@@ -401,6 +401,7 @@ py::dict report_dict(const conveyor::pipeline_report& r) {
   py::dict d;
   d["delivered"] = r.delivered;
   d["quarantined"] = r.quarantined;
+  d["filtered"] = r.filtered;
   d["duplicates"] = r.duplicates;
   d["lost"] = r.lost;
   d["steps_executed"] = r.steps_executed;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/batching/batch_policy.hpp"
+#include "core/batching/bucket_learner.hpp"
 #include "core/batching/bucket_queue.hpp"
 #include "core/batching/bucketing.hpp"
 
@@ -48,14 +49,61 @@ TEST(Bucketing, BoundariesSplitLengthsIntoHalfOpenBuckets) {
   const std::map<std::int64_t, std::size_t> expected{{0, 0},   {99, 0},  {100, 1},
                                                      {199, 1}, {200, 2}, {1000000, 2}};
   for (auto [length, bucket] : expected) {
-    EXPECT_EQ(b.bucket_of(*sample_of_length(0, length)), bucket) << "length " << length;
+    EXPECT_EQ(bucket_of_length(b.length_of(*sample_of_length(0, length)), b.boundaries), bucket)
+        << "length " << length;
   }
   auto on_axis_1 = b;
   on_axis_1.axis = 1;
   auto s = std::make_shared<prepared_sample>();
   s->fields.push_back(host_array::zeros(dtype::float32, {2, 150}));
-  EXPECT_EQ(on_axis_1.bucket_of(*s), 1u);
-  EXPECT_EQ(bucketing{}.bucket_of(*s), 0u);
+  EXPECT_EQ(on_axis_1.length_of(*s), 150);
+  EXPECT_EQ(bucketing{}.length_of(*s), 0);  // no bucketing: every sample in bucket 0
+}
+
+TEST(BucketLearner, BoundariesAreTheQuantilesOfWhatItSaw) {
+  bucket_learner learner(4);
+  EXPECT_TRUE(learner.boundaries().empty());  // nothing seen: one bucket
+  for (std::int64_t length = 1; length <= 15; ++length) {
+    learner.observe(length);
+  }
+  EXPECT_TRUE(learner.boundaries().empty());  // not before 16
+  learner.observe(16);
+  // 16 lengths 1..16: 4 apiece, buckets from 5, 9 and 13.
+  EXPECT_EQ(learner.boundaries(), (std::vector<std::int64_t>{5, 9, 13}));
+  for (int i = 0; i < 16; ++i) {
+    learner.observe(100);  // 32 samples, half of them 100: the upper quantiles collapse
+  }
+  EXPECT_EQ(learner.boundaries(), (std::vector<std::int64_t>{9, 100}));
+}
+
+TEST(BucketLearner, FollowsTheLengthsAsTheyCome) {
+  bucket_learner learner(2);
+  for (int i = 0; i < 1024; ++i) {
+    learner.observe(10 + i % 10);  // 10..19: the median is 15
+  }
+  EXPECT_EQ(learner.boundaries(), (std::vector<std::int64_t>{15}));
+  for (int i = 0; i < 3072; ++i) {
+    learner.observe(1000 + i % 10);  // now three quarters are long: the median moves up
+  }
+  ASSERT_EQ(learner.boundaries().size(), 1u);
+  EXPECT_GT(learner.boundaries()[0], 1000);
+  EXPECT_EQ(learner.observed(), 4096u);
+}
+
+// Learned buckets in a queue: the sample's bucket is decided when the batch is formed, so a
+// sample that waited from before the boundaries moved is placed by the boundaries now.
+TEST(BucketQueue, LearnedBucketsPlaceEveryWaitingSampleByTheBoundariesNow) {
+  auto learner = std::make_shared<bucket_learner>(2);
+  bucketing learned{0, 0, {}, 2};
+  bucket_queue q(learned, learner);
+  for (std::uint64_t i = 0; i < 16; ++i) {
+    q.push(sample_of_length(i, i % 2 == 0 ? 10 : 1000));  // 8 short, 8 long
+  }
+  ASSERT_EQ(learner->boundaries(), (std::vector<std::int64_t>{1000}));
+  EXPECT_TRUE(q.has_full(8));
+  EXPECT_FALSE(q.has_full(9));
+  EXPECT_EQ(seqs(q.take(8)), (seq_list{0, 2, 4, 6, 8, 10, 12, 14}));
+  EXPECT_EQ(seqs(q.take(8)), (seq_list{1, 3, 5, 7, 9, 11, 13, 15}));
 }
 
 TEST(BucketQueue, WithoutBucketsItIsOneQueueOldestFirst) {

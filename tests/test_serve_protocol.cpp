@@ -17,7 +17,7 @@ std::vector<message> samples() {
           end{},
           failure{errc::not_found, "rank 9 is not one of the 8 ranks of job 0"},
           ask_report{},
-          node_report{1000, 2, 0, 0, 4000, 3, 1, 17, true},
+          node_report{1000, 2, 5, 0, 0, 4000, 3, 1, 17, true},
           sign_state{605},
           state_signed{{1, 2, 3}}};
 }
@@ -43,6 +43,7 @@ TEST(ServeProtocol, EveryMessageRoundTrips) {
   EXPECT_TRUE(a.writable);
   auto r = std::get<node_report>(round_trip(samples()[7]));
   EXPECT_EQ(r.steps_executed, 4000u);
+  EXPECT_EQ(r.filtered, 5u);
   EXPECT_TRUE(r.finished);
   auto b = std::get<batch_ready>(round_trip(samples()[2]));
   EXPECT_EQ(b.index, 5004u);

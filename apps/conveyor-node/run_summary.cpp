@@ -11,11 +11,13 @@
 namespace conveyor {
 namespace {
 
-// Samples the trainers never saw and the pipeline did not quarantine, over every epoch.
+// Samples the trainers never saw and the pipeline did not quarantine or filter out, over every
+// epoch.
 std::uint64_t lost_samples(const run_facts& f, const training_record::totals& seen,
                            const pipeline_report& report) {
   auto expected = f.info.epoch_samples * f.info.epochs;
-  auto accounted = f.info.delivered_before + seen.ledger.delivered + report.quarantined;
+  auto accounted =
+      f.info.delivered_before + seen.ledger.delivered + report.quarantined + report.filtered;
   return expected > accounted ? expected - accounted : 0;
 }
 
@@ -84,7 +86,7 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << (f.step_ms > 0 && busy > 0 ? json_number(seen.stall_s / busy) : std::string("null"))
       << ",\"lost\":" << lost_samples(f, seen, report)
       << ",\"duplicates\":" << seen.ledger.duplicates + report.duplicates
-      << ",\"quarantined\":" << report.quarantined
+      << ",\"quarantined\":" << report.quarantined << ",\"filtered\":" << report.filtered
       << ",\"peak_rss_mb\":" << json_number(peak_rss_mb())
       << ",\"wall_s\":" << json_number(f.wall_s) << ",\"batches\":" << seen.batches
       << ",\"policy\":\"" << i.policy << "\""

@@ -34,6 +34,8 @@ std::string_view to_string(errc code) noexcept {
       return "disconnected";
     case errc::device_error:
       return "device_error";
+    case errc::filtered:
+      return "filtered";
   }
   return "unknown_error";
 }

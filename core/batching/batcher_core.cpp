@@ -142,6 +142,10 @@ std::vector<dispatch_order> batcher_core::take_dispatches() {
     if (!next_ticket(ticket)) {
       break;
     }
+    if (ticket.sample_id < filtered_.size() && filtered_[ticket.sample_id]) {
+      leave_out(ticket);  // filtered before: not read again
+      continue;
+    }
     if (!dispatch_one(ticket, 0, out)) {
       reissued_.push_back({ticket, 0, 0, -1, false, 0});  // no reader is up: it waits
     }
@@ -314,6 +318,27 @@ failure_outcome batcher_core::on_failed(const sample_ticket& ticket, std::string
     return failure_outcome::stale;
   }
   return charge_failure(*f, std::move(reason));
+}
+
+void batcher_core::leave_out(const sample_ticket& ticket) {
+  policy_->drop(ticket.epoch, ticket.seq);
+  ledger_.filter(ticket.epoch, ticket.sample_id);
+}
+
+failure_outcome batcher_core::on_filtered(const sample_ticket& ticket) {
+  if (!finish(ticket)) {
+    return failure_outcome::stale;
+  }
+  --in_flight_;
+  leave_out(ticket);
+  if (filtered_.empty()) {
+    filtered_.assign(settings_.dataset_size, false);
+  }
+  if (ticket.sample_id < filtered_.size() && !filtered_[ticket.sample_id]) {
+    filtered_[ticket.sample_id] = true;
+    ++filtered_samples_;
+  }
+  return failure_outcome::filtered;
 }
 
 std::size_t batcher_core::on_worker_down(worker_role role, int index, std::uint64_t culprit,

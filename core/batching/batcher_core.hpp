@@ -83,8 +83,8 @@ struct dispatch_order {
   int reader = 0;
 };
 
-/// What became of a failed attempt.
-enum class failure_outcome : std::uint8_t { stale, retried, quarantined };
+/// What became of a failed attempt: `filtered` when the recipe's filter left the sample out.
+enum class failure_outcome : std::uint8_t { stale, retried, quarantined, filtered };
 
 /// Where a handed-off sample goes: a straggler actor's index, or one of these.
 inline constexpr int stale_handoff = -1;  ///< the attempt was given up on: drop it
@@ -121,6 +121,10 @@ class batcher_core {
   /// The attempt failed: the sample is retried, or quarantined once its retries are spent
   /// (named by the sample namer: its file, or its shard and record).
   failure_outcome on_failed(const sample_ticket& ticket, std::string reason);
+  /// The recipe's filter left the sample out (errc::filtered): it leaves the window and the
+  /// ledger counts it filtered, in this epoch and, without being read again, in every later
+  /// one (a filter decides from the sample's bytes, which do not change).
+  failure_outcome on_filtered(const sample_ticket& ticket);
   /// Worker `index` of `role` died (or hung): the attempts it held are re-issued, and
   /// `culprit` (the attempt it was working on, 0 if none) is charged a failure with `reason`.
   /// A reader takes its attempts in the order they were dispatched, so those up to
@@ -147,6 +151,8 @@ class batcher_core {
   std::string_view policy_name() const noexcept { return policy_->name(); }
   std::uint64_t handoffs() const noexcept { return handoffs_; }
   std::uint64_t retries() const noexcept { return retries_; }
+  /// Distinct samples the recipe's filter left out (each counted once, not per epoch).
+  std::uint64_t filtered_samples() const noexcept { return filtered_samples_; }
   /// Per transform step, the total time of every prepared sample's step (wherever it ran).
   const std::vector<std::int64_t>& step_ns() const noexcept { return step_ns_; }
   /// Percentiles of the work (all steps, wherever they ran) of the last 8192 prepared samples.
@@ -170,6 +176,8 @@ class batcher_core {
   void drop_permit(int worker);
   void reissue(flight f);
   failure_outcome charge_failure(flight f, std::string reason);
+  /// The sample of `ticket` is left out of its epoch (a filter's decision).
+  void leave_out(const sample_ticket& ticket);
   budget_figures current_budget() const;
   std::vector<bool>& up(worker_role role) { return up_[static_cast<std::size_t>(role)]; }
 
@@ -193,6 +201,8 @@ class batcher_core {
   std::vector<flight> reissued_;  ///< oldest first; dispatched before new samples
   std::uint64_t next_attempt_ = 1;
   std::uint64_t retries_ = 0;
+  std::vector<bool> filtered_;  ///< by sample id: the recipe's filter left it out
+  std::uint64_t filtered_samples_ = 0;
   std::vector<std::int64_t> step_ns_;
   mutable latency_tracker sample_work_{8192};  ///< mutable: its queries sort lazily
   std::uint64_t prepared_ = 0;

@@ -1,69 +1,101 @@
 #include "core/batching/bucket_queue.hpp"
 
 #include <algorithm>
-#include <limits>
 
 namespace conveyor {
 
-bucket_queue::bucket_queue(bucketing buckets)
-    : buckets_(std::move(buckets)), queues_(buckets_.buckets()) {}
+bucket_queue::bucket_queue(bucketing buckets, std::shared_ptr<bucket_learner> learner)
+    : buckets_(std::move(buckets)), learner_(std::move(learner)) {}
 
 void bucket_queue::push(prepared_ptr sample) {
-  auto& q = queues_[buckets_.bucket_of(*sample)];
-  q.emplace_back(arrivals_++, std::move(sample));
-  ++size_;
+  const auto length = buckets_.length_of(*sample);
+  if (learner_) {
+    learner_->observe(length);
+  }
+  waiting_.push_back({length, std::move(sample)});
 }
 
-bool bucket_queue::has_full(std::uint64_t n) const noexcept {
-  return std::any_of(queues_.begin(), queues_.end(),
-                     [n](const std::deque<entry>& q) { return q.size() >= n && !q.empty(); });
+std::vector<std::vector<std::size_t>> bucket_queue::by_bucket() const {
+  const auto& boundaries =
+      learner_ && buckets_.boundaries.empty() ? learner_->boundaries() : buckets_.boundaries;
+  std::vector<std::vector<std::size_t>> out(boundaries.size() + 1);
+  for (std::size_t i = 0; i < waiting_.size(); ++i) {
+    out[bucket_of_length(waiting_[i].length, boundaries)].push_back(i);
+  }
+  return out;
 }
 
-std::size_t bucket_queue::oldest_holding(std::uint64_t n) const noexcept {
-  std::size_t best = queues_.size();
-  auto oldest = std::numeric_limits<std::uint64_t>::max();
-  for (std::size_t b = 0; b < queues_.size(); ++b) {
-    const auto& q = queues_[b];
-    if (!q.empty() && q.size() >= n && q.front().first < oldest) {
-      oldest = q.front().first;
-      best = b;
+bool bucket_queue::has_full(std::uint64_t n) const {
+  if (!buckets_.enabled()) {
+    return !waiting_.empty() && waiting_.size() >= n;
+  }
+  const auto buckets = by_bucket();
+  return std::any_of(buckets.begin(), buckets.end(),
+                     [n](const std::vector<std::size_t>& b) { return !b.empty() && b.size() >= n; });
+}
+
+void bucket_queue::move_out(std::vector<std::size_t> positions, std::vector<prepared_ptr>& out) {
+  for (auto p : positions) {
+    out.push_back(std::move(waiting_[p].sample));
+  }
+  std::sort(positions.begin(), positions.end());
+  // Keep the rest in completion order.
+  std::size_t kept = 0;
+  for (std::size_t i = 0, next = 0; i < waiting_.size(); ++i) {
+    if (next < positions.size() && positions[next] == i) {
+      ++next;
+      continue;
     }
+    waiting_[kept++] = std::move(waiting_[i]);
   }
-  return best;
-}
-
-// Moves up to `n` samples from the front of `bucket` to `out`. One at a time: vector::assign
-// from deque move iterators trips a false -Wnull-dereference in g++ 12 at -O3.
-void bucket_queue::move_from(std::size_t bucket, std::uint64_t n, std::vector<prepared_ptr>& out) {
-  auto& q = queues_[bucket];
-  for (; n > 0 && !q.empty(); --n) {
-    out.push_back(std::move(q.front().second));
-    q.pop_front();
-    --size_;
-  }
+  waiting_.resize(kept);
 }
 
 std::vector<prepared_ptr> bucket_queue::take(std::uint64_t n) {
-  n = std::min(n, size_);
+  n = std::min<std::uint64_t>(n, waiting_.size());
   std::vector<prepared_ptr> out;
   out.reserve(n);
   if (n == 0) {
     return out;
   }
-  if (auto full = oldest_holding(n); full < queues_.size()) {
-    move_from(full, n, out);
-    return out;
-  }
-  const auto start = static_cast<std::ptrdiff_t>(oldest_holding(1));
-  const auto count = static_cast<std::ptrdiff_t>(queues_.size());
-  move_from(static_cast<std::size_t>(start), n, out);
-  for (std::ptrdiff_t d = 1; out.size() < n && d < count; ++d) {
-    for (auto b : {start - d, start + d}) {
-      if (b >= 0 && b < count) {
-        move_from(static_cast<std::size_t>(b), n - out.size(), out);
-      }
+  const auto buckets = by_bucket();
+  // The bucket holding n whose oldest sample waited longest; else the oldest sample's bucket.
+  std::size_t start = buckets.size();
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    if (buckets[b].size() >= n &&
+        (start == buckets.size() || buckets[b].front() < buckets[start].front())) {
+      start = b;
     }
   }
+  std::vector<std::size_t> chosen;
+  if (start < buckets.size()) {
+    chosen.assign(buckets[start].begin(), buckets[start].begin() + static_cast<std::ptrdiff_t>(n));
+    move_out(std::move(chosen), out);
+    return out;
+  }
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    if (!buckets[b].empty() && buckets[b].front() == 0) {
+      start = b;  // position 0 is the oldest sample
+    }
+  }
+  const auto count = static_cast<std::ptrdiff_t>(buckets.size());
+  auto add = [&](std::ptrdiff_t b) {
+    if (b < 0 || b >= count) {
+      return;
+    }
+    for (auto p : buckets[static_cast<std::size_t>(b)]) {
+      if (chosen.size() == n) {
+        return;
+      }
+      chosen.push_back(p);
+    }
+  };
+  add(static_cast<std::ptrdiff_t>(start));
+  for (std::ptrdiff_t d = 1; chosen.size() < n && d < count; ++d) {
+    add(static_cast<std::ptrdiff_t>(start) - d);
+    add(static_cast<std::ptrdiff_t>(start) + d);
+  }
+  move_out(std::move(chosen), out);
   return out;
 }
 

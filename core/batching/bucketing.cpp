@@ -4,12 +4,16 @@
 
 namespace conveyor {
 
-std::size_t bucketing::bucket_of(const prepared_sample& sample) const noexcept {
+std::int64_t bucketing::length_of(const prepared_sample& sample) const noexcept {
   if (!enabled() || field >= sample.fields.size()) {
     return 0;
   }
   const auto& a = sample.fields[field];
-  const auto length = axis < a.rank ? a.extent(axis) : 0;
+  return axis < a.rank ? a.extent(axis) : 0;
+}
+
+std::size_t bucket_of_length(std::int64_t length,
+                             const std::vector<std::int64_t>& boundaries) noexcept {
   return static_cast<std::size_t>(std::upper_bound(boundaries.begin(), boundaries.end(), length) -
                                   boundaries.begin());
 }

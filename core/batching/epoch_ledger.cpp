@@ -5,6 +5,7 @@ namespace conveyor {
 epoch_summary& epoch_summary::operator+=(const epoch_summary& o) noexcept {
   delivered += o.delivered;
   quarantined += o.quarantined;
+  filtered += o.filtered;
   duplicates += o.duplicates;
   lost += o.lost;
   return *this;
@@ -31,6 +32,8 @@ void epoch_ledger::deliver(std::uint64_t epoch, std::uint64_t sample_id) {
   }
   if (m == mark::quarantined) {
     --e.counts.quarantined;  // it made it after all: delivered wins
+  } else if (m == mark::filtered) {
+    --e.counts.filtered;
   }
   m = mark::delivered;
   ++e.counts.delivered;
@@ -45,6 +48,14 @@ void epoch_ledger::quarantine(quarantine_entry entry) {
   quarantined_.push_back(std::move(entry));
 }
 
+void epoch_ledger::filter(std::uint64_t epoch, std::uint64_t sample_id) {
+  auto& e = marks_of(epoch);
+  if (sample_id < e.marks.size() && e.marks[sample_id] == mark::none) {
+    e.marks[sample_id] = mark::filtered;
+    ++e.counts.filtered;
+  }
+}
+
 epoch_summary epoch_ledger::summary(std::uint64_t epoch) const {
   auto it = epochs_.find(epoch);
   if (it == epochs_.end()) {
@@ -53,7 +64,7 @@ epoch_summary epoch_ledger::summary(std::uint64_t epoch) const {
     return s;
   }
   auto s = it->second.counts;
-  const auto accounted = s.delivered + s.quarantined;
+  const auto accounted = s.delivered + s.quarantined + s.filtered;
   s.lost = per_epoch_ > accounted ? per_epoch_ - accounted : 0;
   return s;
 }

@@ -1,6 +1,7 @@
 #pragma once
 /// The epoch ledger: proves that every sample of an epoch was delivered exactly once, or
-/// quarantined with a reason. It counts what it is told and judges nothing itself, so it can
+/// quarantined with a reason, or filtered out by the recipe (an utterance over its
+/// max_duration: not a fault, so counted but not listed). It counts what it is told and judges nothing itself, so it can
 /// check the batcher's bookkeeping as well as what a trainer actually received.
 
 #include <algorithm>
@@ -21,8 +22,9 @@ struct quarantine_entry {
 struct epoch_summary {
   std::uint64_t delivered = 0;    ///< distinct samples delivered
   std::uint64_t quarantined = 0;  ///< distinct samples quarantined (and not delivered)
+  std::uint64_t filtered = 0;     ///< distinct samples the recipe's filter left out
   std::uint64_t duplicates = 0;   ///< deliveries beyond the first of a sample
-  std::uint64_t lost = 0;         ///< samples neither delivered nor quarantined
+  std::uint64_t lost = 0;         ///< samples neither delivered, quarantined nor filtered
 
   epoch_summary& operator+=(const epoch_summary& o) noexcept;
 };
@@ -37,17 +39,19 @@ class epoch_ledger {
 
   void deliver(std::uint64_t epoch, std::uint64_t sample_id);
   void quarantine(quarantine_entry entry);
+  /// The recipe's filter left the sample out of `epoch`.
+  void filter(std::uint64_t epoch, std::uint64_t sample_id);
 
   /// The summary of one epoch so far (lost counts every sample not yet accounted for).
   epoch_summary summary(std::uint64_t epoch) const;
   /// Sum over every epoch seen.
   epoch_summary totals() const;
-  /// True when every sample of `epoch` is delivered or quarantined.
+  /// True when every sample of `epoch` is delivered, quarantined or filtered.
   bool complete(std::uint64_t epoch) const;
   const std::vector<quarantine_entry>& quarantined() const noexcept { return quarantined_; }
 
  private:
-  enum class mark : std::uint8_t { none, delivered, quarantined };
+  enum class mark : std::uint8_t { none, delivered, quarantined, filtered };
   struct epoch_marks {
     std::vector<mark> marks;
     epoch_summary counts;

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "core/batching/batch_policy.hpp"
@@ -15,12 +16,15 @@ class latency_aware_policy final : public batch_policy {
         gpus_(shape.gpus),
         balanced_(shape.balanced),
         buckets_(std::move(shape.buckets)),
+        learner_(buckets_.learned > 1 && buckets_.boundaries.empty()
+                     ? std::make_shared<bucket_learner>(buckets_.learned)
+                     : nullptr),
         cursors_(static_cast<std::size_t>(shape.gpus), shape.first_epoch) {}
 
   std::string_view name() const noexcept override { return "latency_aware"; }
 
   void begin_epoch(std::uint64_t epoch, std::uint64_t samples) override {
-    auto& e = epochs_.emplace(epoch, epoch_state{buckets_}).first->second;
+    auto& e = epochs_.emplace(epoch, epoch_state{buckets_, learner_}).first->second;
     e.outstanding = samples;
     e.taken.assign(static_cast<std::size_t>(gpus_), 0);
     const auto batches = (samples + batch_size_ - 1) / batch_size_;
@@ -75,7 +79,8 @@ class latency_aware_policy final : public batch_policy {
 
  private:
   struct epoch_state {
-    explicit epoch_state(const bucketing& buckets) : ready(buckets) {}
+    epoch_state(const bucketing& buckets, std::shared_ptr<bucket_learner> learner)
+        : ready(buckets, std::move(learner)) {}
     std::uint64_t outstanding = 0;  ///< samples neither taken nor dropped (ready ones included)
     bucket_queue ready;             ///< by bucket, in completion order
     std::uint64_t formed = 0;       ///< batches formed so far: the next batch's index
@@ -121,6 +126,7 @@ class latency_aware_policy final : public batch_policy {
   int gpus_;
   bool balanced_;
   bucketing buckets_;
+  std::shared_ptr<bucket_learner> learner_;  ///< learned boundaries, shared by every epoch
   bool window_full_ = false;
   std::map<std::uint64_t, epoch_state> epochs_;
   std::vector<std::uint64_t> cursors_;  ///< per GPU: the epoch it takes from

@@ -1,6 +1,7 @@
 #include "core/codecs/audio_decoder.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <sstream>
@@ -131,26 +132,61 @@ expected<void> check_header(const SF_INFO& info, const audio_options& options) {
   return {};
 }
 
+/// errc::filtered when `frames` at the file's rate last longer than options.max_seconds.
+expected<void> check_duration(sf_count_t frames, int rate, const audio_options& options) {
+  const double seconds = static_cast<double>(frames) / rate;
+  if (options.max_seconds > 0.0 && seconds > options.max_seconds) {
+    std::ostringstream text;
+    text << "audio: " << seconds << " s, longer than the recipe's max_duration of "
+         << options.max_seconds << " s";
+    return error(errc::filtered, text.str());
+  }
+  return {};
+}
+
+/// A float file's first sample that is NaN or infinite, if any (integer PCM always is finite).
+expected<void> check_finite(const SF_INFO& info, const tensor_bytes& bytes) {
+  const int subtype = info.format & SF_FORMAT_SUBMASK;
+  if (subtype != SF_FORMAT_FLOAT && subtype != SF_FORMAT_DOUBLE) {
+    return {};
+  }
+  const auto* x = reinterpret_cast<const float*>(bytes.data());
+  const std::size_t n = bytes.size() / sizeof(float);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i])) {
+      return audio_error("sample " + std::to_string(i / static_cast<std::size_t>(info.channels)) +
+                         " (channel " + std::to_string(i % static_cast<std::size_t>(info.channels)) +
+                         ") is " + (std::isnan(x[i]) ? "NaN" : "infinite"));
+    }
+  }
+  return {};
+}
+
 /// Every frame, read until libsndfile has no more, as float32 bytes.
 expected<tensor_bytes> read_frames(const sound_file& file, const audio_options& options) {
   const auto channels = static_cast<std::size_t>(file.info().channels);
   const std::size_t max_frames = static_cast<std::size_t>(options.max_samples) / channels;
   constexpr std::size_t chunk_frames = 64 * 1024;
+  const std::size_t frame_bytes = channels * sizeof(float);
   tensor_bytes bytes;
   if (file.info().frames != SF_COUNT_MAX) {
-    bytes.reserve(static_cast<std::size_t>(file.info().frames) * channels * sizeof(float));
+    // The frames the header says and one more, to see the stream end: no reallocation (which
+    // copies byte by byte with this allocator) when the header is right.
+    bytes.reserve((static_cast<std::size_t>(file.info().frames) + 1) * frame_bytes);
   }
   for (std::size_t frames = 0;;) {
     if (frames > max_frames) {
       return audio_error("more than " + std::to_string(options.max_samples) + " samples");
     }
-    const std::size_t want = std::min(chunk_frames, max_frames + 1 - frames);
-    bytes.resize((frames + want) * channels * sizeof(float));
+    const std::size_t room = bytes.capacity() / frame_bytes - frames;
+    const std::size_t want =
+        std::min({room > 0 ? room : chunk_frames, chunk_frames, max_frames + 1 - frames});
+    bytes.resize((frames + want) * frame_bytes);
     auto* out = reinterpret_cast<float*>(bytes.data()) + frames * channels;
     const sf_count_t got = sf_readf_float(file.get(), out, static_cast<sf_count_t>(want));
     frames += static_cast<std::size_t>(std::max<sf_count_t>(got, 0));
     if (got <= 0) {
-      bytes.resize(frames * channels * sizeof(float));
+      bytes.resize(frames * frame_bytes);
       return bytes;
     }
   }
@@ -172,6 +208,11 @@ expected<decoded_audio> decode_audio(const std::uint8_t* data, std::size_t size,
   if (auto checked = check_header(info, options); !checked) {
     return checked.error();
   }
+  if (info.frames != SF_COUNT_MAX) {
+    if (auto kept = check_duration(info.frames, info.samplerate, options); !kept) {
+      return kept.error();
+    }
+  }
   auto bytes = read_frames(*file, options);
   if (!bytes) {
     return bytes.error();
@@ -188,6 +229,12 @@ expected<decoded_audio> decode_audio(const std::uint8_t* data, std::size_t size,
   if (auto damage = damage_in_log(file->log(), options.strict); !damage.empty()) {
     return audio_error("libsndfile reports \"" + damage + "\"");
   }
+  if (auto finite = check_finite(info, *bytes); !finite) {
+    return finite.error();
+  }
+  if (auto kept = check_duration(frames, info.samplerate, options); !kept) {
+    return kept.error();
+  }
   decoded_audio out;
   out.sample_rate = info.samplerate;
   out.samples.type = dtype::float32;
@@ -197,10 +244,15 @@ expected<decoded_audio> decode_audio(const std::uint8_t* data, std::size_t size,
   return out;
 }
 
-expected<host_array> mono_downmix(const host_array& samples) {
+expected<host_array> mono_downmix(host_array samples) {
   if (samples.type != dtype::float32 || samples.rank != 2 || samples.extent(1) == 0) {
     return error(errc::invalid_argument,
                  "mono_downmix takes float32 [frames, channels > 0], not " + describe(samples));
+  }
+  if (samples.extent(1) == 1) {
+    samples.rank = 1;
+    samples.shape[1] = 0;
+    return samples;
   }
   const auto frames = static_cast<std::size_t>(samples.extent(0));
   const auto channels = static_cast<std::size_t>(samples.extent(1));

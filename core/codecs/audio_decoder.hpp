@@ -31,12 +31,17 @@ struct audio_options {
   /// how many, else once decoding passes the limit: 2^27 floats (512 MiB), 23 minutes of
   /// 48 kHz stereo.
   std::int64_t max_samples = std::int64_t{1} << 27;
+  /// Files longer than this many seconds (frames / rate) are left out with errc::filtered:
+  /// from the header, before anything is decoded, where it says how many frames (else once
+  /// decoded). 0: any length.
+  double max_seconds = 0.0;
 };
 
 /// Decodes all of an audio file. errc::decode_error names what is wrong: no bytes, a format
 /// libsndfile does not recognise or finds malformed (its message), a sample rate or channel
 /// count out of range, too many samples, a truncated or corrupt stream (fewer frames than
-/// the header says, e.g. a damaged FLAC frame); the caller adds which part it was.
+/// the header says, e.g. a damaged FLAC frame), a NaN or infinite sample (in a float file);
+/// the caller adds which part it was. errc::filtered: longer than options.max_seconds.
 /// Thread-safe: opening takes a process-wide lock, because libsndfile reports a failed open
 /// through process-wide state; decoding runs unlocked, one handle per call.
 /// Known cost: libsndfile 1.2.0 leaks libvorbis's state (~5.7 KB) for each OGG it refuses as
@@ -48,8 +53,9 @@ inline expected<decoded_audio> decode_audio(const std::vector<std::uint8_t>& byt
   return decode_audio(bytes.data(), bytes.size(), options);
 }
 
-/// The mean of the channels of float32 [frames, channels] `samples`: float32 [frames].
-/// errc::invalid_argument when `samples` is not float32 of rank 2. Thread-safe (pure).
-expected<host_array> mono_downmix(const host_array& samples);
+/// The mean of the channels of float32 [frames, channels] `samples`: float32 [frames] (one
+/// channel keeps its bytes: no copy). errc::invalid_argument when `samples` is not float32 of
+/// rank 2. Thread-safe (pure).
+expected<host_array> mono_downmix(host_array samples);
 
 }  // namespace conveyor

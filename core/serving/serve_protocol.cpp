@@ -131,6 +131,7 @@ template <class F>
 void fields(F& f, node_report& m) {
   f.field(m.delivered);
   f.field(m.quarantined);
+  f.field(m.filtered);
   f.field(m.duplicates);
   f.field(m.lost);
   f.field(m.steps_executed);

@@ -2,6 +2,7 @@
 
 #include "core/storage/byte_source.hpp"
 #include "core/storage/image_list.hpp"
+#include "core/storage/librispeech.hpp"
 #include "core/storage/part_files.hpp"
 #include "core/storage/sharded_dataset.hpp"
 #include "core/storage/webdataset.hpp"
@@ -189,6 +190,42 @@ class npy_pairs_source final : public sample_source {
   std::vector<std::string> in_place_;
 };
 
+// A LibriSpeech directory (librispeech.hpp): audio files and their transcript lines.
+class librispeech_source final : public sample_source {
+ public:
+  explicit librispeech_source(librispeech_set set) : set_(std::move(set)) {}
+
+  std::uint64_t size() const noexcept override { return set_.utterances.size(); }
+  const std::vector<std::string>& class_names() const noexcept override {
+    static const std::vector<std::string> none;  // speech: the labels are transcripts
+    return none;
+  }
+  std::string locate(std::uint64_t id) const override {
+    return set_.utterances[id].audio.string();
+  }
+  expected<record> read(std::uint64_t id) const override {
+    return read_utterance(set_.utterances[id]);
+  }
+  std::uint64_t stored_bytes(std::uint64_t id) const override {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(set_.utterances[id].audio, ec);
+    return ec ? 0 : size;
+  }
+  std::optional<std::uint64_t> shard_of(std::uint64_t /*id*/) const override {
+    return std::nullopt;
+  }
+  std::vector<std::filesystem::path> files() const override {
+    std::vector<std::filesystem::path> out;
+    for (const auto& u : set_.utterances) {
+      out.push_back(u.audio);
+    }
+    return out;
+  }
+
+ private:
+  librispeech_set set_;
+};
+
 expected<webdataset> open_webdataset(const std::filesystem::path& path,
                                      const std::vector<std::string>& in_place) {
   auto tars = webdataset::open(path);
@@ -248,6 +285,8 @@ expected<std::shared_ptr<const sample_source>> open_sample_source(
       return std::shared_ptr<const sample_source>(
           std::make_shared<npy_pairs_source>(std::move(*samples), in_place));
     }
+    case dataset_format::librispeech:
+      return wrap<librispeech_source>(scan_librispeech(path));
     case dataset_format::folder:
       break;
   }

@@ -1,8 +1,8 @@
 #pragma once
 /// Where the samples of a dataset come from: a directory of record shards, an image folder
 /// (class sub-directories of image files), a WebDataset tar set (core/storage/webdataset.hpp),
-/// or a directory of MLPerf-style `<key>_<name>.npy` files (core/storage/part_files.hpp). All
-/// give records by dataset index.
+/// a directory of MLPerf-style `<key>_<name>.npy` files (core/storage/part_files.hpp), or a
+/// LibriSpeech directory (core/storage/librispeech.hpp). All give records by dataset index.
 
 #include <cstdint>
 #include <filesystem>
@@ -16,7 +16,7 @@
 
 namespace conveyor {
 
-enum class dataset_format : std::uint8_t { shards, folder, webdataset, npy_pairs };
+enum class dataset_format : std::uint8_t { shards, folder, webdataset, npy_pairs, librispeech };
 
 /// Immutable after open: every method may be called concurrently.
 class sample_source {

@@ -2,8 +2,10 @@
 // text and JSON values (core/codecs), each into an array field of the type the topology
 // declares, checked per sample.
 
+#include <algorithm>
 #include <functional>
 
+#include "core/audio/soxr_resampler.hpp"
 #include "core/codecs/audio_decoder.hpp"
 #include "core/codecs/cls_decoder.hpp"
 #include "core/codecs/json_decoder.hpp"
@@ -19,25 +21,49 @@ namespace {
 
 using decoder = std::function<expected<host_array>(const part_ref& part)>;
 
+/// `samples` (float32 [frames] or [frames, channels]) at `to` Hz.
+expected<host_array> resampled(const host_array& samples, int from, int to) {
+  const auto channels = samples.rank == 1 ? 1U : static_cast<unsigned>(samples.extent(1));
+  auto out = soxr_resample(samples.data<float>(), static_cast<std::size_t>(samples.extent(0)),
+                           channels, from, to);
+  if (!out) {
+    return std::move(out).error();
+  }
+  const auto frames = static_cast<std::int64_t>(out->size() / channels);
+  auto array = samples.rank == 1
+                   ? host_array::uninitialized(dtype::float32, {frames})
+                   : host_array::uninitialized(dtype::float32, {frames, samples.extent(1)});
+  std::copy(out->begin(), out->end(), array.data<float>());
+  return array;
+}
+
+/// An audio part as the spec wants it: mono or not, at its sample rate, within max_duration.
+expected<host_array> decode_audio_part(const part_ref& p, const decode_spec& spec) {
+  audio_options options;
+  options.max_seconds = spec.max_duration;
+  auto audio = decode_audio(p.data, p.size, options);
+  if (!audio) {
+    return std::move(audio).error();
+  }
+  auto samples = spec.mono ? mono_downmix(std::move(audio->samples)) : std::move(audio->samples);
+  if (!samples || spec.sample_rate == 0 || audio->sample_rate == spec.sample_rate) {
+    return samples;
+  }
+  if (!spec.resample) {
+    return error{errc::decode_error, "a sample rate of " + std::to_string(audio->sample_rate) +
+                                         " Hz, the recipe's is " +
+                                         std::to_string(spec.sample_rate) + " (resample = false)"};
+  }
+  return resampled(*samples, audio->sample_rate, spec.sample_rate);
+}
+
 // The decoder of `kind`, with the spec's parameters bound.
 decoder decoder_of(part_kind kind, const decode_spec& spec) {
   switch (kind) {
     case part_kind::npy:
       return [](const part_ref& p) { return decode_npy(p.data, p.size); };
     case part_kind::audio:
-      return
-          [mono = spec.mono, rate = spec.sample_rate](const part_ref& p) -> expected<host_array> {
-            auto audio = decode_audio(p.data, p.size);
-            if (!audio) {
-              return std::move(audio).error();
-            }
-            if (rate > 0 && audio->sample_rate != rate) {
-              return error{errc::decode_error, "a sample rate of " +
-                                                   std::to_string(audio->sample_rate) +
-                                                   " Hz, the recipe's is " + std::to_string(rate)};
-            }
-            return mono ? mono_downmix(audio->samples) : std::move(audio->samples);
-          };
+      return [spec](const part_ref& p) { return decode_audio_part(p, spec); };
     case part_kind::cls:
       return [](const part_ref& p) { return decode_cls(p.data, p.size); };
     case part_kind::txt:
@@ -70,7 +96,10 @@ class array_decode_step final : public transform_step {
     }
     auto array = decode_(*part);
     if (!array) {
-      return sample_error(errc::decode_error, sample, name(),
+      // A recipe's filter (max_duration) stays a filter; anything else is a decode error.
+      const auto code =
+          array.error().code() == errc::filtered ? errc::filtered : errc::decode_error;
+      return sample_error(code, sample, name(),
                           "part '" + part->name + "': " + array.error().message());
     }
     if (!type_.admits(*array)) {

@@ -12,12 +12,12 @@ constexpr std::array<std::string_view, 3> adjust_sites{"crop.adjust0", "crop.adj
                                                        "crop.adjust2"};
 
 // The reference's randrange(max_range): 0 without a draw when max_range is 0.
-std::int64_t draw_below(volume_draws& draws, std::string_view site, std::int64_t n) {
+std::int64_t draw_below(step_draws& draws, std::string_view site, std::int64_t n) {
   return n == 0 ? 0 : draws.randrange(site, n);
 }
 
 volume_box random_window(const std::array<std::int64_t, 3>& extents,
-                         const balanced_crop_params& params, volume_draws& draws) {
+                         const balanced_crop_params& params, step_draws& draws) {
   volume_box box;
   for (std::size_t a = 0; a < 3; ++a) {
     auto corner = draw_below(draws, corner_sites[a], extents[a] - params.patch[a]);
@@ -27,7 +27,7 @@ volume_box random_window(const std::array<std::int64_t, 3>& extents,
 }
 
 volume_box foreground_window(const std::array<std::int64_t, 3>& extents, const case_index& index,
-                             const balanced_crop_params& params, volume_draws& draws) {
+                             const balanced_crop_params& params, step_draws& draws) {
   const auto cls =
       draws.choice_index("crop.class", static_cast<std::int64_t>(index.classes.size()));
   const auto& kept = index.classes[static_cast<std::size_t>(cls)].kept;
@@ -43,7 +43,7 @@ volume_box foreground_window(const std::array<std::int64_t, 3>& extents, const c
 }  // namespace
 
 axis_range adjust_axis(axis_range object, std::int64_t size, std::int64_t patch,
-                       volume_draws& draws, std::string_view site) {
+                       step_draws& draws, std::string_view site) {
   auto diff = patch - object.extent();
   const std::int64_t sign = diff < 0 ? -1 : 1;
   diff = diff < 0 ? -diff : diff;
@@ -62,7 +62,7 @@ axis_range adjust_axis(axis_range object, std::int64_t size, std::int64_t patch,
 
 expected<volume_box> balanced_crop_window(const std::array<std::int64_t, 3>& extents,
                                           const case_index& index,
-                                          const balanced_crop_params& params, volume_draws& draws) {
+                                          const balanced_crop_params& params, step_draws& draws) {
   for (std::size_t a = 0; a < 3; ++a) {
     if (extents[a] < params.patch[a]) {
       return error{errc::decode_error, "the volume is " + std::to_string(extents[a]) +

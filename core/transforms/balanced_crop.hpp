@@ -11,7 +11,7 @@
 
 #include "conveyor/error.hpp"
 #include "core/transforms/foreground_index.hpp"
-#include "core/transforms/volume_draws.hpp"
+#include "core/transforms/step_draws.hpp"
 #include "core/transforms/volume_part.hpp"
 
 namespace conveyor {
@@ -25,7 +25,7 @@ struct balanced_crop_params {
 /// [start, stop) in a volume of `size` voxels (size >= patch), with its draw
 /// randrange(|patch - (stop - start)|) taken from `draws` at `site` when that is not 0.
 axis_range adjust_axis(axis_range object, std::int64_t size, std::int64_t patch,
-                       volume_draws& draws, std::string_view site);
+                       step_draws& draws, std::string_view site);
 
 /// The window of one sample, drawn in the reference's order. A case without foreground takes
 /// the random window on a foreground draw (the reference fails there: np.random.choice of no
@@ -33,6 +33,6 @@ axis_range adjust_axis(axis_range object, std::int64_t size, std::int64_t patch,
 /// reference's preprocessing pads every axis to it; its crop would fail).
 expected<volume_box> balanced_crop_window(const std::array<std::int64_t, 3>& extents,
                                           const case_index& index,
-                                          const balanced_crop_params& params, volume_draws& draws);
+                                          const balanced_crop_params& params, step_draws& draws);
 
 }  // namespace conveyor

@@ -69,4 +69,25 @@ std::vector<int> chain_fields::schema_positions() const {
   return out;
 }
 
+expected<std::size_t> read_array(const chain_fields& fields, std::string_view op,
+                                 const std::string& name, std::optional<dtype> type,
+                                 std::optional<int> rank) {
+  auto index = fields.read(name);
+  if (!index) {
+    return index;
+  }
+  const auto& t = fields.type(*index);
+  if (fields.image(*index) || t.kind != field_kind::tensor || (type && t.type != *type) ||
+      (rank && t.rank != *rank)) {
+    std::string want = type ? std::string(name_of(*type)) + " " : std::string();
+    want += rank ? "array of rank " + std::to_string(*rank) : "array";
+    return error{errc::invalid_config, std::string(op) + ": field '" + name + "' is " +
+                                           describe(t) +
+                                           (fields.image(*index) ? " (an image)" : "") +
+                                           " (made by " + fields.made_by(*index) +
+                                           "); it needs " + want};
+  }
+  return index;
+}
+
 }  // namespace conveyor

@@ -11,6 +11,7 @@
 /// normalize) before it ends.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,5 +68,12 @@ class chain_fields {
   std::vector<entry> fields_;
   std::string step_;
 };
+
+/// The index of array field `name` for step `op` that reads it; errc::invalid_config naming
+/// the field, its type and the step that made it when it is no array of numbers (an image, a
+/// byte string), or not of dtype `type` or rank `rank` where those are given.
+expected<std::size_t> read_array(const chain_fields& fields, std::string_view op,
+                                 const std::string& name, std::optional<dtype> type = std::nullopt,
+                                 std::optional<int> rank = std::nullopt);
 
 }  // namespace conveyor

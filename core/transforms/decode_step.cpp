@@ -183,8 +183,11 @@ expected<void> check_params(const decode_spec& spec) {
   if (!kind) {
     return invalid_spec(decode_spec::op, "from: " + kind.error().message());
   }
-  if (spec.sample_rate < 0) {
-    return invalid_spec(decode_spec::op, "sample_rate must be >= 0");
+  if (spec.sample_rate < 0 || spec.sample_rate > 1000000) {
+    return invalid_spec(decode_spec::op, "sample_rate must be in [0, 1000000]");
+  }
+  if (!(spec.max_duration >= 0.0 && spec.max_duration < 1e9)) {
+    return invalid_spec(decode_spec::op, "max_duration must be >= 0 seconds (0: no limit)");
   }
   return {};
 }

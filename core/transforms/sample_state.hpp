@@ -15,7 +15,7 @@
 #include "core/base/host_array.hpp"
 #include "core/codecs/scale_ratio.hpp"
 #include "core/transforms/crop_geometry.hpp"
-#include "core/transforms/volume_draws.hpp"
+#include "core/transforms/step_draws.hpp"
 
 namespace conveyor {
 
@@ -75,8 +75,8 @@ struct sample_state {
   /// plans for, instead of drawing one. Inside the image.
   std::optional<crop_box> given_box;
   /// Set by the caller (exactness tests): the volume steps take their draws from it, in the
-  /// reference's order, instead of from their generators (volume_draws.hpp).
-  std::shared_ptr<volume_draws> given_draws;
+  /// reference's order, instead of from their generators (step_draws.hpp).
+  std::shared_ptr<step_draws> given_draws;
   std::size_t next_step = 0;          ///< index of the next step of the chain to run
   std::vector<std::int64_t> step_ns;  ///< wall time of each completed step, in nanoseconds
 };
@@ -90,7 +90,7 @@ inline crop_box crop_box_for(const sample_state& sample, int width, int height,
 
 /// The draws a volume step takes: the sample's given_draws when set, otherwise `own` (over the
 /// step's generator).
-inline volume_draws& draws_for(const sample_state& sample, rng_draws& own) {
+inline step_draws& draws_for(const sample_state& sample, rng_draws& own) {
   return sample.given_draws ? *sample.given_draws : own;
 }
 

@@ -33,6 +33,13 @@ expected<void> require_positive(std::string_view op, std::string_view param, int
   return invalid_spec(op, std::string(param) + " must be > 0 (got " + std::to_string(value) + ")");
 }
 
+expected<void> require_probability(std::string_view op, std::string_view param, double p) {
+  if (p >= 0.0 && p <= 1.0) {
+    return {};
+  }
+  return invalid_spec(op, std::string(param) + " must be in [0, 1] (got " + format_number(p) + ")");
+}
+
 expected<void> require_range(std::string_view op, std::string_view param,
                              const std::array<double, 2>& range) {
   if (std::isfinite(range[0]) && std::isfinite(range[1]) && 0 < range[0] && range[0] <= range[1]) {

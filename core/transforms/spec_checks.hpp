@@ -20,6 +20,9 @@ std::string format_number(double value);
 
 expected<void> require_positive(std::string_view op, std::string_view param, int value);
 
+/// 0 <= p <= 1.
+expected<void> require_probability(std::string_view op, std::string_view param, double p);
+
 /// A finite, positive, ordered [min, max] range.
 expected<void> require_range(std::string_view op, std::string_view param,
                              const std::array<double, 2>& range);

@@ -47,7 +47,15 @@ struct decode_spec {
   std::optional<int> rank;
   std::string key;      ///< json: the key path ("boxes", "a.b") of the value to take
   bool mono = true;     ///< audio: mix the channels down to one
-  int sample_rate = 0;  ///< audio: the rate the recipe needs (0: any)
+  /// audio: the rate the recipe needs (0: any). A file of another rate is resampled to it
+  /// (libsoxr, very high quality; core/audio/soxr_resampler.hpp), or with resample false
+  /// quarantined: never used at the wrong rate.
+  int sample_rate = 0;
+  bool resample = true;
+  /// audio: a file longer than this many seconds (frames / its rate, from its header, before
+  /// it is decoded) is filtered out by the recipe: counted as filtered, neither delivered nor
+  /// quarantined (MLPerf RNN-T's max_duration). 0: no limit.
+  double max_duration = 0.0;
   bool utf8 = true;     ///< txt: the bytes must be UTF-8
   /// json: the extents of the axes after the first (e.g. [4] for boxes), so that an empty
   /// array has the right shape ([0, 4]).
@@ -187,6 +195,120 @@ struct gaussian_noise_spec {
   double p = 0.1;
 };
 
+// The speech steps of the MLPerf RNN-T recipe (config/examples/rnnt-librispeech.toml), as
+// its DALI pipeline and SpecAugment do them (docs/rnnt-reference.md; core/audio/). Audio is
+// a float32 [samples] field; features are float32 [frames, bands], time-major.
+
+/// How speed_perturb resamples: `sinc`, DALI's windowed-sinc resampler, as the reference does
+/// (no anti-aliasing: downsampling keeps the band above u * sample_rate / 2);
+/// `soxr`, libsoxr's band-limited very-high-quality resampler.
+enum class resample_method : std::uint8_t { sinc, soxr };
+
+/// Speed perturbation: u drawn uniform in [min, max] per sample (site "speed"); the audio
+/// resampled from sample_rate to float32(u * sample_rate) Hz and then taken as sample_rate, so
+/// that u > 1 slows it down: ceil(n * u) samples.
+struct speed_perturb_spec {
+  static constexpr std::string_view op = "speed_perturb";
+  std::string field = "audio";
+  double min = 0.85;
+  double max = 1.15;
+  int sample_rate = 16000;
+  resample_method method = resample_method::sinc;
+};
+
+/// Silence trimming (DALI's NonsilentRegion + Slice; core/audio/nonsilent_region.hpp): keeps
+/// the audio from the first to the end of the last `window`-sample window whose mean square
+/// is within cutoff_db of the loudest's.
+struct trim_silence_spec {
+  static constexpr std::string_view op = "trim_silence";
+  std::string field = "audio";
+  double cutoff_db = -60.0;
+  int window = 2048;
+  int reset_interval = 8192;  ///< the running mean square starts afresh this often (0: never)
+};
+
+/// Dither: every sample plus float32(scale * z), z standard normal (site "dither").
+struct dither_spec {
+  static constexpr std::string_view op = "dither";
+  std::string field = "audio";
+  double scale = 1e-5;
+};
+
+/// Pre-emphasis as DALI does it: y[t] = x[t] - coeff * x[t - 1], and y[0] = x[0] - coeff *
+/// x[0] (the first sample scaled, not kept).
+struct preemphasis_spec {
+  static constexpr std::string_view op = "preemphasis";
+  std::string field = "audio";
+  double coeff = 0.97;
+};
+
+/// Audio -> mel spectrogram float32 [frames, n_mels] (core/audio/mel_spectrogram.hpp):
+/// frames of `window` samples every `hop`, centred and reflected at the ends, DALI's Hann
+/// window, an n_fft-point power spectrum through Slaney mel filters from f_min to f_max
+/// (0: sample_rate / 2); with `log`, ln(max(x, log_floor)). The audio field is consumed.
+struct mel_spectrogram_spec {
+  static constexpr std::string_view op = "mel_spectrogram";
+  std::string from = "audio";
+  std::string to = "features";
+  int sample_rate = 16000;
+  int n_fft = 512;
+  int window = 320;
+  int hop = 160;
+  int n_mels = 80;
+  double f_min = 0.0;
+  double f_max = 0.0;
+  bool log = true;
+  double log_floor = 1e-20;
+};
+
+/// Per-feature normalisation over time (DALI's Normalize(axes=[time])): each band (column)
+/// of a float32 [frames, bands] field minus its mean, times 1 / its standard deviation (ddof
+/// 0, no epsilon); a band of zero variance becomes 0.
+struct normalize_features_spec {
+  static constexpr std::string_view op = "normalize_features";
+  std::string field = "features";
+};
+
+/// SpecAugment (MLPerf RNN-T's features.py, noise 0): freq_masks bands of width w in
+/// [min_freq, max_freq] from f0 in [0, bands - w], then time_masks runs of frames of width in
+/// [min_time, M] from t0 in [0, frames - w], M = round(max_time * frames) (half to even) when
+/// max_time < 1, else max_time frames; masked cells become 0. Draws (sites
+/// "specaug.freq<k>.w", ".f0", "specaug.time<k>.w", ".t0") in the reference's order.
+/// The reference draws t0 over the padded batch's frames (a mask may fall in the padding);
+/// here, before batching, over the utterance's own (given the same draws, the same cells).
+struct spec_augment_spec {
+  static constexpr std::string_view op = "spec_augment";
+  std::string field = "features";
+  int freq_masks = 2;
+  int min_freq = 0;
+  int max_freq = 20;
+  int time_masks = 10;
+  int min_time = 0;
+  double max_time = 0.03;
+};
+
+/// Frame splicing (stacking and subsampling): [frames, bands] -> [ceil(frames / subsample),
+/// stack * bands], row j holding frames j * subsample .. j * subsample + stack - 1 side by
+/// side (0 past the end).
+struct frame_splice_spec {
+  static constexpr std::string_view op = "frame_splice";
+  std::string field = "features";
+  int stack = 3;
+  int subsample = 3;
+};
+
+/// A transcript (a byte string field) -> int32 token ids [tokens] by a vocabulary file (one
+/// token per line, its id the line's number from 0; core/transforms/vocabulary.hpp), longest
+/// match first; with lowercase, ASCII letters are lowercased first (the reference lowercases
+/// LibriSpeech's transcripts). A character no token covers refuses the sample, naming it.
+struct tokenize_spec {
+  static constexpr std::string_view op = "tokenize";
+  std::string from = "transcript";
+  std::string to = "tokens";
+  std::string vocabulary;
+  bool lowercase = true;
+};
+
 /// A step of the public step API (include/conveyor/step.hpp, core/transforms/user_step.hpp):
 /// the step its registered factory `name` made from the parameters of its table (the topology
 /// loader calls the factory once; copies share the step, which is immutable).
@@ -199,7 +321,10 @@ struct user_step_spec {
 using transform_spec =
     std::variant<decode_spec, random_resized_crop_spec, resize_spec, center_crop_spec, flip_spec,
                  normalize_spec, to_uint8_spec, rand_balanced_crop_spec, rand_flip_spec, cast_spec,
-                 rand_brightness_spec, gaussian_noise_spec, user_step_spec>;
+                 rand_brightness_spec, gaussian_noise_spec, speed_perturb_spec,
+                 trim_silence_spec, dither_spec, preemphasis_spec, mel_spectrogram_spec,
+                 normalize_features_spec, spec_augment_spec, frame_splice_spec, tokenize_spec,
+                 user_step_spec>;
 
 /// The op name of a spec, e.g. "center_crop" (a user step's registered name).
 std::string_view op_name(const transform_spec& spec);

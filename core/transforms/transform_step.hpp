@@ -102,6 +102,17 @@ expected<step_ptr> make_step(const rand_flip_spec& spec, chain_fields& fields);
 expected<step_ptr> make_step(const cast_spec& spec, chain_fields& fields);
 expected<step_ptr> make_step(const rand_brightness_spec& spec, chain_fields& fields);
 expected<step_ptr> make_step(const gaussian_noise_spec& spec, chain_fields& fields);
+// The speech steps (speech_steps.cpp, feature_steps.cpp, tokenize_step.cpp).
+expected<step_ptr> make_step(const speed_perturb_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const trim_silence_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const dither_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const preemphasis_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const mel_spectrogram_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const normalize_features_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const spec_augment_spec& spec, chain_fields& fields);
+expected<step_ptr> make_step(const frame_splice_spec& spec, chain_fields& fields);
+/// Reads the vocabulary file: errc::invalid_config naming its path and line when it does not.
+expected<step_ptr> make_step(const tokenize_spec& spec, chain_fields& fields);
 /// A public API step (user_step.hpp).
 expected<step_ptr> make_step(const user_step_spec& spec, chain_fields& fields);
 
@@ -118,6 +129,15 @@ expected<void> check_params(const rand_flip_spec& spec);
 expected<void> check_params(const cast_spec& spec);
 expected<void> check_params(const rand_brightness_spec& spec);
 expected<void> check_params(const gaussian_noise_spec& spec);
+expected<void> check_params(const speed_perturb_spec& spec);
+expected<void> check_params(const trim_silence_spec& spec);
+expected<void> check_params(const dither_spec& spec);
+expected<void> check_params(const preemphasis_spec& spec);
+expected<void> check_params(const mel_spectrogram_spec& spec);
+expected<void> check_params(const normalize_features_spec& spec);
+expected<void> check_params(const spec_augment_spec& spec);
+expected<void> check_params(const frame_splice_spec& spec);
+expected<void> check_params(const tokenize_spec& spec);
 /// Its factory made a step (the loader checked its parameters then).
 expected<void> check_params(const user_step_spec& spec);
 

@@ -19,24 +19,6 @@ namespace {
 constexpr std::array<std::string_view, host_array::max_rank> flip_sites{"flip0", "flip1", "flip2",
                                                                         "flip3"};
 
-// The array field `name`, read by a step that needs an array (of `type` when given).
-expected<std::size_t> bind_array(std::string_view op, const std::string& name, chain_fields& fields,
-                                 std::optional<dtype> type = std::nullopt) {
-  auto index = fields.read(name);
-  if (!index) {
-    return index;
-  }
-  const auto& t = fields.type(*index);
-  if (fields.image(*index) || t.kind != field_kind::tensor || (type && t.type != *type)) {
-    return error{errc::invalid_config,
-                 std::string(op) + ": field '" + name + "' is " + describe(t) +
-                     (fields.image(*index) ? " (an image)" : "") + " (made by " +
-                     fields.made_by(*index) + "); it needs " +
-                     (type ? std::string(name_of(*type)) + " " : std::string()) + "array"};
-  }
-  return index;
-}
-
 /// The `n` elements of `item` bytes at `from`, last first, to `to`.
 void reverse_elements(const std::uint8_t* from, std::uint8_t* to, std::size_t n, std::size_t item) {
   auto reverse = [&](auto element) {
@@ -276,19 +258,11 @@ class gaussian_noise_step final : public transform_step {
   gaussian_noise_spec spec_;
 };
 
-expected<void> require_probability(std::string_view op, std::string_view param, double p) {
-  if (!(p >= 0.0 && p <= 1.0)) {
-    return invalid_spec(op,
-                        std::string(param) + " must be in [0, 1] (got " + format_number(p) + ")");
-  }
-  return {};
-}
-
 template <class Spec>
 expected<std::vector<std::size_t>> bind_all(const Spec& spec, chain_fields& fields) {
   std::vector<std::size_t> out;
   for (const auto& name : spec.fields) {
-    auto index = bind_array(Spec::op, name, fields);
+    auto index = read_array(fields, Spec::op, name);
     if (!index) {
       return std::move(index).error();
     }
@@ -303,7 +277,7 @@ expected<step_ptr> make_float_step(const Spec& spec, chain_fields& fields) {
   if (auto ok = check_params(spec); !ok) {
     return std::move(ok).error();
   }
-  auto field = bind_array(Spec::op, spec.field, fields, dtype::float32);
+  auto field = read_array(fields, Spec::op, spec.field, dtype::float32);
   if (!field) {
     return std::move(field).error();
   }

@@ -208,6 +208,9 @@ class epoch_range {
 struct pipeline_report {
   std::uint64_t delivered = 0;    ///< sample deliveries over all epochs (and GPUs)
   std::uint64_t quarantined = 0;  ///< samples set aside
+  /// Samples the recipe's filter left out (an utterance over max_duration), over all epochs:
+  /// neither delivered nor quarantined, not an error.
+  std::uint64_t filtered = 0;
   std::uint64_t duplicates = 0;   ///< must be 0
   std::uint64_t lost = 0;         ///< samples of begun epochs not yet accounted for
   std::uint64_t peak_in_flight = 0;

@@ -28,6 +28,9 @@ enum class errc : std::uint8_t {
   permission_denied = 13,   ///< the operating system refused access (a node's socket)
   disconnected = 14,        ///< the other side of a connection has gone (a node or a client)
   device_error = 15,        ///< a device's asynchronous work failed (a CUDA fault) or stalled
+  /// A recipe's filter left the sample out (an utterance over max_duration): not a fault;
+  /// the sample is counted as filtered, neither delivered nor quarantined.
+  filtered = 16,
 };
 
 /// Short stable name of an error code, e.g. "checksum_mismatch".

@@ -11,7 +11,6 @@
 // (OUT_x.npy and OUT_y.npy), and the crop's patch size. The chain must take every draw, site
 // for site, and no more. Exit 1 on the first trial that fails, naming it; 2 on a bad command
 // line or topology.
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -23,91 +22,13 @@
 #include "core/storage/byte_source.hpp"
 #include "core/storage/record_parts.hpp"
 #include "core/transforms/transform_chain.hpp"
+#include "scripted_draws.hpp"
 
 namespace {
 
 using namespace conveyor;
 
-/// The draws of one trial, replayed in order; a site asked for out of turn or a value out of
-/// its range throws, naming the draw.
-class scripted_draws final : public volume_draws {
- public:
-  explicit scripted_draws(const std::string& path) {
-    std::ifstream in(path);
-    std::string site, value;
-    while (in >> site >> value) {
-      script_.emplace_back(site, value);
-    }
-  }
-  double random(std::string_view site) override { return real(site, 0.0, 1.0); }
-  std::int64_t randrange(std::string_view site, std::int64_t n) override {
-    return integer(site, n);
-  }
-  std::int64_t choice_index(std::string_view site, std::int64_t n) override {
-    return integer(site, n);
-  }
-  double uniform(std::string_view site, double low, double high) override {
-    return real(site, low, high);
-  }
-  void standard_normals(std::string_view site, double* out, std::size_t n) override {
-    if (normals_site_ != site) {
-      normals_ = file_doubles(next(site));
-      normals_site_ = std::string(site);
-      normals_at_ = 0;
-    }
-    if (normals_at_ + n > normals_.size()) {
-      fail(site, "more normals asked than the reference drew");
-    }
-    std::memcpy(out, normals_.data() + normals_at_, n * sizeof(double));
-    normals_at_ += n;
-  }
-  /// Every draw taken, every normal used.
-  bool exhausted() const { return at_ == script_.size() && normals_at_ == normals_.size(); }
-
- private:
-  [[noreturn]] void fail(std::string_view site, const std::string& what) const {
-    throw std::runtime_error("draw " + std::to_string(at_) + " (" + std::string(site) +
-                             "): " + what);
-  }
-  const std::string& next(std::string_view site) {
-    if (at_ >= script_.size()) {
-      fail(site, "the script is exhausted");
-    }
-    if (script_[at_].first != site) {
-      fail(site, "the reference drew " + script_[at_].first + " here");
-    }
-    return script_[at_++].second;
-  }
-  double real(std::string_view site, double low, double high) {
-    double v = std::stod(next(site));
-    if (!(v >= low && v < high)) {
-      fail(site, std::to_string(v) + " outside its range");
-    }
-    return v;
-  }
-  std::int64_t integer(std::string_view site, std::int64_t n) {
-    auto v = std::stoll(next(site));
-    if (v < 0 || v >= n) {
-      fail(site, std::to_string(v) + " outside [0, " + std::to_string(n) + ")");
-    }
-    return v;
-  }
-  static std::vector<double> file_doubles(const std::string& path) {
-    auto bytes = read_whole_file(path);
-    if (!bytes) {
-      throw std::runtime_error(bytes.error().what());
-    }
-    std::vector<double> out(bytes->size() / sizeof(double));
-    std::memcpy(out.data(), bytes->data(), out.size() * sizeof(double));
-    return out;
-  }
-
-  std::vector<std::pair<std::string, std::string>> script_;
-  std::size_t at_ = 0;
-  std::vector<double> normals_;
-  std::string normals_site_;
-  std::size_t normals_at_ = 0;
-};
+using testing::scripted_draws;
 
 struct trial {
   std::string x, y, draws, out;

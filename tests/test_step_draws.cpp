@@ -1,4 +1,4 @@
-// The volume steps' own draws (core/transforms/volume_draws.hpp): the ziggurat's normals are
+// The volume and speech steps' own draws (core/transforms/step_draws.hpp): the ziggurat's normals are
 // standard normal (moments and tail shares of a million, tails beyond the ziggurat's base
 // layer included), uniforms and integers stay in their ranges, and a seed gives the same draws.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/transforms/volume_draws.hpp"
+#include "core/transforms/step_draws.hpp"
 
 namespace conveyor {
 namespace {
