@@ -201,7 +201,9 @@ void mel_spectrogram::compute(const float* x, std::size_t n, float* out) const {
       const float sample =
           inside ? x[start + static_cast<std::int64_t>(i)]
                  : x[reflect(start + static_cast<std::int64_t>(i), size)];
-      in[i] = static_cast<double>(sample * window_[i]);  // windowed in float32, as DALI
+      // In double: DALI windows in float32, which puts bins 80 dB down up to 1.5e-4 off
+      // torchaudio's (a chirp near 8 kHz); in double they are within 1e-7 of it.
+      in[i] = static_cast<double>(sample) * static_cast<double>(window_[i]);
     }
     std::fill(in + window, in + n_fft, 0.0);
     fft.run();

@@ -3,7 +3,8 @@
 /// (docs/rnnt-reference.md section 9): frames of `window` samples every `hop`, centred on
 /// sample t * hop and reflected at the ends (torch.stft's center=True, pad_mode='reflect'),
 /// weighted by DALI's Hann window (0.5 (1 - cos(2 pi (t + 0.5) / window)): symmetric, never
-/// 0), zero-padded to n_fft; the power of each bin (FFTW, in double) through Slaney mel
+/// 0; its float32 values, applied in double), zero-padded to n_fft; the power of each bin
+/// (FFTW, in double) through Slaney mel
 /// filters (mel_filters.hpp); then, with `log`, ln(max(mel, log_floor)) (DALI's ToDecibels
 /// with multiplier ln 10 and cutoff ln 1e-20). Rows are frames: [frames, n_mels], time-major.
 

@@ -78,12 +78,20 @@ struct window_phase {
   float d;
 };
 
-__attribute__((always_inline)) inline window_phase phase_of(const window_table& w, float t) {
+/// `rounded`: as DALI 0.28's SSE2 loop indexes the table (the taps it takes four at a time):
+/// the nearest entry (half to even) instead of the one below, extrapolating from it when the
+/// position lies below it (a bug DALI fixed in 2022, #3745; ~1e-4 of the signal).
+__attribute__((always_inline)) inline window_phase phase_of(const window_table& w, float t,
+                                                            bool rounded) {
   const float g = table_center - per_sample * t;
   const float gi = std::floor(g);
-  const auto r =
-      static_cast<std::size_t>(static_cast<int>(gi) - (static_cast<int>(table_center) - 32));
-  return {w.base[r].data(), w.slope[r].data(), g - gi};
+  const int i = static_cast<int>(gi);
+  const float d = g - gi;
+  auto r = static_cast<std::size_t>(i - (static_cast<int>(table_center) - 32));
+  if (rounded && (d > 0.5F || (d == 0.5F && i % 2 != 0))) {
+    return {w.base[r + 1].data(), w.slope[r + 1].data(), d - 1.0F};
+  }
+  return {w.base[r].data(), w.slope[r].data(), d};
 }
 
 /// Sum over the padded taps of x[k] * (base[k] + d * slope[k]), eight lanes at a time.
@@ -128,28 +136,33 @@ __attribute__((always_inline)) inline float8 lane_sums(const float8 (&a)[8]) {
 /// the signal: taps outside it are dropped, as DALI drops them. (Every helper of
 /// resample_block is inlined into its clones: SSE code called from AVX code, or AVX code
 /// returning without clearing the upper halves, slows every SSE instruction after it.)
-__attribute__((always_inline)) inline float output_near_end(const window_table& w, const float* in, std::int64_t n, std::int64_t ib,
-                      float t) {
-  const auto p = phase_of(w, t);
-  const std::int64_t first = ib - lobes;
+__attribute__((always_inline)) inline float output_near_end(const window_table& w,
+                                                          const float* in, std::int64_t n,
+                                                          std::int64_t ib, float t) {
+  const auto plain = phase_of(w, t, false);
+  const auto rounded = phase_of(w, t, true);
+  // DALI's taps: ceil(p) - 16 .. floor(p) + 16 within the signal, the first 4 x floor(count / 4)
+  // of them through its SSE2 loop.
+  const std::int64_t lo = std::max<std::int64_t>(t > 0.0F ? ib - lobes + 1 : ib - lobes, 0);
+  const std::int64_t hi = std::min<std::int64_t>(ib + lobes, n - 1);
+  const std::int64_t by_four = lo + (hi - lo + 1) / 4 * 4;
   float sum = 0.0F;
-  for (int k = 0; k < taps; ++k) {
-    const std::int64_t i = first + k;
-    if (i >= 0 && i < n) {
-      sum += in[i] * (p.base[k] + p.d * p.slope[k]);
-    }
+  for (std::int64_t i = lo; i <= hi; ++i) {
+    const auto k = static_cast<std::size_t>(i - (ib - lobes));
+    const auto& p = i < by_four ? rounded : plain;
+    sum += in[i] * (p.base[k] + p.d * p.slope[k]);
   }
   return sum;
 }
 
 /// One output at input position ib + t, one at a time (near an end, or a block's last few).
-__attribute__((always_inline)) inline float output_at(const window_table& w, const float* in, std::int64_t n, std::int64_t ib,
-                float t) {
+__attribute__((always_inline)) inline float output_at(const window_table& w, const float* in,
+                                                    std::int64_t n, std::int64_t ib, float t) {
   const std::int64_t first = ib - lobes;
   if (first < 0 || first + padded_taps > n) {
     return output_near_end(w, in, n, ib, t);
   }
-  const float8 sum = window_products(in + first, phase_of(w, t));
+  const float8 sum = window_products(in + first, phase_of(w, t, true));
   return ((sum[0] + sum[1]) + (sum[2] + sum[3])) + ((sum[4] + sum[5]) + (sum[6] + sum[7]));
 }
 
@@ -178,7 +191,8 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void resample_block(
     }
     float8 products[8];
     for (std::size_t i = 0; i < 8; ++i) {
-      products[i] = window_products(in + whole[j + i] - lobes, phase_of(w, fraction[j + i]));
+      products[i] =
+          window_products(in + whole[j + i] - lobes, phase_of(w, fraction[j + i], true));
     }
     const float8 sums = lane_sums(products);
     std::memcpy(out + j, &sums, sizeof sums);

@@ -58,7 +58,8 @@ struct decode_spec {
   double max_duration = 0.0;
   bool utf8 = true;     ///< txt: the bytes must be UTF-8
   /// json: the extents of the axes after the first (e.g. [4] for boxes), so that an empty
-  /// array has the right shape ([0, 4]).
+  /// array has the right shape ([0, 4]). npy: those extents, declared (each sample's are
+  /// checked), for steps that need them fixed (frame_splice of [frames, 80] features).
   std::vector<std::int64_t> inner_shape;
   bool strict = true;  ///< a truncated or corrupt JPEG is an error, not a grey-filled image
   /// When a random_resized_crop or a resize follows directly: plan it from the JPEG header
