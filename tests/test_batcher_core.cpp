@@ -62,6 +62,31 @@ TEST_P(BatcherCore, QuarantinedSamplesAreCountedAndTheEpochGoesOn) {
   }
 }
 
+// The recipe's filter (an utterance over max_duration): counted as filtered in every epoch,
+// never retried or quarantined, and once known not dispatched (read) again; the epochs go on
+// with every other sample exactly once, under both policies.
+TEST_P(BatcherCore, FilteredSamplesAreCountedEveryEpochAndNotReadAgain) {
+  world_params p;
+  p.gpus = GetParam();
+  p.filter_every = 7;
+  p.epochs = 4;
+  p.window = 16;  // much less than an epoch: later epochs begin after the filter has spoken
+  const std::uint64_t filtered = (p.samples + 5) / 7;  // ids 1, 8, 15, ... below 103
+  for (auto kind : {batching_policy::in_order, batching_policy::latency_aware}) {
+    for (std::uint64_t seed = 0; seed < 5; ++seed) {
+      auto r = testing::batcher_world(p, kind, seed).run();
+      EXPECT_EQ(r.totals.filtered, filtered * p.epochs);
+      EXPECT_EQ(r.totals.quarantined, 0u);
+      EXPECT_EQ(r.totals.lost, 0u);
+      EXPECT_EQ(r.totals.duplicates, 0u);
+      EXPECT_EQ(r.totals.delivered, (p.samples - filtered) * p.epochs);
+      // A sample left out while later epochs' samples were already in flight may be read
+      // once more; with a window of 16 that is at most the window's worth, never every epoch.
+      EXPECT_LE(r.filtered_dispatched_again, p.window) << "seed " << seed;
+    }
+  }
+}
+
 TEST_P(BatcherCore, InOrderBatchesFollowTheSamplerOrderAndGoRoundRobin) {
   world_params p;
   p.gpus = GetParam();
@@ -115,6 +140,21 @@ TEST(EpochOrder, IsAPermutationThatDependsOnSeedAndEpochOnly) {
   EXPECT_NE(a, epoch_order(1000, 5, 1));
   EXPECT_NE(a, epoch_order(1000, 6, 0));
   EXPECT_EQ(epoch_order(5, 5, 0, false), (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
+}
+
+TEST(EpochLedger, FilteredSamplesAreAccountedForButNotQuarantined) {
+  epoch_ledger ledger(4);
+  ledger.deliver(0, 0);
+  ledger.filter(0, 1);
+  ledger.filter(0, 1);  // told twice: counted once
+  ledger.quarantine({0, 2, "utt_2", "decode_error"});
+  auto s = ledger.summary(0);
+  EXPECT_EQ(s.filtered, 1u);
+  EXPECT_EQ(s.quarantined, 1u);
+  EXPECT_EQ(s.lost, 1u);  // sample 3
+  EXPECT_EQ(ledger.quarantined().size(), 1u) << "the filter's samples are no faults";
+  ledger.deliver(0, 3);
+  EXPECT_TRUE(ledger.complete(0));
 }
 
 TEST(EpochLedger, CountsDuplicatesLostAndQuarantined) {

@@ -10,6 +10,8 @@
 
 #include <sndfile.h>
 
+#include "core/base/little_endian.hpp"
+
 namespace conveyor {
 namespace {
 
@@ -86,6 +88,30 @@ class sound_file {
   SF_INFO info_;
 };
 
+/// Why a RIFF WAVE file's fmt chunk makes no sound (a sample rate or channel count of 0), or
+/// "" when it is not a WAV or its fmt chunk says nothing wrong: what libsndfile's refusal to
+/// open it ("SF_INFO struct incomplete") means.
+std::string wav_format_problem(const std::uint8_t* data, std::size_t size) {
+  if (size < 12 || std::memcmp(data, "RIFF", 4) != 0 || std::memcmp(data + 8, "WAVE", 4) != 0) {
+    return "";
+  }
+  std::size_t at = 12;
+  for (int chunk = 0; chunk < 64 && at + 8 <= size; ++chunk) {
+    const std::uint32_t bytes = little_endian::load<std::uint32_t>(data + at + 4);
+    if (std::memcmp(data + at, "fmt ", 4) == 0 && bytes >= 16 && at + 8 + 16 <= size) {
+      const auto channels = little_endian::load<std::uint16_t>(data + at + 10);
+      const auto rate = little_endian::load<std::uint32_t>(data + at + 12);
+      if (rate == 0 || channels == 0) {
+        return "its fmt chunk says " + std::to_string(rate) + " Hz, " +
+               std::to_string(channels) + " channel(s)";
+      }
+      return "";
+    }
+    at += 8 + static_cast<std::size_t>(bytes) + (bytes & 1U);
+  }
+  return "";
+}
+
 expected<sound_file> open_sound(memory_file& file) {
   static SF_VIRTUAL_IO io{vio_length, vio_seek, vio_read, vio_write, vio_tell};
   static std::mutex open_mutex;
@@ -93,7 +119,9 @@ expected<sound_file> open_sound(memory_file& file) {
   SF_INFO info{};
   SNDFILE* handle = sf_open_virtual(&io, SFM_READ, &info, &file);
   if (handle == nullptr) {
-    return audio_error(std::string("libsndfile cannot open it: ") + sf_strerror(nullptr));
+    const auto why = wav_format_problem(file.data, static_cast<std::size_t>(file.size));
+    return audio_error(std::string("libsndfile cannot open it: ") + sf_strerror(nullptr) +
+                       (why.empty() ? "" : " (" + why + ")"));
   }
   return sound_file(handle, info);
 }

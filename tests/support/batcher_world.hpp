@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "core/batching/batcher_core.hpp"
@@ -22,6 +23,8 @@ struct world_params {
   std::uint64_t prefetch = 2;
   std::uint64_t straggler_every = 13;  ///< sample ids id % n == 5 are stragglers (0: none)
   std::uint64_t fail_every = 0;        ///< every n-th sample id fails (0: none)
+  /// Sample ids id % n == 1 are left out by the recipe's filter (errc::filtered; 0: none).
+  std::uint64_t filter_every = 0;
   /// Every n-th completion, a random preprocessor dies with what it holds; the results of
   /// half of its attempts still arrive later (they must be ignored). 0: none.
   std::uint64_t kill_every = 0;
@@ -47,6 +50,8 @@ struct world_result {
   std::uint64_t window = 0;
   std::uint64_t kills = 0;
   std::uint64_t stale = 0;  ///< results of given-up attempts that were ignored
+  /// Dispatches of a sample the filter had already left out (it should not be read again).
+  std::uint64_t filtered_dispatched_again = 0;
 };
 
 class batcher_world {
@@ -104,6 +109,7 @@ class batcher_world {
 
   void exchange() {
     for (auto& d : core_.take_dispatches()) {
+      result_.filtered_dispatched_again += filtered_.count(d.ticket.sample_id);
       (is_straggler(d) ? slow_ : fast_).push_back(d);
     }
     for (auto& b : core_.take_batches()) {
@@ -145,6 +151,12 @@ class batcher_world {
   void complete(const dispatch_order& d) {
     if (p_.fail_every != 0 && d.ticket.sample_id % p_.fail_every == 0) {
       core_.on_failed(d.ticket, "broken");
+      return;
+    }
+    if (p_.filter_every != 0 && d.ticket.sample_id % p_.filter_every == 1) {
+      if (core_.on_filtered(d.ticket) == failure_outcome::filtered) {
+        filtered_.insert(d.ticket.sample_id);
+      }
       return;
     }
     auto sample = std::make_shared<prepared_sample>();
@@ -197,6 +209,7 @@ class batcher_world {
   std::vector<dispatch_order> fast_;
   std::vector<dispatch_order> slow_;
   std::vector<batch_plan> at_feeders_;
+  std::set<std::uint64_t> filtered_;  ///< ids the filter left out so far
   world_result result_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -85,6 +86,20 @@ detection_set make_detection_set(const temp_dir& dir, int count, int per_tar) {
     set.palette.push_back(rgb);
   }
   EXPECT_FALSE(set.palette.empty());
+  return set;
+}
+
+bool have_espeak() {
+  return std::system("command -v espeak-ng > /dev/null 2>&1") == 0;
+}
+
+speech_set make_speech_set(const temp_dir& dir, int count, int per_tar) {
+  speech_set set{dir / "speech", dir / "speech-tars"};
+  auto run = run_app(CONVEYOR_PYTHON, dir,
+                     std::string(CONVEYOR_SOURCE_DIR) + "/scripts/make-speech-set " +
+                         std::to_string(count) + " " + set.dir.string() + " --webdataset " +
+                         set.tars.string() + " --per-tar " + std::to_string(per_tar));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
   return set;
 }
 

@@ -45,6 +45,20 @@ struct detection_set {
 /// script fails.
 detection_set make_detection_set(const temp_dir& dir, int count, int per_tar);
 
+/// A speech set of scripts/make-speech-set (espeak-ng): a LibriSpeech directory and the same
+/// utterances as WebDataset tars (KEY.flac + KEY.txt) written with Python's tarfile.
+struct speech_set {
+  std::filesystem::path dir;   ///< <speaker>/<chapter>/<id>.flac and .trans.txt
+  std::filesystem::path tars;  ///< speech-000000.tar, ...
+};
+
+/// True when espeak-ng is installed (scripts/install-deps installs it).
+bool have_espeak();
+
+/// Writes `count` utterances, `per_tar` to a tar, under `dir`. A failed expectation when the
+/// script fails.
+speech_set make_speech_set(const temp_dir& dir, int count, int per_tar);
+
 /// Writes the tar `tar` of `members` (member name, file), in order, with Python's tarfile. A
 /// failed expectation when the script fails.
 void pack_with_python(const temp_dir& dir, const std::filesystem::path& tar,
