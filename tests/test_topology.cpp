@@ -475,7 +475,7 @@ TEST(Topology, BadEnumValuesListTheChoices) {
        "\"fastest\")"});
   expect_invalid(load_dataset("format = \"zip\"\n"),
                  {"dataset.format: must be one of \"folder\", \"shards\", \"webdataset\", "
-                  "\"npy_pairs\" (got \"zip\")"});
+                  "\"npy_pairs\", \"librispeech\" (got \"zip\")"});
   expect_invalid(load_with("[supervision]\nstrategy = \"all_for_one\"\n"),
                  {"supervision.strategy: must be one of \"one_for_one\""});
   expect_invalid(load_after("[[transform]]\nop = \"resize\"\nsize = 3\ninterpolation = \"x\"\n"),
@@ -567,8 +567,18 @@ TEST(Topology, BucketingNamesAVaryingAxisOfAFieldOfTheChain) {
                  {"batching.bucket_boundaries: must increase strictly (element 2, 9, follows 9)"});
   expect_invalid(load_bucketed(aware + "bucket_boundaries = [0]\n"),
                  {"batching.bucket_boundaries[0]: must be >= 1"});
-  expect_invalid(load_bucketed(aware + "bucket_by = \"audio\"\n"),
-                 {"batching.bucket_by: bucket_by and bucket_boundaries go together"});
+  // Without boundaries: bucket_count (8 by default) buckets, their boundaries learned.
+  auto learned = load_bucketed(aware + "bucket_by = \"audio\"\nbucket_count = 12\n");
+  ASSERT_TRUE(learned) << learned.error().what();
+  EXPECT_TRUE(learned->batching.bucket_boundaries.empty());
+  EXPECT_EQ(learned->batching.bucket_count, 12);
+  EXPECT_NE(describe(*learned).find("bucket_by=audio bucket_axis=0 bucket_count=12 learned"),
+            std::string::npos)
+      << describe(*learned);
+  expect_invalid(load_bucketed(aware + "bucket_by = \"audio\"\nbucket_count = 1\n"),
+                 {"batching.bucket_count: must be in [2, 256]"});
+  expect_invalid(load_bucketed(aware + bounds),
+                 {"batching.bucket_boundaries: needs bucket_by"});
   expect_invalid(load_bucketed("bucket_by = \"audio\"\n" + bounds),
                  {"batching.bucket_by: needs policy = \"latency_aware\""});
 }

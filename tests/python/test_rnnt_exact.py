@@ -306,6 +306,10 @@ def test_end_to_end(probe, tmp, recipe):
         wants.append((seconds, want))
     with open(recipe) as f:
         topo = f.read().split("[[transform]]", 1)[1]
+    # The recipe names its vocabulary relative to the source tree (where the node is run from).
+    source = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(recipe))))
+    vocabulary = "config/examples/rnnt-characters.txt"
+    topo = topo.replace(f'"{vocabulary}"', f'"{os.path.join(source, vocabulary)}"')
     got = probe.run("[[transform]]" + topo, samples)
     for (seconds, want), g in zip(wants, got):
         if "error" in g:
