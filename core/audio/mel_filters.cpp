@@ -67,4 +67,19 @@ mel_filters slaney_mel_filters(int sample_rate, int n_fft, int n_mels, double f_
   return out;
 }
 
+padded_mel_filters padded(const mel_filters& filters) {
+  padded_mel_filters out;
+  out.first = filters.first;
+  for (const auto& w : filters.weights) {
+    out.width = std::max(out.width, w.size());
+  }
+  out.width = (out.width + 3) / 4 * 4;
+  out.weights.assign(filters.size() * out.width, 0.0);
+  for (std::size_t m = 0; m < filters.size(); ++m) {
+    std::copy(filters.weights[m].begin(), filters.weights[m].end(),
+              out.weights.begin() + static_cast<std::ptrdiff_t>(m * out.width));
+  }
+  return out;
+}
+
 }  // namespace conveyor

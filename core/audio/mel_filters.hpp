@@ -20,6 +20,20 @@ struct mel_filters {
   std::size_t size() const noexcept { return first.size(); }
 };
 
+/// The same filters laid out for a branch-free product: every filter `width` weights from its
+/// first bin (the widest filter's count rounded up to a multiple of 4; zeros after its own),
+/// as doubles, filter after filter. A spectrum read with them needs `width` bins of room (zeros)
+/// after its last. Plain value.
+struct padded_mel_filters {
+  std::vector<std::size_t> first;
+  std::size_t width = 0;
+  std::vector<double> weights;  ///< size() x width
+
+  std::size_t size() const noexcept { return first.size(); }
+};
+
+padded_mel_filters padded(const mel_filters& filters);
+
 /// `n_mels` filters between f_min and f_max Hz (0 <= f_min < f_max <= sample_rate / 2) for an
 /// FFT of n_fft samples at sample_rate Hz. Thread-safe (pure). Preconditions: n_mels >= 1,
 /// n_fft >= 2.

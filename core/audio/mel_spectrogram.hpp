@@ -49,11 +49,11 @@ class mel_spectrogram {
 
  private:
   mel_spectrogram(spectrogram_options options, std::vector<float> window, mel_filters filters)
-      : options_(options), window_(std::move(window)), filters_(std::move(filters)) {}
+      : options_(options), window_(std::move(window)), filters_(padded(filters)) {}
 
   spectrogram_options options_;
   std::vector<float> window_;
-  mel_filters filters_;
+  padded_mel_filters filters_;
 };
 
 }  // namespace conveyor
