@@ -66,6 +66,20 @@ ensure_shards() {
   mv "$dir.partial" "$dir"
 }
 
+# ensure_made DIR WHAT CMD...: DIR made once by CMD, which writes into DIR.partial (its output to
+# stderr); aside and renamed, so that an interrupted run leaves no partial set behind that a
+# later run would take for a whole one.
+ensure_made() {
+  local dir=$1 what=$2
+  shift 2
+  [[ -d "$dir" ]] && return 0
+  log "making $what in $dir"
+  rm -rf "$dir.partial"
+  mkdir -p "$(dirname "$dir")"
+  "$@" "$dir.partial" >&2
+  mv "$dir.partial" "$dir"
+}
+
 # mean_file_bytes DIR: the mean size of the files under DIR.
 mean_file_bytes() {
   find "$1" -type f -printf '%s\n' | awk '{ s += $1; n++ } END { printf "%d\n", s / n }'

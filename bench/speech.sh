@@ -41,17 +41,6 @@ RESULT="$BENCH_ROOT/bench/results/speech$SUFFIX.md"
 RUNS="$LOG_DIR/speech$SUFFIX.jsonl"
 CONFIGS=(in_order latency_aware buckets)  # and at step 0 buckets8: MLPerf's 8 buckets
 
-# ensure_speech DIR COUNT: a speech set, made once, aside and renamed.
-ensure_speech() {
-  local dir=$1 count=$2
-  [[ -d "$dir" ]] && return 0
-  log "speaking $count utterances into $dir (espeak-ng)"
-  rm -rf "$dir.partial"
-  mkdir -p "$(dirname "$dir")"
-  "$PYTHON" "$BENCH_ROOT/scripts/make-speech-set" "$count" "$dir.partial" >&2
-  mv "$dir.partial" "$dir"
-}
-
 # record KIND KEY=VALUE... < JSON: appends the JSON line to RUNS with a "bench" field.
 record() {
   local kind=$1
@@ -274,7 +263,8 @@ main() {
   }
   build_tools conveyor_python
   mkdir -p "$LOG_DIR" "$(dirname "$RESULT")"
-  ensure_speech "$DATASET" "$UTTERANCES"
+  ensure_made "$DATASET" "$UTTERANCES utterances spoken by espeak-ng" \
+    "$PYTHON" "$BENCH_ROOT/scripts/make-speech-set" "$UTTERANCES"
   busy_if_asked
   log "reading $DATASET once (into the page cache)"
   find "$DATASET" -type f -exec cat {} + >/dev/null

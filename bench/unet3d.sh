@@ -46,18 +46,6 @@ RUNS="$LOG_DIR/unet3d$SUFFIX.jsonl"
 POLICIES=(in_order latency_aware)
 GPU_COUNTS=(1 2)
 
-# ensure_volumes DIR COUNT: MLPerf-layout synthetic cases, made once, aside and renamed (an
-# interrupted run leaves no partial set that a later run would take for a whole one).
-ensure_volumes() {
-  local dir=$1 count=$2
-  [[ -d "$dir" ]] && return 0
-  log "generating $count synthetic UNet3D cases into $dir"
-  rm -rf "$dir.partial"
-  mkdir -p "$(dirname "$dir")"
-  "$PACK_BIN" --synthetic-volumes "$count" --out "$dir.partial" >&2
-  mv "$dir.partial" "$dir"
-}
-
 # record KIND KEY=VALUE... < JSON: appends the JSON line to RUNS with "bench" fields added and,
 # for a node run, its steady state: the epochs after the first (which indexes every case's
 # objects, and maps its files, on first read): steady_samples_per_s (their samples over the
@@ -355,7 +343,8 @@ main() {
     exit 1
   }
   mkdir -p "$LOG_DIR" "$(dirname "$RESULT")"
-  ensure_volumes "$DATASET" "$CASES"
+  ensure_made "$DATASET" "$CASES synthetic UNet3D cases" "$PACK_BIN" --synthetic-volumes "$CASES" \
+    --out
   busy_if_asked
   log "reading $DATASET once (into the page cache)"
   cat "$DATASET"/*.npy >/dev/null

@@ -1,7 +1,7 @@
 #pragma once
 /// Internal to config/: bucketing by length (`batching.bucket_by`, `bucket_axis`,
-/// `bucket_boundaries`, `bucket_count`), read with the [batching] section and checked against the fields the
-/// transform chain makes once those are known.
+/// `bucket_boundaries`, `bucket_count`), read with the [batching] section and checked against the
+/// fields the transform chain makes once those are known.
 
 #include "config/schema_reader.hpp"
 #include "config/topology.hpp"

@@ -133,10 +133,9 @@ std::string describe_step(const preemphasis_spec& spec) {
   return "preemphasis " + spec.field + " " + number_text(spec.coeff);
 }
 std::string describe_step(const mel_spectrogram_spec& spec) {
-  return std::string(spec.log ? "log " : "") + "mel_spectrogram " + spec.from + " as " +
-         spec.to + " " + std::to_string(spec.n_mels) + " bands, n_fft " +
-         std::to_string(spec.n_fft) + ", window " + std::to_string(spec.window) + ", hop " +
-         std::to_string(spec.hop);
+  return std::string(spec.log ? "log " : "") + "mel_spectrogram " + spec.from + " as " + spec.to +
+         " " + std::to_string(spec.n_mels) + " bands, n_fft " + std::to_string(spec.n_fft) +
+         ", window " + std::to_string(spec.window) + ", hop " + std::to_string(spec.hop);
 }
 std::string describe_step(const normalize_features_spec& spec) {
   return "normalize_features " + spec.field;

@@ -73,10 +73,10 @@ dataset_config read_dataset(table_reader& section) {
       section.fail(*path, "path", "must not be empty");
     }
   }
-  out.format = section.choice("format", out.format,
-                              {dataset_format::folder, dataset_format::shards,
-                               dataset_format::webdataset, dataset_format::npy_pairs,
-                               dataset_format::librispeech});
+  out.format =
+      section.choice("format", out.format,
+                     {dataset_format::folder, dataset_format::shards, dataset_format::webdataset,
+                      dataset_format::npy_pairs, dataset_format::librispeech});
   const auto* map_parts = section.find("map_parts");
   if (map_parts == nullptr || !map_parts->is_array() || !map_parts->as_array()->empty()) {
     out.map_parts = section.strings("map_parts", out.map_parts, 16);  // [] is the default: none

@@ -240,7 +240,8 @@ void read_params(table_reader& table, trim_silence_spec& spec, transform_list& /
   spec.field = table.string("field", spec.field);
   spec.cutoff_db = table.number("cutoff_db", spec.cutoff_db, closed(-300.0, -0.001));
   spec.window = table.integer<int>("window", spec.window, closed(1, 1 << 24));
-  spec.reset_interval = table.integer<int>("reset_interval", spec.reset_interval, closed(0, 1 << 30));
+  spec.reset_interval =
+      table.integer<int>("reset_interval", spec.reset_interval, closed(0, 1 << 30));
 }
 
 void read_params(table_reader& table, dither_spec& spec, transform_list& /*list*/) {

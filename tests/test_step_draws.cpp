@@ -1,6 +1,6 @@
-// The volume and speech steps' own draws (core/transforms/step_draws.hpp): the ziggurat's normals are
-// standard normal (moments and tail shares of a million, tails beyond the ziggurat's base
-// layer included), uniforms and integers stay in their ranges, and a seed gives the same draws.
+// The volume and speech steps' own draws (core/transforms/step_draws.hpp): the ziggurat's normals
+// are standard normal (moments and tail shares of a million, tails beyond the ziggurat's base layer
+// included), uniforms and integers stay in their ranges, and a seed gives the same draws.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -577,8 +577,7 @@ TEST(Topology, BucketingNamesAVaryingAxisOfAFieldOfTheChain) {
       << describe(*learned);
   expect_invalid(load_bucketed(aware + "bucket_by = \"audio\"\nbucket_count = 1\n"),
                  {"batching.bucket_count: must be in [2, 256]"});
-  expect_invalid(load_bucketed(aware + bounds),
-                 {"batching.bucket_boundaries: needs bucket_by"});
+  expect_invalid(load_bucketed(aware + bounds), {"batching.bucket_boundaries: needs bucket_by"});
   expect_invalid(load_bucketed("bucket_by = \"audio\"\n" + bounds),
                  {"batching.bucket_by: needs policy = \"latency_aware\""});
 }

@@ -154,17 +154,7 @@ TEST(Unet3dRecipe, BadCasesAreQuarantinedNamingTheCaseAndTheReason) {
                                                    {"bad_nan", "NaN"},
                                                    {"bad_inf", "infinity"},
                                                    {"bad_truncated", "bytes follow"}};
-  for (const auto& [key, reason] : reasons) {
-    bool named = false;
-    for (const auto& line : run.report.quarantined_samples) {
-      named =
-          named || (line.find(key) != std::string::npos && line.find(reason) != std::string::npos);
-    }
-    EXPECT_TRUE(named) << key << " not quarantined with \"" << reason << "\"";
-  }
-  for (const auto& line : run.report.quarantined_samples) {
-    std::cout << line << "\n";
-  }
+  testing::expect_quarantined(run.report.quarantined_samples, reasons);
 }
 
 }  // namespace

@@ -37,13 +37,19 @@ TEST(Vocabulary, MLPerfCharactersGiveTheReferenceLabels) {
 TEST(Vocabulary, TheLongestTokenWins) {
   auto v = vocabulary::of({"a", "ab", "abc", "b", "c", "\xc3\xa9"});
   ASSERT_TRUE(v);
-  EXPECT_EQ(*v->encode("abcab\xc3\xa9" "cb", false), (ids{2, 1, 5, 4, 3}));
+  EXPECT_EQ(*v->encode("abcab\xc3\xa9"
+                       "cb",
+                       false),
+            (ids{2, 1, 5, 4, 3}));
 }
 
 TEST(Vocabulary, ACharacterNoTokenCoversIsNamed) {
   auto v = vocabulary::of({"a", "b"});
   ASSERT_TRUE(v);
-  auto got = v->encode("ab\xc3\xa9" "a", false);
+  auto got = v->encode(
+      "ab\xc3\xa9"
+      "a",
+      false);
   ASSERT_FALSE(got);
   EXPECT_EQ(got.error().code(), errc::invalid_argument);
   EXPECT_EQ(got.error().message(), "no token for '\xc3\xa9' (U+00E9) at byte 2");

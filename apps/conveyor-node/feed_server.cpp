@@ -36,8 +36,8 @@ constexpr auto max_accept_backoff = std::chrono::milliseconds(1000);
 constexpr std::uint32_t warnings_per_second = 20;
 
 serve::node_report node_report_of(const pipeline_report& r) {
-  return {r.delivered, r.quarantined, r.filtered, r.duplicates, r.lost,
-          r.steps_executed, r.retries, r.restarts, r.handoffs, r.finished};
+  return {r.delivered,      r.quarantined, r.filtered, r.duplicates, r.lost,
+          r.steps_executed, r.retries,     r.restarts, r.handoffs,   r.finished};
 }
 
 std::string client_name(std::uint32_t job, std::uint32_t rank) {

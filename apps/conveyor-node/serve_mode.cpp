@@ -68,8 +68,8 @@ std::string serve_json(const pipeline_info& info, const serve_outcome& outcome,
       << ",\"refused_clients\":" << outcome.refused << ",\"slow_clients\":" << outcome.slow_clients
       << ",\"delivered\":" << report.delivered << ",\"lost\":" << report.lost
       << ",\"duplicates\":" << report.duplicates << ",\"quarantined\":" << report.quarantined
-      << ",\"filtered\":" << report.filtered << ",\"steps_executed\":" << report.steps_executed << ",\"batch_size\":" << info.batch_size
-      << ",\"prefetch_batches\":" << info.prefetch_batches
+      << ",\"filtered\":" << report.filtered << ",\"steps_executed\":" << report.steps_executed
+      << ",\"batch_size\":" << info.batch_size << ",\"prefetch_batches\":" << info.prefetch_batches
       << ",\"peak_rss_mb\":" << json_number(peak_rss_mb()) << ",\"wall_s\":" << json_number(wall_s)
       << ",\"complete\":" << (outcome.complete ? "true" : "false")
       << ",\"interrupted\":" << (interrupted ? "true" : "false") << "}";

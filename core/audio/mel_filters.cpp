@@ -26,8 +26,7 @@ double mel_to_hz(double mel) {
 
 }  // namespace
 
-mel_filters slaney_mel_filters(int sample_rate, int n_fft, int n_mels, double f_min,
-                               double f_max) {
+mel_filters slaney_mel_filters(int sample_rate, int n_fft, int n_mels, double f_min, double f_max) {
   const auto bins = static_cast<std::size_t>(n_fft / 2 + 1);
   const auto mels = static_cast<std::size_t>(n_mels);
   // librosa: the band edges evenly spaced in mel, the bins at k * rate / n_fft (linspace).

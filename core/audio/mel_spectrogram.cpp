@@ -168,9 +168,8 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void apply_filters(
 
 /// ln(max(x, floor)) of the n values at `row`, in place (floor a normal float > 0). Built for
 /// AVX2 (x86-64-v3) and for any x86-64, the better picked when the library loads.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void take_log(float* row,
-                                                                        std::size_t n,
-                                                                        float floor) {
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void take_log(float* row, std::size_t n,
+                                                                          float floor) {
   bool finite = true;
   for (std::size_t i = 0; i < n; ++i) {
     finite = finite && row[i] <= std::numeric_limits<float>::max();

@@ -19,7 +19,8 @@ std::vector<float> moving_mean_square(const float* x, std::size_t n, std::size_t
   const std::size_t reset = reset_interval == 0 ? n : reset_interval;
   auto square = [x](std::size_t i) { return x[i] * x[i]; };
   std::vector<std::size_t> starts;  // each interval's first output; the last entry ends them
-  for (std::size_t begin = 0; begin + window <= n; begin = std::min(begin + reset, n) - window + 1) {
+  for (std::size_t begin = 0; begin + window <= n;
+       begin = std::min(begin + reset, n) - window + 1) {
     starts.push_back(begin);
   }
   starts.push_back(out.size());

@@ -24,6 +24,7 @@ struct nonsilence_options {
 /// 10^(cutoff_db / 10) in float32, it is [first i with mms[i] >= threshold, last such i + W).
 /// {0, 0} for n = 0. Thread-safe (pure). Preconditions: window >= 1, reset_interval 0 or >=
 /// window.
-sample_range nonsilent_region(const float* x, std::size_t n, const nonsilence_options& options = {});
+sample_range nonsilent_region(const float* x, std::size_t n,
+                              const nonsilence_options& options = {});
 
 }  // namespace conveyor

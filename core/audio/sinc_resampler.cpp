@@ -12,11 +12,11 @@
 namespace conveyor {
 namespace {
 
-constexpr int lobes = 16;                   // DALI's lobes for its default quality 50
-constexpr int coeffs = lobes * 64 + 1;      // table entries over [-lobes, lobes]
-constexpr int taps = 2 * lobes + 1;         // inputs an output can reach: k in [-16, 16]
-constexpr int padded_taps = 40;             // taps rounded up to a multiple of 8 (zeros)
-constexpr int phases = 33;                  // table offsets an output can start at
+constexpr int lobes = 16;                       // DALI's lobes for its default quality 50
+constexpr int coeffs = lobes * 64 + 1;          // table entries over [-lobes, lobes]
+constexpr int taps = 2 * lobes + 1;             // inputs an output can reach: k in [-16, 16]
+constexpr int padded_taps = 40;                 // taps rounded up to a multiple of 8 (zeros)
+constexpr int phases = 33;                      // table offsets an output can start at
 constexpr float table_center = coeffs / 2 + 1;  // 513: the table index of x = 0
 constexpr float per_sample = 32.0F;             // table entries per input sample
 constexpr int block = 1024;                     // outputs per position block, as DALI
@@ -95,7 +95,8 @@ __attribute__((always_inline)) inline window_phase phase_of(const window_table& 
 }
 
 /// Sum over the padded taps of x[k] * (base[k] + d * slope[k]), eight lanes at a time.
-__attribute__((always_inline)) inline float8 window_products(const float* x, const window_phase& p) {
+__attribute__((always_inline)) inline float8 window_products(const float* x,
+                                                             const window_phase& p) {
   float8 sum{};
   for (int k = 0; k < padded_taps; k += 8) {
     float8 xs;
@@ -123,11 +124,10 @@ __attribute__((always_inline)) inline float8 lane_sums(const float8 (&a)[8]) {
     pairs[i] = __builtin_shuffle(a[2 * i], a[2 * i + 1], even) +
                __builtin_shuffle(a[2 * i], a[2 * i + 1], odd);
   }
-  const float8 quads[2] = {
-      __builtin_shuffle(pairs[0], pairs[1], low_pairs) +
-          __builtin_shuffle(pairs[0], pairs[1], high_pairs),
-      __builtin_shuffle(pairs[2], pairs[3], low_pairs) +
-          __builtin_shuffle(pairs[2], pairs[3], high_pairs)};
+  const float8 quads[2] = {__builtin_shuffle(pairs[0], pairs[1], low_pairs) +
+                               __builtin_shuffle(pairs[0], pairs[1], high_pairs),
+                           __builtin_shuffle(pairs[2], pairs[3], low_pairs) +
+                               __builtin_shuffle(pairs[2], pairs[3], high_pairs)};
   return __builtin_shuffle(quads[0], quads[1], low_halves) +
          __builtin_shuffle(quads[0], quads[1], high_halves);
 }
@@ -136,9 +136,9 @@ __attribute__((always_inline)) inline float8 lane_sums(const float8 (&a)[8]) {
 /// the signal: taps outside it are dropped, as DALI drops them. (Every helper of
 /// resample_block is inlined into its clones: SSE code called from AVX code, or AVX code
 /// returning without clearing the upper halves, slows every SSE instruction after it.)
-__attribute__((always_inline)) inline float output_near_end(const window_table& w,
-                                                          const float* in, std::int64_t n,
-                                                          std::int64_t ib, float t) {
+__attribute__((always_inline)) inline float output_near_end(const window_table& w, const float* in,
+                                                            std::int64_t n, std::int64_t ib,
+                                                            float t) {
   const auto plain = phase_of(w, t, false);
   const auto rounded = phase_of(w, t, true);
   // DALI's taps: ceil(p) - 16 .. floor(p) + 16 within the signal, the first 4 x floor(count / 4)
@@ -157,7 +157,7 @@ __attribute__((always_inline)) inline float output_near_end(const window_table& 
 
 /// One output at input position ib + t, one at a time (near an end, or a block's last few).
 __attribute__((always_inline)) inline float output_at(const window_table& w, const float* in,
-                                                    std::int64_t n, std::int64_t ib, float t) {
+                                                      std::int64_t n, std::int64_t ib, float t) {
   const std::int64_t first = ib - lobes;
   if (first < 0 || first + padded_taps > n) {
     return output_near_end(w, in, n, ib, t);
@@ -191,8 +191,7 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void resample_block(
     }
     float8 products[8];
     for (std::size_t i = 0; i < 8; ++i) {
-      products[i] =
-          window_products(in + whole[j + i] - lobes, phase_of(w, fraction[j + i], true));
+      products[i] = window_products(in + whole[j + i] - lobes, phase_of(w, fraction[j + i], true));
     }
     const float8 sums = lane_sums(products);
     std::memcpy(out + j, &sums, sizeof sums);

@@ -16,7 +16,7 @@ namespace conveyor {
 /// the filter's delay removed (output j lies at input position j * in_rate / out_rate),
 /// zero-extended where the filter's tail ends short. errc::invalid_argument when libsoxr
 /// refuses (its message). Thread-safe.
-expected<std::vector<float>> soxr_resample(const float* in, std::size_t frames,
-                                           unsigned channels, double in_rate, double out_rate);
+expected<std::vector<float>> soxr_resample(const float* in, std::size_t frames, unsigned channels,
+                                           double in_rate, double out_rate);
 
 }  // namespace conveyor

@@ -30,8 +30,9 @@ bool bucket_queue::has_full(std::uint64_t n) const {
     return !waiting_.empty() && waiting_.size() >= n;
   }
   const auto buckets = by_bucket();
-  return std::any_of(buckets.begin(), buckets.end(),
-                     [n](const std::vector<std::size_t>& b) { return !b.empty() && b.size() >= n; });
+  return std::any_of(buckets.begin(), buckets.end(), [n](const std::vector<std::size_t>& b) {
+    return !b.empty() && b.size() >= n;
+  });
 }
 
 void bucket_queue::move_out(std::vector<std::size_t> positions, std::vector<prepared_ptr>& out) {

@@ -1,8 +1,9 @@
 #pragma once
 /// The epoch ledger: proves that every sample of an epoch was delivered exactly once, or
 /// quarantined with a reason, or filtered out by the recipe (an utterance over its
-/// max_duration: not a fault, so counted but not listed). It counts what it is told and judges nothing itself, so it can
-/// check the batcher's bookkeeping as well as what a trainer actually received.
+/// max_duration: not a fault, so counted but not listed). It counts what it is told and judges
+/// nothing itself, so it can check the batcher's bookkeeping as well as what a trainer actually
+/// received.
 
 #include <algorithm>
 #include <cstdint>

@@ -102,8 +102,8 @@ std::string wav_format_problem(const std::uint8_t* data, std::size_t size) {
       const auto channels = little_endian::load<std::uint16_t>(data + at + 10);
       const auto rate = little_endian::load<std::uint32_t>(data + at + 12);
       if (rate == 0 || channels == 0) {
-        return "its fmt chunk says " + std::to_string(rate) + " Hz, " +
-               std::to_string(channels) + " channel(s)";
+        return "its fmt chunk says " + std::to_string(rate) + " Hz, " + std::to_string(channels) +
+               " channel(s)";
       }
       return "";
     }
@@ -183,8 +183,9 @@ expected<void> check_finite(const SF_INFO& info, const tensor_bytes& bytes) {
   for (std::size_t i = 0; i < n; ++i) {
     if (!std::isfinite(x[i])) {
       return audio_error("sample " + std::to_string(i / static_cast<std::size_t>(info.channels)) +
-                         " (channel " + std::to_string(i % static_cast<std::size_t>(info.channels)) +
-                         ") is " + (std::isnan(x[i]) ? "NaN" : "infinite"));
+                         " (channel " +
+                         std::to_string(i % static_cast<std::size_t>(info.channels)) + ") is " +
+                         (std::isnan(x[i]) ? "NaN" : "infinite"));
     }
   }
   return {};

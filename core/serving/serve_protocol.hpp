@@ -35,7 +35,7 @@
 namespace conveyor::serve {
 
 inline constexpr std::uint32_t magic = 0x52595643;  // "CVYR" in memory order
-inline constexpr std::uint16_t version = 4;  ///< 4: node_report counts filtered samples
+inline constexpr std::uint16_t version = 4;         ///< 4: node_report counts filtered samples
 /// No message is longer: receive buffers of this size never truncate.
 inline constexpr std::size_t max_message_size = 1024;
 /// A failure's text is cut to fit.

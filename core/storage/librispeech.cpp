@@ -58,8 +58,9 @@ expected<void> read_transcripts(const std::filesystem::path& file,
     const std::string id = line.substr(0, space);
     const std::string where = file.string() + ":" + std::to_string(number);
     if (id.empty()) {
-      return error{errc::invalid_argument, where + ": a transcript line begins with its "
-                                                   "utterance id, not a space"};
+      return error{errc::invalid_argument, where +
+                                               ": a transcript line begins with its "
+                                               "utterance id, not a space"};
     }
     auto [at, fresh] = lines.emplace(
         id, transcript_line{space == std::string::npos ? std::string() : line.substr(space + 1),
@@ -132,7 +133,8 @@ expected<record> read_utterance(const librispeech_utterance& u) {
   std::vector<std::pair<std::string, std::vector<std::uint8_t>>> parts;
   parts.emplace_back(u.audio_part, std::move(*bytes));
   if (u.transcript) {
-    parts.emplace_back("txt", std::vector<std::uint8_t>(u.transcript->begin(), u.transcript->end()));
+    parts.emplace_back("txt",
+                       std::vector<std::uint8_t>(u.transcript->begin(), u.transcript->end()));
   }
   return record{u.key, 0, encode_parts(parts), true};
 }

@@ -27,8 +27,9 @@ struct librispeech_utterance {
 
 struct librispeech_set {
   std::vector<librispeech_utterance> utterances;  ///< sorted by key
-  std::uint64_t untranscribed = 0;  ///< audio files no transcript line names (their samples lack txt)
-  std::uint64_t unheard = 0;        ///< transcript lines naming no audio file
+  std::uint64_t untranscribed =
+      0;                      ///< audio files no transcript line names (their samples lack txt)
+  std::uint64_t unheard = 0;  ///< transcript lines naming no audio file
 };
 
 /// Scans `root` and every directory under it. Errors: not_found for a missing path, io_error

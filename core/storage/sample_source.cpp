@@ -200,9 +200,7 @@ class librispeech_source final : public sample_source {
     static const std::vector<std::string> none;  // speech: the labels are transcripts
     return none;
   }
-  std::string locate(std::uint64_t id) const override {
-    return set_.utterances[id].audio.string();
-  }
+  std::string locate(std::uint64_t id) const override { return set_.utterances[id].audio.string(); }
   expected<record> read(std::uint64_t id) const override {
     return read_utterance(set_.utterances[id]);
   }

@@ -145,8 +145,9 @@ expected<field_type> declared_type(part_kind kind, const decode_spec& spec) {
       }
       if (kind == part_kind::npy && !spec.inner_shape.empty()) {
         if (static_cast<int>(spec.inner_shape.size()) != *spec.rank - 1) {
-          return error{errc::invalid_config, "decode: inner_shape gives the extents after the "
-                                             "first: rank - 1 of them"};
+          return error{errc::invalid_config,
+                       "decode: inner_shape gives the extents after the "
+                       "first: rank - 1 of them"};
         }
         auto t = varying(*spec.type, *spec.rank);
         std::copy(spec.inner_shape.begin(), spec.inner_shape.end(), t.shape.begin() + 1);

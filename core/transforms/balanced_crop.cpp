@@ -42,8 +42,8 @@ volume_box foreground_window(const std::array<std::int64_t, 3>& extents, const c
 
 }  // namespace
 
-axis_range adjust_axis(axis_range object, std::int64_t size, std::int64_t patch,
-                       step_draws& draws, std::string_view site) {
+axis_range adjust_axis(axis_range object, std::int64_t size, std::int64_t patch, step_draws& draws,
+                       std::string_view site) {
   auto diff = patch - object.extent();
   const std::int64_t sign = diff < 0 ? -1 : 1;
   diff = diff < 0 ? -diff : diff;

@@ -24,8 +24,8 @@ struct balanced_crop_params {
 /// The reference's `adjust` on one axis: the window of `patch` voxels around the object's
 /// [start, stop) in a volume of `size` voxels (size >= patch), with its draw
 /// randrange(|patch - (stop - start)|) taken from `draws` at `site` when that is not 0.
-axis_range adjust_axis(axis_range object, std::int64_t size, std::int64_t patch,
-                       step_draws& draws, std::string_view site);
+axis_range adjust_axis(axis_range object, std::int64_t size, std::int64_t patch, step_draws& draws,
+                       std::string_view site);
 
 /// The window of one sample, drawn in the reference's order. A case without foreground takes
 /// the random window on a foreground draw (the reference fails there: np.random.choice of no

@@ -81,11 +81,10 @@ expected<std::size_t> read_array(const chain_fields& fields, std::string_view op
       (rank && t.rank != *rank)) {
     std::string want = type ? std::string(name_of(*type)) + " " : std::string();
     want += rank ? "array of rank " + std::to_string(*rank) : "array";
-    return error{errc::invalid_config, std::string(op) + ": field '" + name + "' is " +
-                                           describe(t) +
-                                           (fields.image(*index) ? " (an image)" : "") +
-                                           " (made by " + fields.made_by(*index) +
-                                           "); it needs " + want};
+    return error{errc::invalid_config,
+                 std::string(op) + ": field '" + name + "' is " + describe(t) +
+                     (fields.image(*index) ? " (an image)" : "") + " (made by " +
+                     fields.made_by(*index) + "); it needs " + want};
   }
   return index;
 }

@@ -33,13 +33,12 @@ class mel_spectrogram_step final : public transform_step {
     const auto& audio = sample.fields[from_].array;
     const auto n = static_cast<std::size_t>(audio.extent(0));
     if (n < 2) {
-      return sample_error(errc::transform_error, sample, name(),
-                          "the audio has " + std::to_string(n) +
-                              " sample(s): a spectrogram needs at least 2");
+      return sample_error(
+          errc::transform_error, sample, name(),
+          "the audio has " + std::to_string(n) + " sample(s): a spectrogram needs at least 2");
     }
-    auto out = host_array::uninitialized(
-        dtype::float32,
-        {static_cast<std::int64_t>(mel_.frames(n)), static_cast<std::int64_t>(mel_.bands())});
+    auto out = host_array::uninitialized(dtype::float32, {static_cast<std::int64_t>(mel_.frames(n)),
+                                                          static_cast<std::int64_t>(mel_.bands())});
     mel_.compute(audio.data<float>(), n, out.data<float>());
     if (from_ != to_) {
       sample.fields[from_] = field_value{};  // consumed: its memory goes now
@@ -158,7 +157,8 @@ class spec_augment_step final : public features_step {
   /// frames given.
   std::int64_t max_time_frames(std::int64_t frames) const {
     if (spec_.max_time > 0.0 && spec_.max_time < 1.0) {
-      return static_cast<std::int64_t>(std::nearbyint(static_cast<double>(frames) * spec_.max_time));
+      return static_cast<std::int64_t>(
+          std::nearbyint(static_cast<double>(frames) * spec_.max_time));
     }
     return static_cast<std::int64_t>(spec_.max_time);
   }
@@ -313,8 +313,8 @@ expected<step_ptr> make_step(const frame_splice_spec& spec, chain_fields& fields
   }
   const auto bands = fields.type(*field).shape[1];
   if (bands == varies) {
-    return error{errc::invalid_config, "frame_splice: field '" + spec.field +
-                                           "' has no fixed number of bands"};
+    return error{errc::invalid_config,
+                 "frame_splice: field '" + spec.field + "' has no fixed number of bands"};
   }
   fields.write(spec.field, features_type(bands * spec.stack));
   return step_ptr(std::make_unique<frame_splice_step>(*field, spec));

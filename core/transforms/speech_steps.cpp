@@ -22,7 +22,9 @@ class audio_step : public transform_step {
 
  protected:
   host_array& audio(sample_state& sample) const { return sample.fields[field_].array; }
-  void replace(sample_state& sample, host_array a) const { sample.fields[field_].set(std::move(a)); }
+  void replace(sample_state& sample, host_array a) const {
+    sample.fields[field_].set(std::move(a));
+  }
   std::size_t field() const noexcept { return field_; }
 
  private:
@@ -39,12 +41,14 @@ class speed_perturb_step final : public audio_step {
     rng_draws own(rng);
     const double u = draws_for(sample, own).uniform("speed", spec_.min, spec_.max);
     // The reference: a float32 factor times the rate, in float32 (pipeline.py line 185).
-    const auto rate = static_cast<float>(static_cast<float>(u) * static_cast<float>(spec_.sample_rate));
+    const auto rate =
+        static_cast<float>(static_cast<float>(u) * static_cast<float>(spec_.sample_rate));
     const auto& in = audio(sample);
     const auto n = static_cast<std::size_t>(in.extent(0));
     if (spec_.method == resample_method::sinc) {
       auto out = host_array::uninitialized(
-          dtype::float32, {static_cast<std::int64_t>(resampled_length(n, spec_.sample_rate, rate))});
+          dtype::float32,
+          {static_cast<std::int64_t>(resampled_length(n, spec_.sample_rate, rate))});
       sinc_resample(in.data<float>(), n, spec_.sample_rate, rate, out.data<float>());
       replace(sample, std::move(out));
       return {};
@@ -178,7 +182,8 @@ expected<void> check_params(const speed_perturb_spec& spec) {
   if (spec.method != resample_method::sinc && spec.method != resample_method::soxr) {
     return invalid_spec(op, "unknown method");
   }
-  return first_failure({require_field(op, spec.field), require_positive(op, "sample_rate", spec.sample_rate)});
+  return first_failure(
+      {require_field(op, spec.field), require_positive(op, "sample_rate", spec.sample_rate)});
 }
 
 expected<step_ptr> make_step(const speed_perturb_spec& spec, chain_fields& fields) {
@@ -188,12 +193,14 @@ expected<step_ptr> make_step(const speed_perturb_spec& spec, chain_fields& field
 expected<void> check_params(const trim_silence_spec& spec) {
   const auto op = trim_silence_spec::op;
   if (!(spec.cutoff_db < 0.0 && spec.cutoff_db >= -300.0)) {
-    return invalid_spec(op, "cutoff_db must be in [-300, 0) (got " + format_number(spec.cutoff_db) + ")");
+    return invalid_spec(
+        op, "cutoff_db must be in [-300, 0) (got " + format_number(spec.cutoff_db) + ")");
   }
   if (spec.reset_interval != 0 && spec.reset_interval < spec.window) {
     return invalid_spec(op, "reset_interval must be 0 (never) or >= window");
   }
-  return first_failure({require_field(op, spec.field), require_positive(op, "window", spec.window)});
+  return first_failure(
+      {require_field(op, spec.field), require_positive(op, "window", spec.window)});
 }
 
 expected<step_ptr> make_step(const trim_silence_spec& spec, chain_fields& fields) {
@@ -202,7 +209,8 @@ expected<step_ptr> make_step(const trim_silence_spec& spec, chain_fields& fields
 
 expected<void> check_params(const dither_spec& spec) {
   if (!(spec.scale >= 0.0 && spec.scale <= 1.0)) {
-    return invalid_spec(dither_spec::op, "scale must be in [0, 1] (got " + format_number(spec.scale) + ")");
+    return invalid_spec(dither_spec::op,
+                        "scale must be in [0, 1] (got " + format_number(spec.scale) + ")");
   }
   return require_field(dither_spec::op, spec.field);
 }

@@ -85,7 +85,7 @@ double uniform_open(Generator& rng) {  // (0, 1)
 inline bool ziggurat_rectangle(std::uint32_t bits, double& out) {
   const auto& t = tables();
   const auto hz = static_cast<std::int32_t>(bits << 7U) >> 7;  // 25 bits, sign extended
-  const auto iz = static_cast<std::size_t>(bits >> 25U);      // 7 bits: the layer
+  const auto iz = static_cast<std::size_t>(bits >> 25U);       // 7 bits: the layer
   const auto magnitude = static_cast<std::uint32_t>(hz < 0 ? -hz : hz);
   out = hz * t.w[iz];
   return magnitude < t.k[iz];

@@ -19,7 +19,8 @@ class tokenize_step final : public transform_step {
 
   expected<void> apply(sample_state& sample, std::mt19937_64& /*rng*/) const override {
     const auto& text = sample.fields[from_].array;
-    const std::string_view view(reinterpret_cast<const char*>(text.bytes.data()), text.bytes.size());
+    const std::string_view view(reinterpret_cast<const char*>(text.bytes.data()),
+                                text.bytes.size());
     auto ids = words_->encode(view, lowercase_);
     if (!ids) {
       return sample_error(errc::transform_error, sample, name(),

@@ -45,8 +45,8 @@ struct decode_spec {
   /// something else is quarantined naming it.
   std::optional<dtype> type;
   std::optional<int> rank;
-  std::string key;      ///< json: the key path ("boxes", "a.b") of the value to take
-  bool mono = true;     ///< audio: mix the channels down to one
+  std::string key;   ///< json: the key path ("boxes", "a.b") of the value to take
+  bool mono = true;  ///< audio: mix the channels down to one
   /// audio: the rate the recipe needs (0: any). A file of another rate is resampled to it
   /// (libsoxr, very high quality; core/audio/soxr_resampler.hpp), or with resample false
   /// quarantined: never used at the wrong rate.
@@ -56,7 +56,7 @@ struct decode_spec {
   /// it is decoded) is filtered out by the recipe: counted as filtered, neither delivered nor
   /// quarantined (MLPerf RNN-T's max_duration). 0: no limit.
   double max_duration = 0.0;
-  bool utf8 = true;     ///< txt: the bytes must be UTF-8
+  bool utf8 = true;  ///< txt: the bytes must be UTF-8
   /// json: the extents of the axes after the first (e.g. [4] for boxes), so that an empty
   /// array has the right shape ([0, 4]). npy: those extents, declared (each sample's are
   /// checked), for steps that need them fixed (frame_splice of [frames, 80] features).
@@ -322,10 +322,9 @@ struct user_step_spec {
 using transform_spec =
     std::variant<decode_spec, random_resized_crop_spec, resize_spec, center_crop_spec, flip_spec,
                  normalize_spec, to_uint8_spec, rand_balanced_crop_spec, rand_flip_spec, cast_spec,
-                 rand_brightness_spec, gaussian_noise_spec, speed_perturb_spec,
-                 trim_silence_spec, dither_spec, preemphasis_spec, mel_spectrogram_spec,
-                 normalize_features_spec, spec_augment_spec, frame_splice_spec, tokenize_spec,
-                 user_step_spec>;
+                 rand_brightness_spec, gaussian_noise_spec, speed_perturb_spec, trim_silence_spec,
+                 dither_spec, preemphasis_spec, mel_spectrogram_spec, normalize_features_spec,
+                 spec_augment_spec, frame_splice_spec, tokenize_spec, user_step_spec>;
 
 /// The op name of a spec, e.g. "center_crop" (a user step's registered name).
 std::string_view op_name(const transform_spec& spec);

@@ -57,7 +57,9 @@ expected<vocabulary> vocabulary::build(const std::vector<std::string>& tokens,
   if (tokens.empty()) {
     return error{errc::invalid_config, context + "no tokens"};
   }
-  auto name = [&](std::size_t i) { return context + std::string(unit) + std::to_string(i + first); };
+  auto name = [&](std::size_t i) {
+    return context + std::string(unit) + std::to_string(i + first);
+  };
   vocabulary v;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     const auto& token = tokens[i];
@@ -118,8 +120,9 @@ expected<std::vector<std::int32_t>> vocabulary::encode(std::string_view text,
   std::string_view s = kept;
   if (lowercase) {
     lowered.assign(kept);
-    std::transform(lowered.begin(), lowered.end(), lowered.begin(),
-                   [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });
+    std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](char c) {
+      return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    });
     s = lowered;
   }
   std::vector<std::int32_t> out;
@@ -140,9 +143,8 @@ expected<std::vector<std::int32_t>> vocabulary::encode(std::string_view text,
       char cp[16];
       std::snprintf(cp, sizeof cp, "U+%04X", code_point(s.substr(at, n)));
       const auto offset = at + static_cast<std::size_t>(kept.data() - text.data());
-      return error{errc::invalid_argument, "no token for '" + std::string(s.substr(at, n)) +
-                                               "' (" + cp + ") at byte " +
-                                               std::to_string(offset)};
+      return error{errc::invalid_argument, "no token for '" + std::string(s.substr(at, n)) + "' (" +
+                                               cp + ") at byte " + std::to_string(offset)};
     }
   }
   return out;

@@ -33,8 +33,9 @@ class vocabulary {
 
  private:
   /// The vocabulary of `tokens`; errors name token i as `unit` (i + first) after `context`.
-  static expected<vocabulary> build(const std::vector<std::string>& tokens, const std::string& context,
-                                    std::string_view unit, std::size_t first);
+  static expected<vocabulary> build(const std::vector<std::string>& tokens,
+                                    const std::string& context, std::string_view unit,
+                                    std::size_t first);
 
   std::unordered_map<std::string, std::int32_t> ids_;
   std::size_t longest_ = 0;  ///< bytes of the longest token

@@ -211,8 +211,8 @@ struct pipeline_report {
   /// Samples the recipe's filter left out (an utterance over max_duration), over all epochs:
   /// neither delivered nor quarantined, not an error.
   std::uint64_t filtered = 0;
-  std::uint64_t duplicates = 0;   ///< must be 0
-  std::uint64_t lost = 0;         ///< samples of begun epochs not yet accounted for
+  std::uint64_t duplicates = 0;  ///< must be 0
+  std::uint64_t lost = 0;        ///< samples of begun epochs not yet accounted for
   std::uint64_t peak_in_flight = 0;
   std::uint64_t handoffs = 0;        ///< samples finished by straggler actors
   std::uint64_t early_handoffs = 0;  ///< of those, handed off from the header, before decode

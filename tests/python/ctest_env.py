@@ -1,5 +1,8 @@
-"""What the Python tests share: the settings CTest passes them in the environment."""
+"""What the Python tests share: the settings CTest passes them in the environment, and a
+conveyor-node process to attach to."""
+import contextlib
 import os
+import subprocess
 
 
 def env(name):
@@ -8,3 +11,19 @@ def env(name):
     if not value:
         raise SystemExit(f"{name} is not set")
     return value
+
+
+@contextlib.contextmanager
+def node_process(command, work, cwd=None):
+    """conveyor-node run as `command`, its stderr kept in work/node.err; yields the process.
+    On the way out it is killed if it still runs, and its log is the process's `log`."""
+    with open(os.path.join(work, "node.err"), "w+") as err:
+        node = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
+        try:
+            yield node
+        finally:
+            if node.poll() is None:
+                node.kill()
+                node.wait(timeout=30)
+            err.seek(0)
+            node.log = err.read()

@@ -28,7 +28,7 @@ except ImportError:
     sys.exit(77)
 
 import conveyor
-from ctest_env import env
+from ctest_env import env, node_process
 
 SAMPLES = 22
 PER_TAR = 8
@@ -135,43 +135,34 @@ class FieldsTest(unittest.TestCase):
 
     def test_detection_batches_hold_each_tar_samples_fields(self):
         socket = os.path.join(self.work, "n.sock")
-        with open(os.path.join(self.work, "node.err"), "w+") as err:
-            node = subprocess.Popen(
+        with node_process(
                 [env("CONVEYOR_NODE"), "--topology", self.recipe,
                  "--set", f"dataset.path={self.set}", "--set", f"serve.socket={socket}",
                  "--set", f"pipeline.batch_size={BATCH}", "--set", f"trainer.epochs={EPOCHS}",
                  "--set", "pipeline.preprocessors=2", "--set", "monitor.interval_ms=10000",
-                 "--set", "gpus=1"],
-                stdout=subprocess.DEVNULL, stderr=err)
-            try:
-                mirrored = 0
-                with conveyor.attach(socket, rank=0, job=0, timeout=60) as feed:
-                    self.assertEqual(feed.info()["dataset_size"], SAMPLES)
-                    last = None
-                    for e in range(EPOCHS):
-                        keys = []
-                        for b in feed.epoch(e):
-                            mirrored += self.check_batch(b)
-                            keys.extend(KEY.search(k).group(0) for k in b.keys)
-                            if e + 1 == EPOCHS and b.last_in_epoch:
-                                last = b  # held: the node cannot finish before report()
-                            else:
-                                b.release()
-                        self.assertEqual(sorted(keys), sorted(self.samples), f"epoch {e}")
-                    report = feed.report()
-                    if last is not None:
-                        last.release()
-                    self.assertEqual((report["delivered"], report["lost"], report["quarantined"]),
-                                     (SAMPLES * EPOCHS, 0, 0))
-                self.assertGreater(mirrored, 0, "the flip (p 0.5) mirrored some boxes")
-                self.assertEqual(node.wait(timeout=WAIT_S), 0)
-            finally:
-                if node.poll() is None:
-                    node.kill()
-                    node.wait(timeout=30)
-                err.seek(0)
-                log = err.read()
-            self.assertNotIn("error", log.lower(), log)
+                 "--set", "gpus=1"], self.work) as node:
+            mirrored = 0
+            with conveyor.attach(socket, rank=0, job=0, timeout=60) as feed:
+                self.assertEqual(feed.info()["dataset_size"], SAMPLES)
+                last = None
+                for e in range(EPOCHS):
+                    keys = []
+                    for b in feed.epoch(e):
+                        mirrored += self.check_batch(b)
+                        keys.extend(KEY.search(k).group(0) for k in b.keys)
+                        if e + 1 == EPOCHS and b.last_in_epoch:
+                            last = b  # held: the node cannot finish before report()
+                        else:
+                            b.release()
+                    self.assertEqual(sorted(keys), sorted(self.samples), f"epoch {e}")
+                report = feed.report()
+                if last is not None:
+                    last.release()
+                self.assertEqual((report["delivered"], report["lost"], report["quarantined"]),
+                                 (SAMPLES * EPOCHS, 0, 0))
+            self.assertGreater(mirrored, 0, "the flip (p 0.5) mirrored some boxes")
+            self.assertEqual(node.wait(timeout=WAIT_S), 0)
+        self.assertNotIn("error", node.log.lower(), node.log)
 
 
 if __name__ == "__main__":

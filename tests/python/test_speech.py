@@ -29,7 +29,7 @@ if shutil.which("espeak-ng") is None:
     sys.exit(77)
 
 import conveyor
-from ctest_env import env
+from ctest_env import env, node_process
 
 UTTERANCES = 40
 BATCH = 8
@@ -111,50 +111,42 @@ class SpeechTraining(unittest.TestCase):
         optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
         ctc = torch.nn.CTCLoss(blank=BLANK, zero_infinity=True)
         losses = []
-        with open(os.path.join(self.work, "node.err"), "w+") as err:
-            node = subprocess.Popen(
+        with node_process(
                 [env("CONVEYOR_NODE"), "--topology", self.recipe,
                  "--set", f"dataset.path={self.set}", "--set", f"serve.socket={socket}",
                  "--set", f"pipeline.batch_size={BATCH}", "--set", f"trainer.epochs={EPOCHS}",
                  "--set", "pipeline.preprocessors=2", "--set", "monitor.interval_ms=10000",
                  "--set", "gpus=1"],
-                stdout=subprocess.DEVNULL, stderr=err, cwd=env("CONVEYOR_SOURCE"))
-            try:
-                with conveyor.attach(socket, rank=0, job=0, timeout=60) as feed:
-                    self.assertEqual(feed.info()["dataset_size"], UTTERANCES)
-                    last = None
-                    for e in range(EPOCHS):
-                        keys, epoch_loss = [], []
-                        for b in feed.epoch(e):
-                            x, x_len, y, y_len = self.check_batch(b)
-                            keys.extend(b.keys)
-                            if e + 1 == EPOCHS and b.last_in_epoch:
-                                last = b  # held: the node cannot finish before report()
-                            else:
-                                b.release()
-                            log_probs = model(x).transpose(0, 1)  # T, N, C
-                            loss = ctc(log_probs, y, x_len, y_len)
-                            optimizer.zero_grad()
-                            loss.backward()
-                            optimizer.step()
-                            epoch_loss.append(loss.item())
-                        self.assertEqual(len(keys), UTTERANCES, f"epoch {e}")
-                        self.assertEqual(len(set(keys)), UTTERANCES, f"epoch {e}: every one once")
-                        losses.append(sum(epoch_loss) / len(epoch_loss))
-                    report = feed.report()
-                    if last is not None:
-                        last.release()
-                    self.assertEqual(
-                        (report["delivered"], report["lost"], report["quarantined"],
-                         report["filtered"]), (UTTERANCES * EPOCHS, 0, 0, 0))
-                self.assertEqual(node.wait(timeout=WAIT_S), 0)
-            finally:
-                if node.poll() is None:
-                    node.kill()
-                    node.wait(timeout=30)
-                err.seek(0)
-                log = err.read()
-            self.assertNotIn("error", log.lower(), log)
+                self.work, cwd=env("CONVEYOR_SOURCE")) as node:
+            with conveyor.attach(socket, rank=0, job=0, timeout=60) as feed:
+                self.assertEqual(feed.info()["dataset_size"], UTTERANCES)
+                last = None
+                for e in range(EPOCHS):
+                    keys, epoch_loss = [], []
+                    for b in feed.epoch(e):
+                        x, x_len, y, y_len = self.check_batch(b)
+                        keys.extend(b.keys)
+                        if e + 1 == EPOCHS and b.last_in_epoch:
+                            last = b  # held: the node cannot finish before report()
+                        else:
+                            b.release()
+                        log_probs = model(x).transpose(0, 1)  # T, N, C
+                        loss = ctc(log_probs, y, x_len, y_len)
+                        optimizer.zero_grad()
+                        loss.backward()
+                        optimizer.step()
+                        epoch_loss.append(loss.item())
+                    self.assertEqual(len(keys), UTTERANCES, f"epoch {e}")
+                    self.assertEqual(len(set(keys)), UTTERANCES, f"epoch {e}: every one once")
+                    losses.append(sum(epoch_loss) / len(epoch_loss))
+                report = feed.report()
+                if last is not None:
+                    last.release()
+                self.assertEqual(
+                    (report["delivered"], report["lost"], report["quarantined"],
+                     report["filtered"]), (UTTERANCES * EPOCHS, 0, 0, 0))
+            self.assertEqual(node.wait(timeout=WAIT_S), 0)
+        self.assertNotIn("error", node.log.lower(), node.log)
         print("CTC loss per epoch:", " ".join(f"{v:.3f}" for v in losses))
         self.assertLess(losses[-1], 0.85 * losses[0], f"the loss goes down: {losses}")
         for before, after in zip(losses, losses[1:]):

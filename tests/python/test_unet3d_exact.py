@@ -3,7 +3,7 @@
 cast, rand_brightness, gaussian_noise) against the MLPerf reference's training transforms
 (tests/python/unet3d_reference.py, checked against the reference file itself by its selfcheck),
 given the same random draws: the reference draws, every draw is recorded (site, value), and
-tests/tools/volume_probe replays them through the C++ chain, site for site.
+tests/tools/chain_probe replays them through the C++ chain, site for site.
 
 Crop and flip must agree bit for bit (image and label); brightness and noise within float32
 rounding of the reference (the test prints the largest difference in units in the last place;
@@ -13,7 +13,7 @@ cases (patch 32) with many objects, equal boxes (argsort ties) and an exact shap
 runs with the reference's own draws and with the branches forced: the foreground crop with
 brightness and noise applied, the random crop with neither, every axis flipped.
 
-Environment (CTest sets it): CONVEYOR_VOLUME_PROBE, CONVEYOR_RECIPE. Exit 77 (skipped) without
+Environment (CTest sets it): CONVEYOR_CHAIN_PROBE, CONVEYOR_RECIPE. Exit 77 (skipped) without
 NumPy or SciPy."""
 import os
 import subprocess
@@ -82,13 +82,24 @@ def ulps(a, b):
     return int(np.max(np.abs(ia - ib))) if a.size else 0
 
 
+def recipe_with_patch(recipe, patch, path):
+    """The recipe with its crop's patch set to `patch`, written to `path`."""
+    with open(recipe) as f:
+        text = f.read()
+    size = "size = [128, 128, 128]"
+    if size not in text:
+        raise SystemExit(f"{recipe}: no '{size}' to set the patch in")
+    with open(path, "w") as f:
+        f.write(text.replace(size, f"size = [{patch[0]}, {patch[1]}, {patch[2]}]"))
+
+
 def main():
-    probe = env("CONVEYOR_VOLUME_PROBE")
+    probe = env("CONVEYOR_CHAIN_PROBE")
     recipe = env("CONVEYOR_RECIPE")
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         trials = []
-        lines = []
+        lines = {}  # patch -> chain_probe's lines
         for c, (name, image, label, patch) in enumerate(ref._cases()):
             x, y = os.path.join(tmp, f"case{c}_x.npy"), os.path.join(tmp, f"case{c}_y.npy")
             np.save(x, image)
@@ -102,19 +113,25 @@ def main():
                 intensity = bool({"brightness.factor", "noise.std"} & sites)
                 trials.append((f"{name} / {variant}", stem, want_image, want_label, intensity,
                                sorted(sites)))
-                lines.append(f"{x} {y} {stem}.draws {stem}.out {patch[0]} {patch[1]} {patch[2]}")
-        with open(os.path.join(tmp, "list"), "w") as out:
-            out.write("\n".join(lines) + "\n")
-        run = subprocess.run([probe, recipe, os.path.join(tmp, "list")], capture_output=True,
-                             text=True)
-        if run.returncode != 0:
-            print(run.stderr)
-            print(f"FAIL: volume_probe exited {run.returncode}")
-            return 1
+                lines.setdefault(tuple(patch), []).append(
+                    f"{stem}.draws {stem}.out x.npy={x} y.npy={y}")
+        for k, (patch, patch_lines) in enumerate(lines.items()):
+            topology, listing = os.path.join(tmp, f"recipe{k}.toml"), os.path.join(tmp, f"list{k}")
+            recipe_with_patch(recipe, patch, topology)
+            with open(listing, "w") as out:
+                out.write("\n".join(patch_lines) + "\n")
+            run = subprocess.run([probe, topology, listing], capture_output=True, text=True)
+            if run.returncode != 0:
+                print(run.stderr)
+                print(f"FAIL: chain_probe exited {run.returncode}")
+                return 1
         foreground = intensity_trials = 0
         for title, stem, want_image, want_label, intensity, sites in trials:
-            got_image = np.load(stem + ".out_x.npy")
-            got_label = np.load(stem + ".out_y.npy")
+            if os.path.exists(stem + ".out.error"):
+                failures.append(f"{title}: " + open(stem + ".out.error").read().strip())
+                continue
+            got_image = np.load(stem + ".out.image.npy")
+            got_label = np.load(stem + ".out.label.npy")
             foreground += "crop.class" in sites
             intensity_trials += intensity
             problems = []

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -103,6 +105,19 @@ epoch_ids read_ids(std::istream& in) {
 epoch_ids read_ids_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   return read_ids(in);
+}
+
+void expect_quarantined(const std::vector<std::string>& quarantined,
+                        const std::map<std::string, std::string>& reasons) {
+  for (const auto& [key, reason] : reasons) {
+    const bool named = std::any_of(quarantined.begin(), quarantined.end(), [&](const auto& line) {
+      return line.find(key) != std::string::npos && line.find(reason) != std::string::npos;
+    });
+    EXPECT_TRUE(named) << key << " not quarantined with \"" << reason << "\"";
+  }
+  for (const auto& line : quarantined) {
+    std::cout << line << "\n";
+  }
 }
 
 }  // namespace conveyor::testing

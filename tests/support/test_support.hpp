@@ -40,6 +40,11 @@ void write_file(const std::filesystem::path& path, const std::vector<std::uint8_
 std::filesystem::path make_image_folder(const temp_dir& dir, int images);
 std::vector<std::uint8_t> read_file(const std::filesystem::path& path);
 
+/// Every key of `reasons` is named, with its reason, by a line of `quarantined` (a
+/// pipeline_report's quarantined_samples): a failed expectation names the key otherwise.
+void expect_quarantined(const std::vector<std::string>& quarantined,
+                        const std::map<std::string, std::string>& reasons);
+
 /// Sample ids by epoch (each as often as it came).
 using epoch_ids = std::map<std::uint64_t, std::multiset<std::uint64_t>>;
 /// "<epoch> <id>" lines; a line that starts with "error" (a child process's report) fails the

@@ -1,7 +1,8 @@
 // chain_probe: runs the transform chain of a topology on records made of given files, with the
 // random draws a reference made (or the chain's own), and writes every field that comes out;
-// the speech exactness test (tests/python/test_rnnt_exact.py) holds it against the MLPerf
-// RNN-T reference and torchaudio.
+// the exactness tests hold it against the MLPerf references: UNet3D
+// (tests/python/test_unet3d_exact.py) and RNN-T (tests/python/test_rnnt_exact.py, with
+// torchaudio).
 //
 //   chain_probe TOPOLOGY LIST
 //
@@ -19,12 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "config/load_topology.hpp"
 #include "core/codecs/npy_writer.hpp"
 #include "core/storage/byte_source.hpp"
 #include "core/storage/record_parts.hpp"
-#include "core/transforms/transform_chain.hpp"
 #include "scripted_draws.hpp"
+#include "topology_chain.hpp"
 
 namespace {
 
@@ -101,14 +101,8 @@ int main(int argc, char** argv) {
     std::cerr << "usage: chain_probe TOPOLOGY LIST\n";
     return 2;
   }
-  auto topology = load_topology_file(argv[1], {});
-  if (!topology) {
-    std::cerr << topology.error().what() << "\n";
-    return 2;
-  }
-  auto chain = transform_chain::build(topology->transforms);
+  auto chain = testing::topology_chain(argv[1]);
   if (!chain) {
-    std::cerr << chain.error().what() << "\n";
     return 2;
   }
   std::ifstream list(argv[2]);

@@ -1,8 +1,8 @@
 #pragma once
 // The draws a reference recipe made, replayed into a chain (core/transforms/step_draws.hpp):
-// the probes (volume_probe, speech_probe) read them from a file of "site value" lines, in the
-// reference's order; a site asked for out of turn, a value out of its range, or more draws than
-// the file holds throw, naming the draw. The value of an array of standard normals ("noise.z",
+// chain_probe reads them from a file of "site value" lines, in the reference's order; a site
+// asked for out of turn, a value out of its range, or more draws than the file holds throw,
+// naming the draw. The value of an array of standard normals ("noise.z",
 // "dither") is the path of a file of little-endian float64 normals.
 #include <cstring>
 #include <fstream>

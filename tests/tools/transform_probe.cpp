@@ -15,8 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "config/load_topology.hpp"
-#include "core/transforms/transform_chain.hpp"
+#include "topology_chain.hpp"
 
 namespace {
 
@@ -51,14 +50,8 @@ int main(int argc, char** argv) {
     std::cerr << "usage: transform_probe TOPOLOGY LIST OUT\n";
     return 2;
   }
-  auto topology = load_topology_file(argv[1], {});
-  if (!topology) {
-    std::cerr << topology.error().what() << "\n";
-    return 2;
-  }
-  auto chain = transform_chain::build(topology->transforms);
+  auto chain = testing::topology_chain(argv[1]);
   if (!chain) {
-    std::cerr << chain.error().what() << "\n";
     return 2;
   }
   std::ifstream list(argv[2]);
