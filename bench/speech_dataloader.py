@@ -106,7 +106,6 @@ spec_augment + frame_splicing fed the same values (bit-exact expected); one JSON
 import argparse
 import json
 import math
-import multiprocessing
 import os
 import random
 import sys
@@ -119,6 +118,9 @@ import torch
 import torchaudio
 from torch.utils.data import DataLoader, Dataset, Sampler
 from torch.utils.data.distributed import DistributedSampler
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dataloader_timing import loader_figures, nearest_rank, run_ranks, time_rank  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE_DIR = os.path.join(HERE, "..", "tests", "python")
@@ -372,114 +374,54 @@ def make_loader(dataset, args, rank):
                       sampler=sampler, drop_last=False, **common)
 
 
+class Padding:
+    """Padded and real frames of the batches a rank took (on_batch of time_rank)."""
+
+    def __init__(self):
+        self.padded = self.real = 0
+        self.ratios = []
+
+    def __call__(self, batch):
+        feats, lengths, _ = batch
+        n, real = feats.shape[0], int(lengths.sum())
+        self.padded += n * feats.shape[1]
+        self.real += real
+        self.ratios.append(n * feats.shape[1] / real)
+        return n
+
+
 def train_rank(utterances, args, rank, step_s, start_barrier=None):
-    """One rank's trainer over args.epochs epochs: per batch, the wait in next() and the sleep
-    of step_s, and the padding. Returns its timings (time.monotonic seconds) and counts."""
+    """One rank's trainer over args.epochs epochs (dataloader_timing.time_rank), with the
+    padding of its batches."""
     torch.manual_seed(args.seed + rank)
     loader = make_loader(SpeechDataset(utterances), args, rank)
-    if start_barrier is not None:
-        start_barrier.wait()
-    start = time.monotonic()
-    first_end = None
-    wait_s = first_wait_s = step_total_s = 0.0
-    samples = batches = first_samples = 0
-    padded_frames = real_frames = 0
-    batch_ratios = []
-    for epoch in range(args.epochs):
-        if hasattr(loader.batch_sampler, "set_epoch"):
-            loader.batch_sampler.set_epoch(epoch)
-        elif isinstance(loader.sampler, DistributedSampler):
-            loader.sampler.set_epoch(epoch)
-        it = iter(loader)
-        while True:
-            t0 = time.monotonic()
-            try:
-                feats, lengths, transcripts = next(it)
-            except StopIteration:
-                break
-            t1 = time.monotonic()
-            wait_s += t1 - t0
-            batches += 1
-            n = feats.shape[0]
-            samples += n
-            if first_end is None:
-                first_end, first_wait_s, first_samples = t1, t1 - t0, n
-            real = int(lengths.sum())
-            padded_frames += n * feats.shape[1]
-            real_frames += real
-            batch_ratios.append(n * feats.shape[1] / real)
-            if step_s > 0:
-                time.sleep(step_s)
-                step_total_s += time.monotonic() - t1
-        del it
-    end = time.monotonic()
-    return {"rank": rank, "start": start, "first_end": first_end, "end": end,
-            "samples": samples, "batches": batches, "first_samples": first_samples,
-            "wait_s": wait_s, "first_wait_s": first_wait_s, "step_s": step_total_s,
-            "padded_frames": padded_frames, "real_frames": real_frames,
-            "batch_ratios": batch_ratios,
-            "sampler_dropped": getattr(loader.batch_sampler, "dropped_per_epoch", None)}
-
-
-def _rank_process(utterances, args, rank, step_s, barrier, queue):
-    queue.put(train_rank(utterances, args, rank, step_s, barrier))
+    if hasattr(loader.batch_sampler, "set_epoch"):
+        set_epoch = loader.batch_sampler.set_epoch
+    elif isinstance(loader.sampler, DistributedSampler):
+        set_epoch = loader.sampler.set_epoch
+    else:
+        set_epoch = None
+    padding = Padding()
+    out = time_rank(loader, args.epochs, step_s, rank, start_barrier, set_epoch, padding)
+    out.update(padded_frames=padding.padded, real_frames=padding.real,
+               batch_ratios=padding.ratios,
+               sampler_dropped=getattr(loader.batch_sampler, "dropped_per_epoch", None))
+    return out
 
 
 def run_loader(utterances, args, step_ms):
     """The DataLoader run(s) at one step time; one dict of figures."""
     step_s = step_ms / 1000.0
-    if args.gpus == 1:
-        ranks = [train_rank(utterances, args, 0, step_s)]
-    else:
-        # Each rank a process (it forks its own workers, so not daemonic), as one process per GPU.
-        ctx = multiprocessing.get_context("fork")
-        barrier, queue = ctx.Barrier(args.gpus), ctx.Queue()
-        procs = [ctx.Process(target=_rank_process,
-                             args=(utterances, args, r, step_s, barrier, queue))
-                 for r in range(args.gpus)]
-        for p in procs:
-            p.start()
-        ranks = [queue.get() for _ in procs]
-        for p in procs:
-            p.join()
-        if any(p.exitcode != 0 for p in procs):
-            sys.exit("a rank process failed")
-    samples = sum(r["samples"] for r in ranks)
-    after_first = samples - sum(r["first_samples"] for r in ranks)
-    t_start = min(r["start"] for r in ranks)
-    t_first = min(r["first_end"] for r in ranks)
-    t_end = max(r["end"] for r in ranks)
-    wait = sum(r["wait_s"] for r in ranks)
-    first_wait = sum(r["first_wait_s"] for r in ranks)
-    step = sum(r["step_s"] for r in ranks)
+    ranks = run_ranks(
+        lambda rank, barrier: train_rank(utterances, args, rank, step_s, barrier), args.gpus)
+    out = loader_figures(ranks, step_ms)
     ratios = [x for r in ranks for x in r["batch_ratios"]]
-    out = {
-        "step_ms": step_ms,
-        "samples": samples,
-        "batches": sum(r["batches"] for r in ranks),
-        "wall_s": round(t_end - t_start, 3),
-        "first_batch_s": round(t_first - t_start, 3),
-        "samples_per_s": (round(after_first / (t_end - t_first), 3)
-                          if after_first > 0 and t_end > t_first else None),
-        "samples_per_s_incl_start": round(samples / (t_end - t_start), 3),
-        "stall_s": round(wait, 3),
-        "padding": round(sum(r["padded_frames"] for r in ranks)
-                         / sum(r["real_frames"] for r in ranks), 4),
-        "padding_batch_mean": round(sum(ratios) / len(ratios), 4),
-    }
+    out["padding"] = round(sum(r["padded_frames"] for r in ranks)
+                           / sum(r["real_frames"] for r in ranks), 4)
+    out["padding_batch_mean"] = round(sum(ratios) / len(ratios), 4)
     if ranks[0]["sampler_dropped"] is not None:
         out["sampler_dropped_per_epoch"] = ranks[0]["sampler_dropped"]
-    if step_ms > 0:
-        out["stall_fraction"] = round(wait / (wait + step), 4)
-        out["stall_fraction_after_first"] = round(
-            (wait - first_wait) / (wait - first_wait + step), 4)
     return out
-
-
-def nearest_rank(sorted_values, p):
-    """The nearest-rank p-th percentile (as core/metrics/latency_tracker.hpp computes it)."""
-    k = max(1, -(-len(sorted_values) * p // 100))
-    return sorted_values[int(k) - 1]
 
 
 def summary(values_s):

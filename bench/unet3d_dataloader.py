@@ -52,7 +52,6 @@ import argparse
 import glob
 import importlib.util
 import json
-import multiprocessing
 import os
 import random
 import sys
@@ -63,6 +62,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dataloader_timing import loader_figures, nearest_rank, run_ranks, time_rank  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE_FILE = os.path.join(HERE, "..", "tests", "python", "unet3d_reference.py")
@@ -113,95 +115,20 @@ def make_loader(dataset, args, rank):
 
 
 def train_rank(ref, images, labels, args, rank, step_s, start_barrier=None):
-    """One rank's trainer over args.epochs epochs: per batch, the wait in next() and the
-    sleep of step_s. Returns its timings (time.monotonic seconds)."""
+    """One rank's trainer over args.epochs epochs (dataloader_timing.time_rank)."""
     seed_everything(args.seed + rank)
     loader = make_loader(make_dataset(ref, images, labels), args, rank)
-    if start_barrier is not None:
-        start_barrier.wait()
-    start = time.monotonic()
-    first_end = None
-    wait_s = first_wait_s = step_total_s = 0.0
-    samples = batches = first_samples = 0
-    for epoch in range(args.epochs):
-        if args.gpus > 1:
-            loader.sampler.set_epoch(epoch)
-        it = iter(loader)
-        while True:
-            t0 = time.monotonic()
-            try:
-                image, label = next(it)
-            except StopIteration:
-                break
-            t1 = time.monotonic()
-            wait_s += t1 - t0
-            batches += 1
-            samples += image.shape[0]
-            if first_end is None:
-                first_end, first_wait_s, first_samples = t1, t1 - t0, image.shape[0]
-            if step_s > 0:
-                time.sleep(step_s)
-                step_total_s += time.monotonic() - t1
-        del it
-    end = time.monotonic()
-    return {"rank": rank, "start": start, "first_end": first_end, "end": end,
-            "samples": samples, "batches": batches, "first_samples": first_samples,
-            "wait_s": wait_s, "first_wait_s": first_wait_s, "step_s": step_total_s}
-
-
-def _rank_process(ref, images, labels, args, rank, step_s, barrier, queue):
-    queue.put(train_rank(ref, images, labels, args, rank, step_s, barrier))
+    set_epoch = loader.sampler.set_epoch if args.gpus > 1 else None
+    return time_rank(loader, args.epochs, step_s, rank, start_barrier, set_epoch)
 
 
 def run_loader(ref, images, labels, args, step_ms):
     """The DataLoader run(s) at one step time; one dict of figures."""
     step_s = step_ms / 1000.0
-    if args.gpus == 1:
-        ranks = [train_rank(ref, images, labels, args, 0, step_s)]
-    else:
-        # Each rank a process (it forks its own workers, so not daemonic), as one process per GPU.
-        ctx = multiprocessing.get_context("fork")
-        barrier, queue = ctx.Barrier(args.gpus), ctx.Queue()
-        procs = [ctx.Process(target=_rank_process,
-                             args=(ref, images, labels, args, r, step_s, barrier, queue))
-                 for r in range(args.gpus)]
-        for p in procs:
-            p.start()
-        ranks = [queue.get() for _ in procs]
-        for p in procs:
-            p.join()
-        if any(p.exitcode != 0 for p in procs):
-            sys.exit("a rank process failed")
-    samples = sum(r["samples"] for r in ranks)
-    after_first = samples - sum(r["first_samples"] for r in ranks)
-    t_start = min(r["start"] for r in ranks)
-    t_first = min(r["first_end"] for r in ranks)
-    t_end = max(r["end"] for r in ranks)
-    wait = sum(r["wait_s"] for r in ranks)
-    first_wait = sum(r["first_wait_s"] for r in ranks)
-    step = sum(r["step_s"] for r in ranks)
-    out = {
-        "step_ms": step_ms,
-        "samples": samples,
-        "batches": sum(r["batches"] for r in ranks),
-        "wall_s": round(t_end - t_start, 3),
-        "first_batch_s": round(t_first - t_start, 3),
-        "samples_per_s": (round(after_first / (t_end - t_first), 3)
-                          if after_first > 0 and t_end > t_first else None),
-        "samples_per_s_incl_start": round(samples / (t_end - t_start), 3),
-        "stall_s": round(wait, 3),
-    }
-    if step_ms > 0:
-        out["stall_fraction"] = round(wait / (wait + step), 4)
-        out["stall_fraction_after_first"] = round(
-            (wait - first_wait) / (wait - first_wait + step), 4)
-    return out
-
-
-def nearest_rank(sorted_values, p):
-    """The nearest-rank p-th percentile (as core/metrics/latency_tracker.hpp computes it)."""
-    k = max(1, -(-len(sorted_values) * p // 100))
-    return sorted_values[int(k) - 1]
+    ranks = run_ranks(
+        lambda rank, barrier: train_rank(ref, images, labels, args, rank, step_s, barrier),
+        args.gpus)
+    return loader_figures(ranks, step_ms)
 
 
 def sample_costs(ref, images, labels, args):

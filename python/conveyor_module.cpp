@@ -650,7 +650,8 @@ PYBIND11_MODULE(conveyor, m) {
             }
             return report_dict(**got);
           },
-          "The node's figures: delivered, quarantined, duplicates, lost, steps_executed, "
+          "The node's figures: delivered, quarantined, filtered (left out by the recipe's "
+          "filter, e.g. max_duration), duplicates, lost, steps_executed, "
           "retries, restarts, handoffs, finished.")
       .def("state_dict", &state_dict,
            "Where this rank stands: {\"conveyor_state\": bytes}, covering every batch next() "
