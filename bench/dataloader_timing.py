@@ -2,6 +2,7 @@
 one rank's trainer loop, timing every next() and "computing" step_s per batch (a sleep: no CPU);
 the ranks of a run, one in this process or G forked processes started together; and the
 figures the benchmarks read from them."""
+import argparse
 import multiprocessing
 import sys
 import time
@@ -103,3 +104,26 @@ def nearest_rank(sorted_values, p):
     """The nearest-rank p-th percentile (as core/metrics/latency_tracker.hpp computes it)."""
     k = max(1, -(-len(sorted_values) * p // 100))
     return sorted_values[int(k) - 1]
+
+
+def loader_arguments(description, sample, batch_size, directory):
+    """The command line both baselines take: DIR, --epochs, --step-ms, --gpus, --workers,
+    --batch-size (of `sample`s, default `batch_size`), --seed, --cost-draws, --skip-rate,
+    --persistent-workers; a script adds its own before parsing."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("dir", help=directory)
+    parser.add_argument("--epochs", type=int, default=1, help="epochs per DataLoader run (1)")
+    parser.add_argument("--step-ms", type=float, default=0.0,
+                        help="also run with a trainer sleeping this long per batch (0: no)")
+    parser.add_argument("--gpus", type=int, default=1, help="simulated ranks (1)")
+    parser.add_argument("--workers", type=int, default=2, help="DataLoader workers per rank (2)")
+    parser.add_argument("--batch-size", type=int, default=batch_size,
+                        help=f"{sample}s per batch per GPU ({batch_size})")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cost-draws", type=int, default=0,
+                        help=f"per-sample cost: each {sample} this many times (0: not measured)")
+    parser.add_argument("--skip-rate", action="store_true",
+                        help="leave out the step-0 run (with --step-ms or --cost-draws)")
+    parser.add_argument("--persistent-workers", action="store_true",
+                        help="keep the workers across epochs")
+    return parser

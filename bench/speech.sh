@@ -136,10 +136,13 @@ PY
 }
 
 report() {
-  "$PYTHON" - "$RUNS" "$1" "$2" "$EPOCHS" "$DL_EPOCHS" "$ROUNDS" "${BUSY:-0}" "$DATASET" <<'PY'
-import json, statistics, sys
+  "$PYTHON" - "$RUNS" "$1" "$2" "$EPOCHS" "$DL_EPOCHS" "$ROUNDS" "${BUSY:-0}" "$DATASET" \
+    "$BENCH_ROOT" <<'PY'
+import json, os, statistics, sys
 
-runs_file, machine, step, epochs, dl_epochs, rounds, busy, dataset = sys.argv[1:]
+runs_file, machine, step, epochs, dl_epochs, rounds, busy, dataset, root = sys.argv[1:]
+sys.path.insert(0, os.path.join(root, "bench"))
+from report_format import fmt, medof, pct, verdict  # noqa: E402
 runs = [json.loads(l) for l in open(runs_file)]
 med = statistics.median
 NAMES = {"in_order": "in_order, no buckets", "latency_aware": "latency_aware, no buckets",
@@ -150,23 +153,6 @@ NAMES = {"in_order": "in_order, no buckets", "latency_aware": "latency_aware, no
 def node(phase, config):
     return [r for r in runs if r["bench"]["kind"] == "node" and r["bench"]["phase"] == phase
             and r["bench"]["config"] == config]
-
-
-def medof(rs, key):
-    values = [r[key] for r in rs if r.get(key) is not None]
-    return med(values) if values else None
-
-
-def fmt(x, digits=1):
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def pct(x):
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
-def verdict(ok):
-    return "met" if ok else "**not met**"
 
 
 dl0 = [r for r in runs if r["bench"]["kind"] == "dataloader" and r["bench"]["phase"] == "step0"]

@@ -103,7 +103,6 @@ dali_features(trim_silence(x), None, filterbank="librosa") (trim boundaries and 
 the SpecAugment + splicing of this file, given the values it drew, with the reference's
 spec_augment + frame_splicing fed the same values (bit-exact expected); one JSON line.
 """
-import argparse
 import json
 import math
 import os
@@ -120,7 +119,8 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from torch.utils.data.distributed import DistributedSampler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dataloader_timing import loader_figures, nearest_rank, run_ranks, time_rank  # noqa: E402
+from dataloader_timing import (loader_arguments, loader_figures, nearest_rank,  # noqa: E402
+                               run_ranks, time_rank)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE_DIR = os.path.join(HERE, "..", "tests", "python")
@@ -522,25 +522,11 @@ def check(utterances, count, seed):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dir", help="LibriSpeech-layout directory")
-    parser.add_argument("--epochs", type=int, default=1, help="epochs per DataLoader run (1)")
-    parser.add_argument("--step-ms", type=float, default=0.0,
-                        help="also run with a trainer sleeping this long per batch (0: no)")
-    parser.add_argument("--gpus", type=int, default=1, help="simulated ranks (1)")
-    parser.add_argument("--workers", type=int, default=2, help="DataLoader workers per rank (2)")
-    parser.add_argument("--batch-size", type=int, default=32,
-                        help="utterances per batch per GPU (32)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cost-draws", type=int, default=0,
-                        help="per-sample cost: each utterance this many times (0: not measured)")
+    parser = loader_arguments(__doc__.split("\n\n")[0], "utterance", 32,
+                              "LibriSpeech-layout directory")
     parser.add_argument("--bucketing", type=int, default=0,
                         help="MLPerf's BucketingSampler with this many buckets (0: off, a plain "
                              "shuffle; 1: the reference's setting)")
-    parser.add_argument("--skip-rate", action="store_true",
-                        help="leave out the step-0 run (with --step-ms or --cost-draws)")
-    parser.add_argument("--persistent-workers", action="store_true",
-                        help="keep the workers (and their Resample caches) across epochs")
     parser.add_argument("--check", type=int, default=0, metavar="K",
                         help="only compare K utterances' features with rnnt_reference.py")
     args = parser.parse_args()

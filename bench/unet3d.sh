@@ -151,6 +151,8 @@ import json, os, re, statistics, sys
 
 (runs_file, machine, step1, step2, log0, epochs, dl_epochs, rounds, busy, dataset, topology,
  root) = sys.argv[1:]
+sys.path.insert(0, os.path.join(root, "bench"))
+from report_format import fmt, medof, pct, verdict  # noqa: E402
 runs = [json.loads(l) for l in open(runs_file)]
 steps = {1: float(step1), 2: float(step2)}
 med = statistics.median
@@ -166,26 +168,9 @@ def dl_runs(gpus, key):
             and key in r]
 
 
-def fmt(x, digits=1):
-    return "n/a" if x is None else f"{x:.{digits}f}"
-
-
-def pct(x):
-    return "n/a" if x is None else f"{100 * x:.1f}%"
-
-
-def verdict(ok):
-    return "met" if ok else "**not met**"
-
-
 def stall_ratio(la, io):
     # both near zero: no figure (the trainer hardly waits either way)
     return None if la is None or io is None or io < 0.002 else la / io
-
-
-def medof(rs, key):
-    values = [r[key] for r in rs if r.get(key) is not None]
-    return med(values) if values else None
 
 
 node0 = node_runs("step0", 1, "in_order")[0]

@@ -48,7 +48,6 @@ cores), each rank's trainer on its own (no all-reduce between the ranks, like co
 simulated trainers); samples_per_s is the ranks' samples together over the span from the first
 rank's first batch to the last rank's end.
 """
-import argparse
 import glob
 import importlib.util
 import json
@@ -64,7 +63,8 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dataloader_timing import loader_figures, nearest_rank, run_ranks, time_rank  # noqa: E402
+from dataloader_timing import (loader_arguments, loader_figures, nearest_rank,  # noqa: E402
+                               run_ranks, time_rank)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE_FILE = os.path.join(HERE, "..", "tests", "python", "unet3d_reference.py")
@@ -149,21 +149,8 @@ def sample_costs(ref, images, labels, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dir", help="MLPerf-layout case directory")
-    parser.add_argument("--epochs", type=int, default=1, help="epochs per DataLoader run (1)")
-    parser.add_argument("--step-ms", type=float, default=0.0,
-                        help="also run with a trainer sleeping this long per batch (0: no)")
-    parser.add_argument("--gpus", type=int, default=1, help="simulated ranks (1)")
-    parser.add_argument("--workers", type=int, default=2, help="DataLoader workers per rank (2)")
-    parser.add_argument("--batch-size", type=int, default=2, help="samples per batch per GPU (2)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cost-draws", type=int, default=0,
-                        help="per-sample cost: each case this many times (0: not measured)")
-    parser.add_argument("--skip-rate", action="store_true",
-                        help="leave out the step-0 run (with --step-ms or --cost-draws)")
-    parser.add_argument("--persistent-workers", action="store_true",
-                        help="keep the workers across epochs (the reference does not)")
+    parser = loader_arguments(__doc__.split("\n\n")[0], "case", 2,
+                              "MLPerf-layout case directory")
     args = parser.parse_args()
     if args.gpus < 1 or args.epochs < 1 or args.batch_size < 1 or args.workers < 0:
         parser.error("--gpus, --epochs and --batch-size must be >= 1, --workers >= 0")
