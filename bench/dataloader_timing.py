@@ -4,6 +4,7 @@ the ranks of a run, one in this process or G forked processes started together; 
 figures the benchmarks read from them."""
 import argparse
 import multiprocessing
+import random
 import sys
 import time
 
@@ -127,3 +128,16 @@ def loader_arguments(description, sample, batch_size, directory):
     parser.add_argument("--persistent-workers", action="store_true",
                         help="keep the workers across epochs")
     return parser
+
+
+def item_seconds(dataset, draws, seed):
+    """Each item of `dataset` `draws` times, in a seeded shuffled order (different draws each
+    time), in this process: the seconds each __getitem__ took."""
+    order = [i for _ in range(draws) for i in range(len(dataset))]
+    random.Random(seed).shuffle(order)
+    seconds = []
+    for i in order:
+        t0 = time.perf_counter()
+        dataset[i]
+        seconds.append(time.perf_counter() - t0)
+    return seconds

@@ -106,7 +106,6 @@ spec_augment + frame_splicing fed the same values (bit-exact expected); one JSON
 import json
 import math
 import os
-import random
 import sys
 import time
 import warnings
@@ -119,8 +118,8 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from torch.utils.data.distributed import DistributedSampler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dataloader_timing import (loader_arguments, loader_figures, nearest_rank,  # noqa: E402
-                               run_ranks, time_rank)
+from dataloader_timing import (item_seconds, loader_arguments, loader_figures,  # noqa: E402
+                               nearest_rank, run_ranks, time_rank)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE_DIR = os.path.join(HERE, "..", "tests", "python")
@@ -441,13 +440,7 @@ def sample_costs(utterances, args):
     torch.manual_seed(args.seed)
     dataset = SpeechDataset(utterances)
     dataset.timings = {name: [] for name in STAGES + ("resample_only", "resample_build")}
-    order = [i for _ in range(args.cost_draws) for i in range(len(dataset))]
-    random.Random(args.seed).shuffle(order)
-    costs = []
-    for i in order:
-        t0 = time.perf_counter()
-        dataset[i]
-        costs.append(time.perf_counter() - t0)
+    costs = item_seconds(dataset, args.cost_draws, args.seed)
     torch.set_num_threads(threads)
     t = dataset.timings
     out = {"cost_ms": summary(costs),

@@ -54,7 +54,6 @@ import json
 import os
 import random
 import sys
-import time
 import warnings
 
 import numpy as np
@@ -63,8 +62,8 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dataloader_timing import (loader_arguments, loader_figures, nearest_rank,  # noqa: E402
-                               run_ranks, time_rank)
+from dataloader_timing import (item_seconds, loader_arguments, loader_figures,  # noqa: E402
+                               nearest_rank, run_ranks, time_rank)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE_FILE = os.path.join(HERE, "..", "tests", "python", "unet3d_reference.py")
@@ -135,14 +134,7 @@ def sample_costs(ref, images, labels, args):
     """Per-sample cost of PytTrain.__getitem__ in this process, each case args.cost_draws times."""
     seed_everything(args.seed)
     dataset = make_dataset(ref, images, labels)
-    order = [i for _ in range(args.cost_draws) for i in range(len(dataset))]
-    random.Random(args.seed).shuffle(order)
-    costs = []
-    for i in order:
-        t0 = time.perf_counter()
-        dataset[i]
-        costs.append((time.perf_counter() - t0) * 1000.0)
-    costs.sort()
+    costs = sorted(s * 1000.0 for s in item_seconds(dataset, args.cost_draws, args.seed))
     return {"samples": len(costs), "mean": round(sum(costs) / len(costs), 2),
             "p50": round(nearest_rank(costs, 50), 2), "p90": round(nearest_rank(costs, 90), 2),
             "p99": round(nearest_rank(costs, 99), 2), "max": round(costs[-1], 2)}

@@ -2,9 +2,9 @@
 // real speech made by scripts/make-speech-set (espeak-ng): both layouts users have, a
 // LibriSpeech directory and WebDataset tars made with Python's tarfile, give every utterance once
 // per epoch and the same features; bad files (and a transcript the vocabulary cannot spell)
-// are quarantined naming the utterance and the reason while the others go on; utterances over max_duration are filtered and counted (and not
-// read again); a file at another rate is resampled, never used as it is. (Exactness against the
-// reference: tests/python/test_rnnt_exact.py.)
+// are quarantined naming the utterance and the reason while the others go on; utterances over
+// max_duration are filtered and counted (and not read again); a file at another rate is resampled,
+// never used as it is. (Exactness against the reference: tests/python/test_rnnt_exact.py.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
