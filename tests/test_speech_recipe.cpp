@@ -298,5 +298,20 @@ TEST_F(SpeechRecipe, AFileAtAnotherRateIsResampledNotUsedAsItIs) {
       << "22.05 kHz taken as 16 kHz would be 38% longer";
 }
 
+TEST_F(SpeechRecipe, ARateThatWouldResampleBeyondTheBoundIsQuarantined) {
+  testing::temp_dir dir;
+  auto set = testing::make_speech_set(dir, 4, 4);
+  const auto odd = set.dir / "902" / "0";
+  fs::create_directories(odd);
+  // A header that says 1 Hz: a million samples would become 16 billion at 16 kHz.
+  testing::write_file(odd / "902-0-0000.wav", wav(std::vector<std::int16_t>(1 << 20, 100), 1));
+  std::ofstream(odd / "902-0.trans.txt") << "902-0-0000 ONE HERTZ\n";
+  auto r = run(set.dir, "librispeech", 1, recipe_text("0"));  // no duration filter
+  EXPECT_EQ(r.utterances.size(), 4u);
+  EXPECT_EQ(r.report.quarantined, 1u);
+  testing::expect_quarantined(r.report.quarantined_samples,
+                              {{"902-0-0000", "would resample to 16777216000 at 16000 Hz"}});
+}
+
 }  // namespace
 }  // namespace conveyor

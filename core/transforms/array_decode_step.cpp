@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "core/audio/sinc_resampler.hpp"
 #include "core/audio/soxr_resampler.hpp"
 #include "core/codecs/audio_decoder.hpp"
 #include "core/codecs/cls_decoder.hpp"
@@ -21,9 +22,19 @@ namespace {
 
 using decoder = std::function<expected<host_array>(const part_ref& part)>;
 
-/// `samples` (float32 [frames] or [frames, channels]) at `to` Hz.
+/// `samples` (float32 [frames] or [frames, channels]) at `to` Hz. A file's rate comes from its
+/// header: one that claims 1 Hz would make 16000 samples of every one it holds, so the result
+/// is held to the decoder's own bound (audio_options::max_samples) before it is made.
 expected<host_array> resampled(const host_array& samples, int from, int to) {
   const auto channels = samples.rank == 1 ? 1U : static_cast<unsigned>(samples.extent(1));
+  const auto frames_out = resampled_length(static_cast<std::size_t>(samples.extent(0)), from, to);
+  const auto limit = static_cast<std::size_t>(audio_options{}.max_samples);
+  if (frames_out > limit / channels) {
+    return error{errc::decode_error, std::to_string(samples.extent(0)) + " frames at " +
+                                         std::to_string(from) + " Hz would resample to " +
+                                         std::to_string(frames_out) + " at " + std::to_string(to) +
+                                         " Hz, more than " + std::to_string(limit) + " samples"};
+  }
   auto out = soxr_resample(samples.data<float>(), static_cast<std::size_t>(samples.extent(0)),
                            channels, from, to);
   if (!out) {

@@ -9,6 +9,7 @@
 #include "core/audio/nonsilent_region.hpp"
 #include "core/audio/sinc_resampler.hpp"
 #include "core/audio/soxr_resampler.hpp"
+#include "core/codecs/audio_decoder.hpp"
 #include "core/transforms/spec_checks.hpp"
 #include "core/transforms/transform_step.hpp"
 
@@ -45,10 +46,15 @@ class speed_perturb_step final : public audio_step {
         static_cast<float>(static_cast<float>(u) * static_cast<float>(spec_.sample_rate));
     const auto& in = audio(sample);
     const auto n = static_cast<std::size_t>(in.extent(0));
+    const auto n_out = resampled_length(n, spec_.sample_rate, rate);
+    const auto limit = static_cast<std::size_t>(audio_options{}.max_samples);
+    if (n_out > limit) {
+      return sample_error(errc::transform_error, sample, name(),
+                          std::to_string(n) + " samples would become " + std::to_string(n_out) +
+                              ", more than " + std::to_string(limit));
+    }
     if (spec_.method == resample_method::sinc) {
-      auto out = host_array::uninitialized(
-          dtype::float32,
-          {static_cast<std::int64_t>(resampled_length(n, spec_.sample_rate, rate))});
+      auto out = host_array::uninitialized(dtype::float32, {static_cast<std::int64_t>(n_out)});
       sinc_resample(in.data<float>(), n, spec_.sample_rate, rate, out.data<float>());
       replace(sample, std::move(out));
       return {};
