@@ -112,6 +112,24 @@ void grant_permits(batcher_pointer self) {
   }
 }
 
+// Tells opts.will_read the samples about to go to the readers, one call per epoch among them.
+void announce_reads(const batcher_options& opts, const std::vector<dispatch_order>& dispatches) {
+  if (!opts.will_read || dispatches.empty()) {
+    return;
+  }
+  std::vector<std::uint64_t> ids;
+  auto epoch = dispatches.front().ticket.epoch;
+  for (const auto& d : dispatches) {
+    if (d.ticket.epoch != epoch) {
+      opts.will_read(epoch, ids);
+      ids.clear();
+      epoch = d.ticket.epoch;
+    }
+    ids.push_back(d.ticket.sample_id);
+  }
+  opts.will_read(epoch, ids);
+}
+
 // Sends whatever the core allows now: tickets to readers, batches to feeders.
 void pump(batcher_pointer self, const batcher_options& opts) {
   auto& st = self->state;
@@ -121,7 +139,9 @@ void pump(batcher_pointer self, const batcher_options& opts) {
   broadcast_budget(self);
   grant_permits(self);
   auto now = std::chrono::steady_clock::now();
-  for (const auto& d : st.core->take_dispatches()) {
+  auto dispatches = st.core->take_dispatches();
+  announce_reads(opts, dispatches);
+  for (const auto& d : dispatches) {
     st.dispatched_at[flight_key(d.ticket)] = now;
     self->send(st.workers->readers[static_cast<std::size_t>(d.reader)], atoms::read::value,
                d.ticket, st.workers->preprocessors[static_cast<std::size_t>(d.worker)]);

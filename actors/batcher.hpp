@@ -7,7 +7,9 @@
 
 #include <caf/actor_system.hpp>
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "actors/reporting.hpp"
 #include "core/batching/batcher_core.hpp"
@@ -24,6 +26,9 @@ struct batcher_options {
   reporting report;
   batcher_core::sample_namer name_sample;         ///< file, or shard and record
   std::shared_ptr<quarantine_report> quarantine;  ///< null: no report file
+  /// Told each pump's dispatches, epoch by epoch, in order (a dataset in an object store reads
+  /// them ahead: sample_source::will_read); null: nobody is.
+  std::function<void(std::uint64_t epoch, const std::vector<std::uint64_t>& ids)> will_read{};
 };
 
 batcher_actor spawn_batcher(caf::actor_system& sys, batcher_options options);

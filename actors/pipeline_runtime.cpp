@@ -239,7 +239,10 @@ void pipeline_runtime::impl::spawn_all() {
   auto source = spec.source;
   batcher = spawn_batcher(
       system, {spec.settings, spec.policy, status, report,
-               [source](std::uint64_t id) { return source->locate(id); }, spec.quarantine});
+               [source](std::uint64_t id) { return source->locate(id); }, spec.quarantine,
+               [source](std::uint64_t epoch, const std::vector<std::uint64_t>& ids) {
+                 source->will_read(epoch, ids);
+               }});
   escalate_on_death(batcher, "the batcher");
   for (int g = 0; g < spec.settings.gpus; ++g) {
     feeder_options f;

@@ -7,6 +7,8 @@
 #include "api/resolve_devices.hpp"
 #include "api/resolve_fields.hpp"
 #include "core/base/log.hpp"
+#include "core/remote/open_remote_dataset.hpp"
+#include "core/remote/s3_location.hpp"
 
 namespace conveyor {
 namespace {
@@ -182,7 +184,31 @@ expected<std::optional<peer_settings>> peers_of(const topology& t) {
   return std::optional<peer_settings>(std::move(p));
 }
 
+expected<std::shared_ptr<const sample_source>> open_any_dataset(const topology& t) {
+  if (!is_s3_url(t.dataset.path)) {
+    return open_sample_source(t.dataset.path, t.dataset.format, t.dataset.map_parts);
+  }
+  if (!t.dataset.map_parts.empty()) {
+    return error{errc::invalid_config,
+                 "dataset.map_parts leaves parts in their files: a dataset in an object store "
+                 "has none on this machine"};
+  }
+  auto remote = open_remote_dataset(t.dataset.path, t.dataset.format, t.s3, t.cache.memory);
+  if (!remote) {
+    return std::move(remote).error();
+  }
+  return std::shared_ptr<const sample_source>(std::move(*remote));
+}
+
 }  // namespace
+
+expected<std::shared_ptr<const sample_source>> open_dataset(const topology& t) {
+  auto source = open_any_dataset(t);
+  if (!source) {
+    return error{errc::invalid_config, t.source + ": dataset.path: " + source.error().what()};
+  }
+  return source;
+}
 
 expected<pipeline_spec> resolve_topology(const topology& t) {
   if (!t.dataset.map_parts.empty() && t.cluster.partitioned()) {
@@ -192,9 +218,9 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
                                            ": dataset.map_parts leaves parts in this node's "
                                            "files: it cannot be used with cluster.peers"};
   }
-  auto source = open_sample_source(t.dataset.path, t.dataset.format, t.dataset.map_parts);
+  auto source = open_dataset(t);
   if (!source) {
-    return error{errc::invalid_config, t.source + ": dataset.path: " + source.error().what()};
+    return std::move(source).error();
   }
   auto devices = resolve_devices(t.gpus, t.source);
   if (!devices) {
@@ -272,6 +298,7 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
       return std::move(cache).error();
     }
     spec.cache = std::move(*cache);
+    spec.source->use_cache(spec.cache);  // a dataset in a store fetches the cache's blocks once
   }
   if (!t.supervision.quarantine_report.empty()) {
     auto report = quarantine_report::open(t.supervision.quarantine_report);

@@ -12,6 +12,11 @@ namespace conveyor {
 /// Cores of this machine (at least 1).
 int hardware_cores() noexcept;
 
+/// The dataset of `t`: local files (core/storage/sample_source.hpp), or objects in a store for a
+/// dataset.path of "s3://bucket/prefix" ([s3]; core/remote/open_remote_dataset.hpp).
+/// invalid_config naming the topology, dataset.path and what went wrong.
+expected<std::shared_ptr<const sample_source>> open_dataset(const topology& t);
+
 expected<pipeline_spec> resolve_topology(const topology& t);
 
 }  // namespace conveyor

@@ -14,5 +14,5 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS
-    "libcaf-dev (= 0.17.6), libssl-dev, libopencv-dev, libspdlog-dev, libtomlplusplus-dev, libxxhash-dev, libturbojpeg0-dev, libjpeg62-turbo-dev, libpng-dev, libsndfile1-dev, libfftw3-dev, libsoxr-dev, pkg-config")
+    "libcaf-dev (= 0.17.6), libssl-dev, libopencv-dev, libspdlog-dev, libtomlplusplus-dev, libxxhash-dev, libturbojpeg0-dev, libjpeg62-turbo-dev, libpng-dev, libsndfile1-dev, libfftw3-dev, libsoxr-dev, libcurl4-openssl-dev, pkg-config")
 include(CPack)

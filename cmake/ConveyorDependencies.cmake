@@ -14,6 +14,7 @@ find_package(tomlplusplus REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(CAF 0.17.6 EXACT REQUIRED COMPONENTS core io openssl)
 find_package(OpenSSL REQUIRED)  # libcrypto: HMAC of served resume states and cluster proofs
+find_package(CURL REQUIRED)  # libcurl: datasets in object storage (core/remote)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET libturbojpeg)
 # libjpeg-turbo's libjpeg API: partial (region) decodes, which TurboJPEG 2.1 lacks.

@@ -211,6 +211,19 @@ std::string describe_faults(const fault_config& faults) {
   return out.str();
 }
 
+// The [s3] settings (never credentials: they are not settings).
+std::string describe_s3(const s3_config& s) {
+  std::ostringstream out;
+  out << "endpoint_url=" << (s.endpoint_url.empty() ? "default" : s.endpoint_url)
+      << " region=" << (s.region.empty() ? "default" : s.region)
+      << " profile=" << (s.profile.empty() ? "default" : s.profile)
+      << " addressing=" << to_string(s.addressing) << " read_size=" << s.read_size
+      << " connections=" << s.connections << " request_timeout_ms=" << s.request_timeout_ms
+      << " retries=" << s.retries << " backoff_ms=" << s.backoff_ms
+      << " prefetch_bytes=" << (s.prefetch_bytes == 0 ? std::string("auto") : std::to_string(s.prefetch_bytes));
+  return out.str();
+}
+
 }  // namespace
 
 std::string describe(const topology& node) {
@@ -246,6 +259,7 @@ std::string describe(const topology& node) {
       << "cache: "
       << (node.cache.enabled() ? "memory=" + std::to_string(node.cache.memory) + " bytes" : "off")
       << "\n"
+      << "s3: " << describe_s3(node.s3) << "\n"
       << "supervision: strategy=" << to_string(s.strategy) << " max_restarts=" << s.max_restarts
       << " in " << number_text(s.restart_period_s)
       << "s backoff_ms=" << number_text(s.backoff_min_ms) << ".." << number_text(s.backoff_max_ms)

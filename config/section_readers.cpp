@@ -197,6 +197,30 @@ std::uint64_t byte_size(table_reader& section, std::string_view key) {
 
 }  // namespace
 
+s3_config read_s3(table_reader& section) {
+  s3_config out;
+  out.endpoint_url = section.string("endpoint_url", out.endpoint_url);
+  out.region = section.string("region", out.region);
+  out.profile = section.string("profile", out.profile);
+  out.addressing = section.choice("addressing", out.addressing,
+                                  {s3_addressing::automatic, s3_addressing::path,
+                                   s3_addressing::virtual_host});
+  if (section.find("read_size") != nullptr) {
+    out.read_size = byte_size(section, "read_size");
+    if (out.read_size < (64u << 10) || out.read_size > (1ull << 32)) {
+      section.fail(*section.find("read_size"), "read_size",
+                   "must be a size from \"64K\" to \"4G\" (one range GET)");
+    }
+  }
+  out.connections = section.integer("connections", out.connections, closed(1, 256));
+  out.request_timeout_ms =
+      section.integer("request_timeout_ms", out.request_timeout_ms, closed(100, 3600000));
+  out.retries = section.integer("retries", out.retries, closed(0, 20));
+  out.backoff_ms = section.integer("backoff_ms", out.backoff_ms, closed(1, 60000));
+  out.prefetch_bytes = byte_size(section, "prefetch_bytes");
+  return out;
+}
+
 cache_config read_cache(table_reader& section) {
   cache_config out;
   out.memory = byte_size(section, "memory");

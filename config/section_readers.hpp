@@ -18,6 +18,7 @@ trainer_config read_trainer(table_reader& section);
 monitor_config read_monitor(table_reader& section);
 serve_config read_serve(table_reader& section);
 cache_config read_cache(table_reader& section);
+s3_config read_s3(table_reader& section);
 cluster_config read_cluster(table_reader& section);
 supervision_config read_supervision(table_reader& section);
 fault_config read_faults(table_reader& section);

@@ -15,6 +15,18 @@ std::string_view to_string(shard_by split) noexcept {
   return split == shard_by::shard ? "shard" : "sample";
 }
 
+std::string_view to_string(s3_addressing addressing) noexcept {
+  switch (addressing) {
+    case s3_addressing::automatic:
+      return "auto";
+    case s3_addressing::path:
+      return "path";
+    case s3_addressing::virtual_host:
+      return "virtual";
+  }
+  return "?";
+}
+
 std::string_view to_string(dataset_format format) noexcept {
   switch (format) {
     case dataset_format::shards:

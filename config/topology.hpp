@@ -16,6 +16,7 @@
 #include "core/batching/batch_policy.hpp"
 #include "core/cluster/peer_address.hpp"
 #include "core/cluster/tls_files.hpp"
+#include "core/remote/s3_settings.hpp"
 #include "core/storage/sample_source.hpp"
 #include "core/supervision/restart_budget.hpp"
 #include "core/transforms/transform_spec.hpp"
@@ -204,6 +205,10 @@ struct fault_config {
 enum class output_dtype : std::uint8_t { float32, bfloat16 };
 
 /// A whole node.
+/// [s3]: how the node reaches an object store, for a dataset.path of "s3://bucket/prefix"
+/// (core/remote/s3_settings.hpp).
+using s3_config = s3_settings;
+
 struct topology {
   std::string source;  ///< where it was loaded from (file name or source name), for logs
   gpu_selection gpus;
@@ -214,6 +219,7 @@ struct topology {
   monitor_config monitor;
   serve_config serve;
   cache_config cache;
+  s3_config s3;
   cluster_config cluster;
   supervision_config supervision;
   fault_config faults;
@@ -233,6 +239,7 @@ struct topology {
 /// The configuration spelling of each value, e.g. "latency_aware".
 std::string_view to_string(dataset_format format) noexcept;
 std::string_view to_string(shard_by split) noexcept;
+std::string_view to_string(s3_addressing addressing) noexcept;
 std::string_view to_string(output_dtype type) noexcept;
 std::string_view to_string(interpolation interp) noexcept;
 std::string_view to_string(resample_method method) noexcept;

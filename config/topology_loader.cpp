@@ -41,6 +41,7 @@ topology read_topology(const toml::table& document, report& errors) {
   node.monitor = read_section(root, "monitor", config_detail::read_monitor);
   node.serve = read_section(root, "serve", config_detail::read_serve);
   node.cache = read_section(root, "cache", config_detail::read_cache);
+  node.s3 = read_section(root, "s3", config_detail::read_s3);
   node.cluster = read_section(root, "cluster", config_detail::read_cluster);
   node.supervision = read_section(root, "supervision", config_detail::read_supervision);
   node.faults = read_section(root, "faults", config_detail::read_faults);

@@ -8,6 +8,7 @@
 
 #include "api/create_pipeline.hpp"
 #include "api/resolve_devices.hpp"
+#include "api/resolve_topology.hpp"
 #include "apps/conveyor-node/feed_server.hpp"
 #include "apps/conveyor-node/run_summary.hpp"
 #include "core/base/json_number.hpp"
@@ -30,9 +31,9 @@ expected<int> ranks_of(const topology& t) {
 // The run a topology serves, known before its pipeline opens: clients' resume states are
 // checked against it as they arrive.
 expected<run_identity> run_of(const topology& t) {
-  auto source = open_sample_source(t.dataset.path, t.dataset.format);
+  auto source = open_dataset(t);
   if (!source) {
-    return error{errc::invalid_config, t.source + ": dataset.path: " + source.error().what()};
+    return std::move(source).error();
   }
   return run_identity{(*source)->size(), t.dataset.seed, t.dataset.shuffle,
                       static_cast<std::uint64_t>(t.trainer.epochs)};

@@ -93,6 +93,27 @@ expected<void> write_manifest(const std::filesystem::path& dir, const dataset_ma
   return {};
 }
 
+expected<dataset_manifest> parse_manifest(std::istream& in, const std::string& name) {
+  std::string line;
+  if (!std::getline(in, line) || line != header_line) {
+    return error{errc::invalid_config, name + ":1: expected '" + std::string(header_line) + "'"};
+  }
+  dataset_manifest m;
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (line.empty() || line[0] == '#') {
+      continue;
+    }
+    auto where = name + ":" + std::to_string(number);
+    if (auto ok = parse_line(line, where, m); !ok) {
+      return std::move(ok).error();
+    }
+  }
+  if (m.shards.empty()) {
+    return error{errc::empty_dataset, name + ": the manifest lists no shards"};
+  }
+  return m;
+}
+
 expected<dataset_manifest> read_manifest(const std::filesystem::path& dir) {
   auto path = dir / manifest_file_name;
   std::ifstream in(path);
@@ -100,25 +121,7 @@ expected<dataset_manifest> read_manifest(const std::filesystem::path& dir) {
     return error{errc::not_found,
                  path.string() + ": no dataset manifest (not a sharded dataset directory?)"};
   }
-  std::string line;
-  if (!std::getline(in, line) || line != header_line) {
-    return error{errc::invalid_config,
-                 path.string() + ":1: expected '" + std::string(header_line) + "'"};
-  }
-  dataset_manifest m;
-  for (int number = 2; std::getline(in, line); ++number) {
-    if (line.empty() || line[0] == '#') {
-      continue;
-    }
-    auto where = path.string() + ":" + std::to_string(number);
-    if (auto ok = parse_line(line, where, m); !ok) {
-      return std::move(ok).error();
-    }
-  }
-  if (m.shards.empty()) {
-    return error{errc::empty_dataset, path.string() + ": the manifest lists no shards"};
-  }
-  return m;
+  return parse_manifest(in, path.string());
 }
 
 }  // namespace conveyor

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,8 @@ struct dataset_manifest {
 
 expected<void> write_manifest(const std::filesystem::path& dir, const dataset_manifest& m);
 expected<dataset_manifest> read_manifest(const std::filesystem::path& dir);
+/// The manifest in `in` (the text of a manifest file); `name` (its path or URL) names it in
+/// errors, with the line.
+expected<dataset_manifest> parse_manifest(std::istream& in, const std::string& name);
 
 }  // namespace conveyor

@@ -25,6 +25,19 @@ std::uint64_t minio_cache::planned_bytes() const noexcept {
   return layout_->bytes(cache_tier::memory) + layout_->bytes(cache_tier::disk);
 }
 
+bool minio_cache::holds(std::uint64_t id) const {
+  const auto tier = layout_->tier(id);
+  if (tier == cache_tier::none) {
+    return false;
+  }
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  if (tier == cache_tier::memory) {
+    return entries_.count(id) != 0;
+  }
+  auto it = on_disk_.find(id);
+  return it != on_disk_.end() && it->second.written;
+}
+
 std::optional<record> minio_cache::find(std::uint64_t id) const {
   const auto tier = layout_->tier(id);
   if (tier == cache_tier::none) {

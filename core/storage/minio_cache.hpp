@@ -39,6 +39,8 @@ class minio_cache {
   const std::shared_ptr<const cache_plan>& layout_ptr() const noexcept { return layout_; }
   /// Sample `id` is one this node caches.
   bool member(std::uint64_t id) const noexcept { return layout_->tier(id) != cache_tier::none; }
+  /// Sample `id` is cached now (in either tier): a find would give it, without reading it.
+  bool holds(std::uint64_t id) const;
   /// A copy of sample `id` when it is cached (in memory, or read back from the disk tier).
   std::optional<record> find(std::uint64_t id) const;
   /// Sample `id` was read from storage: kept when it is a member not cached yet and fits.

@@ -62,6 +62,11 @@ class shard_source final : public sample_source {
     }
     return out;
   }
+  std::vector<storage_extent> extents(std::uint64_t id) const override {
+    auto at = dataset_.locate(id);
+    const auto& entry = dataset_.shards()[at.shard].entry(at.record);
+    return {{at.shard, entry.offset, entry.size}};
+  }
 
  private:
   sharded_dataset dataset_;
@@ -140,6 +145,17 @@ class webdataset_source final : public sample_source {
     return tars_.tar_of(id);
   }
   std::vector<std::filesystem::path> files() const override { return tars_.files(); }
+  std::vector<storage_extent> extents(std::uint64_t id) const override {
+    const auto& index = tars_.index();
+    std::vector<storage_extent> out;
+    const auto* p = index.parts_begin(id);
+    for (std::uint32_t i = 0; i < index.at(id).part_count; ++i, ++p) {
+      if (p->size > 0) {
+        out.push_back({index.at(id).tar, p->offset, p->size});
+      }
+    }
+    return out;
+  }
 
  private:
   webdataset tars_;
@@ -244,6 +260,21 @@ expected<std::shared_ptr<const sample_source>> wrap(Opened opened) {
 }
 
 }  // namespace
+
+std::vector<storage_extent> sample_source::extents(std::uint64_t /*id*/) const { return {}; }
+
+void sample_source::will_read(std::uint64_t /*epoch*/,
+                              const std::vector<std::uint64_t>& /*ids*/) const {}
+
+void sample_source::use_cache(std::shared_ptr<const minio_cache> /*cache*/) const {}
+
+std::shared_ptr<const sample_source> make_shard_source(sharded_dataset dataset) {
+  return std::make_shared<shard_source>(std::move(dataset));
+}
+
+std::shared_ptr<const sample_source> make_webdataset_source(webdataset tars) {
+  return std::make_shared<webdataset_source>(std::move(tars));
+}
 
 expected<void> sample_source::check(std::uint64_t id, const record& got) const {
   auto stored = read(id);

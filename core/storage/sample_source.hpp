@@ -18,6 +18,17 @@ namespace conveyor {
 
 enum class dataset_format : std::uint8_t { shards, folder, webdataset, npy_pairs, librispeech };
 
+class minio_cache;
+class sharded_dataset;
+class webdataset;
+
+/// A stored piece of a sample: `size` bytes at `offset` of the file shard_of() names.
+struct storage_extent {
+  std::uint64_t file = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+};
+
 /// Immutable after open: every method may be called concurrently.
 class sample_source {
  public:
@@ -49,7 +60,25 @@ class sample_source {
   /// The files the samples are stored in (the record shards, every image file, or the tars), for
   /// tools that manage their pages (conveyor-analyze drops them from the page cache).
   virtual std::vector<std::filesystem::path> files() const = 0;
+  /// Where sample `id`'s bytes lie in its shard: its record in a record shard, each part's data
+  /// in a WebDataset tar, in order; empty for a dataset that is not in shards. Precondition:
+  /// id < size().
+  virtual std::vector<storage_extent> extents(std::uint64_t id) const;
+
+  /// The readers were just handed samples `ids` of epoch `epoch`, in this order: a dataset in an
+  /// object store fetches them ahead (core/remote/read_ahead.hpp). A local dataset does nothing.
+  /// Called from the batcher's thread: it must not block.
+  virtual void will_read(std::uint64_t epoch, const std::vector<std::uint64_t>& ids) const;
+  /// The cache in front of this dataset: a dataset in an object store reads the samples the
+  /// cache holds no more, and fetches the cache's samples in whole blocks, once. Call once,
+  /// before the dataset is read. A local dataset does nothing.
+  virtual void use_cache(std::shared_ptr<const minio_cache> cache) const;
 };
+
+/// A sample source over a record shard set or a WebDataset already open (their files may be
+/// objects in a store: core/remote/remote_dataset.hpp).
+std::shared_ptr<const sample_source> make_shard_source(sharded_dataset dataset);
+std::shared_ptr<const sample_source> make_webdataset_source(webdataset tars);
 
 /// Opens the dataset at `path`. `in_place` (`dataset.map_parts`) names the parts of
 /// multipart samples (WebDataset, npy_pairs) that read() leaves in their file, as descriptors

@@ -8,9 +8,12 @@ namespace conveyor {
 namespace {
 
 // Opens one shard of the manifest and checks it is the shard the manifest describes.
-expected<shard_reader> open_listed_shard(const std::filesystem::path& dir,
+expected<shard_reader> open_listed_shard(expected<std::shared_ptr<const byte_source>> source,
                                          const manifest_shard& listed) {
-  auto reader = shard_reader::open(dir / listed.file);
+  if (!source) {
+    return std::move(source).error();
+  }
+  auto reader = shard_reader::open(std::move(*source));
   if (!reader) {
     return reader;
   }
@@ -39,16 +42,23 @@ expected<sharded_dataset> sharded_dataset::open(const std::filesystem::path& dir
   if (!manifest) {
     return std::move(manifest).error();
   }
+  return open(std::move(*manifest), [&](const manifest_shard& listed) {
+    return open_file_source(dir / listed.file);
+  });
+}
+
+expected<sharded_dataset> sharded_dataset::open(dataset_manifest manifest,
+                                                const shard_opener& open_shard) {
   std::vector<shard_reader> shards;
-  shards.reserve(manifest->shards.size());
-  for (const auto& listed : manifest->shards) {
-    auto reader = open_listed_shard(dir, listed);
+  shards.reserve(manifest.shards.size());
+  for (const auto& listed : manifest.shards) {
+    auto reader = open_listed_shard(open_shard(listed), listed);
     if (!reader) {
       return std::move(reader).error();
     }
     shards.push_back(std::move(*reader));
   }
-  return sharded_dataset(std::move(*manifest), std::move(shards));
+  return sharded_dataset(std::move(manifest), std::move(shards));
 }
 
 sharded_dataset::location sharded_dataset::locate(std::uint64_t index) const {
@@ -92,7 +102,7 @@ expected<verify_report> verify_dataset(const std::filesystem::path& dir,
   verify_report report;
   for (const auto& listed : manifest->shards) {
     ++report.shards;
-    auto reader = open_listed_shard(dir, listed);
+    auto reader = open_listed_shard(open_file_source(dir / listed.file), listed);
     if (!reader) {
       report.problems.push_back(std::move(reader).error());
       continue;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ class sharded_dataset {
   /// Validates the manifest and opens every shard; a shard whose record count or index
   /// checksum differs from the manifest is an error naming it.
   static expected<sharded_dataset> open(const std::filesystem::path& dir);
+  /// The byte source of a shard the manifest lists (its file, or its object in a store).
+  using shard_opener =
+      std::function<expected<std::shared_ptr<const byte_source>>(const manifest_shard&)>;
+  /// The same over a manifest already read, each shard's bytes from `open_shard`.
+  static expected<sharded_dataset> open(dataset_manifest manifest, const shard_opener& open_shard);
 
   std::uint64_t size() const noexcept { return offsets_.empty() ? 0 : offsets_.back(); }
   const dataset_manifest& manifest() const noexcept { return manifest_; }

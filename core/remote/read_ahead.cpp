@@ -1,0 +1,66 @@
+#include "core/remote/read_ahead.hpp"
+
+namespace conveyor {
+
+read_ahead::read_ahead(std::shared_ptr<remote_store> store, const sample_source& dataset)
+    : store_(std::move(store)), dataset_(dataset) {}
+
+void read_ahead::use_cache(std::shared_ptr<const minio_cache> cache) { cache_ = std::move(cache); }
+
+bool read_ahead::wanted_for_cache(std::uint64_t id) const {
+  return cache_ && cache_->member(id) && !cache_->holds(id);
+}
+
+void read_ahead::want(std::uint64_t epoch, std::uint64_t id, fetch_priority p) {
+  for (const auto& e : dataset_.extents(id)) {
+    store_->want(static_cast<std::size_t>(e.file), e.offset, e.size, p, epoch);
+  }
+}
+
+void read_ahead::will_read(std::uint64_t epoch, const std::vector<std::uint64_t>& ids) {
+  for (auto id : ids) {
+    if (cache_ && cache_->holds(id)) {
+      continue;  // a hit: no request
+    }
+    auto extents = dataset_.extents(id);
+    if (extents.empty()) {
+      continue;
+    }
+    want(epoch, id, fetch_priority::window);
+    if (wanted_for_cache(id)) {
+      fill_block(epoch, id, extents.front());
+    }
+  }
+}
+
+void read_ahead::fill_block(std::uint64_t epoch, std::uint64_t id, const storage_extent& at) {
+  const auto block_bytes = store_->read_size();
+  const auto block = at.offset / block_bytes;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!blocks_.insert({at.file, block}).second) {
+      return;
+    }
+  }
+  // Samples of one shard are consecutive ids, stored in id order: walk out from `id` while the
+  // neighbours lie in the same shard and block.
+  auto in_block = [&](std::uint64_t other) {
+    if (dataset_.shard_of(other) != std::optional<std::uint64_t>(at.file)) {
+      return false;
+    }
+    auto e = dataset_.extents(other);
+    return !e.empty() && e.front().offset / block_bytes == block;
+  };
+  for (auto other = id; other > 0 && in_block(other - 1); --other) {
+    if (wanted_for_cache(other - 1)) {
+      want(epoch, other - 1, fetch_priority::fill);
+    }
+  }
+  for (auto other = id + 1; other < dataset_.size() && in_block(other); ++other) {
+    if (wanted_for_cache(other)) {
+      want(epoch, other, fetch_priority::fill);
+    }
+  }
+}
+
+}  // namespace conveyor

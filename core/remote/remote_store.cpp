@@ -1,0 +1,314 @@
+#include "core/remote/remote_store.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace conveyor {
+
+struct remote_store::slot {
+  std::size_t object = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  int priority = 0;
+  std::uint64_t seq = 0;
+  std::optional<std::uint64_t> epoch;
+  bool queued = false;
+  bool done = false;
+  std::vector<std::uint8_t> bytes;
+  std::optional<error> failure;
+
+  std::uint64_t end() const { return offset + size; }
+};
+
+namespace {
+
+// Object `object` of a store as a byte source: reads go through the store.
+class remote_object final : public byte_source {
+ public:
+  remote_object(std::shared_ptr<remote_store> store, std::size_t object)
+      : store_(std::move(store)), object_(object), name_(store_->url(object)) {}
+  const std::string& name() const noexcept override { return name_; }
+  std::uint64_t size() const noexcept override { return store_->object(object_).size; }
+  expected<void> read_at(std::uint64_t offset, std::uint8_t* dst, std::size_t n) const override {
+    if (n == 0) {
+      return {};
+    }
+    if (offset > size() || n > size() - offset) {
+      return error{errc::io_error, name_ + ": a read of " + std::to_string(n) + " bytes at " +
+                                       std::to_string(offset) + " runs past its " +
+                                       std::to_string(size()) + " bytes"};
+    }
+    return store_->read(object_, offset, dst, n);
+  }
+
+ private:
+  std::shared_ptr<remote_store> store_;
+  std::size_t object_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::shared_ptr<remote_store> remote_store::open(std::string bucket,
+                                                 std::vector<remote_object_ref> objects,
+                                                 std::shared_ptr<const s3_access> access,
+                                                 const s3_settings& settings,
+                                                 std::shared_ptr<transfer_counters> counters,
+                                                 std::uint64_t prefetch_bytes) {
+  std::shared_ptr<remote_store> store(new remote_store(std::move(bucket), std::move(objects),
+                                                       std::move(access), settings,
+                                                       std::move(counters), prefetch_bytes));
+  store->start();
+  return store;
+}
+
+remote_store::remote_store(std::string bucket, std::vector<remote_object_ref> objects,
+                           std::shared_ptr<const s3_access> access, const s3_settings& settings,
+                           std::shared_ptr<transfer_counters> counters,
+                           std::uint64_t prefetch_bytes)
+    : bucket_(std::move(bucket)),
+      objects_(std::move(objects)),
+      access_(std::move(access)),
+      settings_(settings),
+      counters_(std::move(counters)),
+      prefetch_bytes_(prefetch_bytes) {}
+
+void remote_store::start() {
+  for (int i = 0; i < std::max(1, settings_.connections); ++i) {
+    threads_.emplace_back([this, i] { run(i); });
+  }
+}
+
+remote_store::~remote_store() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  settled_.notify_all();
+  for (auto& t : threads_) {
+    t.join();
+  }
+}
+
+std::string remote_store::url(std::size_t object) const {
+  return "s3://" + bucket_ + "/" + objects_[object].key;
+}
+
+std::uint64_t remote_store::ahead_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ahead_bytes_;
+}
+
+std::shared_ptr<const byte_source> remote_store::source(std::size_t object) {
+  return std::make_shared<remote_object>(shared_from_this(), object);
+}
+
+void remote_store::enqueue(const std::shared_ptr<slot>& s) {
+  s->seq = next_seq_++;
+  s->queued = true;
+  queue_[{s->priority, s->seq}] = s;
+  queued_.emplace(place{s->object, s->offset}, s.get());
+  work_.notify_one();
+}
+
+std::shared_ptr<remote_store::slot> remote_store::dequeue(slot* s) {
+  auto at = queue_.find({s->priority, s->seq});
+  auto owned = at->second;
+  queue_.erase(at);
+  auto [first, last] = queued_.equal_range({s->object, s->offset});
+  for (auto it = first; it != last; ++it) {
+    if (it->second == s) {
+      queued_.erase(it);
+      break;
+    }
+  }
+  s->queued = false;
+  return owned;
+}
+
+bool remote_store::want(std::size_t object, std::uint64_t offset, std::uint64_t size,
+                        fetch_priority p, std::optional<std::uint64_t> epoch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (epoch) {
+    epoch_ = std::max(epoch_.value_or(0), *epoch);
+  }
+  if (stopping_ || ahead_.count({object, offset}) != 0 || queued_.count({object, offset}) != 0 ||
+      ahead_bytes_ + size > prefetch_bytes_) {
+    return false;
+  }
+  auto s = std::make_shared<slot>();
+  s->object = object;
+  s->offset = offset;
+  s->size = size;
+  s->priority = static_cast<int>(p);
+  s->epoch = epoch;
+  ahead_[{object, offset}] = s;
+  ahead_bytes_ += size;
+  enqueue(s);
+  return true;
+}
+
+void remote_store::forget(std::size_t object) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = ahead_.lower_bound({object, 0}); it != ahead_.end() && it->first.first == object;) {
+    if (it->second->queued) {
+      dequeue(it->second.get());
+    }
+    ahead_bytes_ -= it->second->size;
+    it = ahead_.erase(it);
+  }
+}
+
+std::chrono::milliseconds remote_store::wait_bound() const {
+  // A fetch's every attempt with its longest backoff, twice: once for the fetch a connection is
+  // busy with when this read is queued, once for this read's own.
+  const auto attempt = std::chrono::milliseconds(settings_.request_timeout_ms) +
+                       std::chrono::milliseconds(20000);
+  return 2 * (settings_.retries + 1) * attempt;
+}
+
+expected<void> remote_store::read(std::size_t object, std::uint64_t offset, std::uint8_t* into,
+                                  std::size_t size) {
+  std::shared_ptr<slot> s;
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto it = ahead_.find({object, offset});
+  if (it != ahead_.end() && it->second->size >= size) {
+    s = it->second;
+    ahead_.erase(it);
+    ahead_bytes_ -= s->size;
+    if (s->queued && s->priority > static_cast<int>(fetch_priority::read)) {
+      dequeue(s.get());
+      s->priority = static_cast<int>(fetch_priority::read);
+      enqueue(s);
+    }
+  } else {
+    s = std::make_shared<slot>();
+    s->object = object;
+    s->offset = offset;
+    s->size = size;
+    s->priority = static_cast<int>(fetch_priority::read);
+    s->epoch = epoch_;
+    if (!stopping_) {
+      enqueue(s);
+    }
+  }
+  const bool settled = settled_.wait_for(lock, wait_bound(), [&] { return s->done || stopping_; });
+  if (!s->done) {
+    return error{settled ? errc::io_error : errc::timed_out,
+                 url(object) + ": " +
+                     (settled ? std::string("the store was closed before the read of ")
+                              : "no answer within the bound of every retry for the read of ") +
+                     std::to_string(size) + " bytes at " + std::to_string(offset)};
+  }
+  lock.unlock();
+  if (s->failure) {
+    return *s->failure;
+  }
+  std::memcpy(into, s->bytes.data(), size);
+  return {};
+}
+
+std::vector<std::shared_ptr<remote_store::slot>> remote_store::take_request() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  work_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+  if (stopping_) {
+    return {};
+  }
+  slot* first = queue_.begin()->second.get();
+  std::vector<slot*> taken{first};
+  std::uint64_t begin = first->offset;
+  std::uint64_t end = first->end();
+  const std::uint64_t gap = settings_.read_size / 8;
+  const std::uint64_t cap = std::max<std::uint64_t>(settings_.read_size, first->size);
+  for (auto it = queued_.upper_bound({first->object, first->offset});
+       it != queued_.end() && it->first.first == first->object; ++it) {
+    auto* c = it->second;
+    if (c->offset > end + gap || std::max(end, c->end()) - begin > cap) {
+      break;
+    }
+    taken.push_back(c);
+    end = std::max(end, c->end());
+  }
+  for (auto it = queued_.lower_bound({first->object, first->offset});
+       it != queued_.begin();) {
+    --it;
+    auto* c = it->second;
+    if (it->first.first != first->object || c->end() + gap < begin ||
+        end - std::min(begin, c->offset) > cap) {
+      break;
+    }
+    taken.push_back(c);
+    begin = std::min(begin, c->offset);
+  }
+  std::vector<std::shared_ptr<slot>> group;
+  for (auto* c : taken) {
+    group.push_back(dequeue(c));
+  }
+  return group;
+}
+
+void remote_store::run(int /*connection*/) {
+  s3_client client(access_, settings_, counters_);
+  for (;;) {
+    auto group = take_request();
+    if (group.empty()) {
+      return;
+    }
+    fetch(client, group);
+  }
+}
+
+void remote_store::fetch(s3_client& client, const std::vector<std::shared_ptr<slot>>& group) {
+  std::uint64_t first = group.front()->offset;
+  std::uint64_t end = group.front()->end();
+  std::optional<std::uint64_t> epoch;
+  for (const auto& s : group) {
+    first = std::min(first, s->offset);
+    end = std::max(end, s->end());
+    if (s->epoch) {
+      epoch = std::min(epoch.value_or(*s->epoch), *s->epoch);
+    }
+  }
+  std::vector<std::uint8_t> bytes(end - first);
+  const auto began = std::chrono::steady_clock::now();
+  auto got = client.get_range(bucket_, objects_[group.front()->object].key, first, bytes.size(),
+                              bytes.data());
+  counters_->served(epoch, bytes.size(), began, std::chrono::steady_clock::now());
+  std::optional<error> failed;
+  if (!got) {
+    failed = std::move(got).error();
+  }
+  settle(group, std::move(bytes), first, failed);
+}
+
+void remote_store::settle(const std::vector<std::shared_ptr<slot>>& group,
+                          std::vector<std::uint8_t> bytes, std::uint64_t first,
+                          const std::optional<error>& failed) {
+  // Each slot's bytes are cut out before the lock is taken: readers wait on it.
+  std::vector<std::vector<std::uint8_t>> parts(group.size());
+  if (!failed) {
+    for (std::size_t i = 0; i < group.size(); ++i) {
+      const auto& s = *group[i];
+      if (group.size() == 1 && s.offset == first && s.size == bytes.size()) {
+        parts[i] = std::move(bytes);
+      } else {
+        const auto* from = bytes.data() + (s.offset - first);
+        parts[i].assign(from, from + s.size);
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    auto& s = *group[i];
+    if (failed) {
+      s.failure = *failed;
+    } else {
+      s.bytes = std::move(parts[i]);
+    }
+    s.done = true;
+  }
+  settled_.notify_all();
+}
+
+}  // namespace conveyor
