@@ -8,6 +8,7 @@
 #include "core/base/log.hpp"
 #include "core/batching/delivery_tracker.hpp"
 #include "core/delivery/host_batch.hpp"
+#include "core/remote/remote_dataset.hpp"
 
 #include <map>
 #include <string_view>
@@ -289,6 +290,30 @@ std::vector<std::pair<std::string, double>> time_breakdown(const pipeline_runtim
   return out;
 }
 
+// The traffic with the object store a dataset in one was read from (nothing for local files).
+void add_store_traffic(const sample_source& source, pipeline_report& r) {
+  const auto* remote = dynamic_cast<const remote_dataset*>(&source);
+  if (remote == nullptr) {
+    return;
+  }
+  std::uint64_t served = 0;
+  for (const auto& e : remote->counters().by_epoch()) {
+    served += e.requests;
+    r.epoch_s3_requests.push_back(e.requests);
+    r.epoch_s3_bytes.push_back(e.bytes);
+    r.epoch_s3_fetch_s.push_back(e.requests > 0 ? e.last_end_s - e.first_start_s : 0.0);
+  }
+  const auto t = remote->counters().snapshot();
+  r.s3_attempts = t.requests;
+  r.s3_retries = t.retries;
+  r.s3_open_requests = t.requests - t.retries - served;  // each request once, less the epochs'
+
+  for (std::size_t f = 1; f < t.by_failure.size(); ++f) {
+    r.s3_failures.emplace_back(to_string(static_cast<s3_failure>(f)),
+                               static_cast<double>(t.by_failure[f]));
+  }
+}
+
 }  // namespace
 
 pipeline_report pipeline::report() const {
@@ -333,6 +358,7 @@ pipeline_report pipeline::report() const {
     r.cached_bytes = cache->cached_bytes();
     r.cached_disk_bytes = cache->disk_bytes();
   }
+  add_store_traffic(*rt->spec().source, r);
   r.failed_peers = rt->failed_peers();
   auto tally = rt->status()->bottlenecks();
   r.trainer_samples_per_s = tally.trainer_rate().value_or(0.0);

@@ -119,6 +119,12 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"peer_fallbacks\":" << number_list(report.epoch_peer_fallbacks)
       << ",\"peer_served\":" << number_list(report.epoch_peer_served)
       << ",\"failed_peers\":" << json_list(report.failed_peers, quoted_string)
+      << ",\"s3_requests\":" << number_list(report.epoch_s3_requests)
+      << ",\"s3_mb\":" << number_list(megabytes(report.epoch_s3_bytes))
+      << ",\"s3_fetch_s\":" << number_list(report.epoch_s3_fetch_s)
+      << ",\"s3_attempts\":" << report.s3_attempts << ",\"s3_retries\":" << report.s3_retries
+      << ",\"s3_open_requests\":" << report.s3_open_requests
+      << ",\"s3_failures\":" << number_object(report.s3_failures)
       << ",\"cached_samples\":" << report.cached_samples
       << ",\"cached_mb\":" << json_number(static_cast<double>(report.cached_bytes) / 1e6)
       << ",\"cached_disk_mb\":" << json_number(static_cast<double>(report.cached_disk_bytes) / 1e6)

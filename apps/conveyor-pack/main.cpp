@@ -12,6 +12,10 @@
 // reason.
 //   conveyor-pack --verify DATASET_DIR
 //   conveyor-pack --synthetic-volumes N --out DIR [--seed S]
+// --out s3://bucket/prefix packs into a staging directory (--stage DIR, or a temporary one
+// removed after) and uploads the set there (core/remote/upload_dataset.hpp: shards first, in
+// multipart uploads when large, the manifest last), to the store of --endpoint-url (or
+// AWS_ENDPOINT_URL) with the credentials of the environment or --profile.
 // --synthetic-volumes writes N KiTS19-like cases as the MLPerf UNet3D reference's
 // preprocessing leaves them (case_XXXXX_x.npy float32 1 x D x H x W, case_XXXXX_y.npy uint8;
 // core/codecs/synthetic_volumes.hpp), for config/examples/unet3d-kits19.toml.
@@ -26,6 +30,7 @@
 #include "apps/common/command_line.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "apps/common/progress_bar.hpp"
@@ -35,6 +40,8 @@
 #include "core/codecs/restart_index.hpp"
 #include "core/codecs/synthetic_images.hpp"
 #include "core/codecs/synthetic_volumes.hpp"
+#include "core/remote/s3_location.hpp"
+#include "core/remote/upload_dataset.hpp"
 #include "core/storage/dataset_packer.hpp"
 #include "core/storage/sharded_dataset.hpp"
 #include "core/storage/webdataset.hpp"
@@ -56,6 +63,8 @@ struct arguments {
   std::uint64_t synthetic = 0;
   synthetic_options synthetic_opts;
   std::uint64_t synthetic_volumes = 0;
+  std::string stage;     ///< where --out s3:// packs before uploading
+  s3_settings store;     ///< --endpoint-url, --region, --profile
 };
 
 double seconds_since(clock_type::time_point start) {
@@ -305,6 +314,71 @@ int run(const arguments& args) {
             "(see --help)"});
 }
 
+// A directory to pack into before uploading: --stage, or a new temporary one (`made`).
+expected<std::filesystem::path> staging_directory(const arguments& args, bool& made) {
+  made = args.stage.empty();
+  if (!made) {
+    return std::filesystem::path(args.stage);
+  }
+  auto pattern = (std::filesystem::temp_directory_path() / "conveyor-pack-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) {
+    return error{errc::io_error, pattern + ": cannot make a staging directory"};
+  }
+  return std::filesystem::path(pattern);
+}
+
+int upload(const arguments& args, const std::filesystem::path& stage, const std::string& url) {
+  auto start = clock_type::now();
+  progress_bar bar("upload", 100);
+  std::uint64_t total = 0;
+  if (auto m = read_manifest(stage)) {
+    total = m->total_bytes();
+  }
+  auto sent = upload_dataset(stage, url, args.store, [&](std::uint64_t bytes) {
+    bar.update(total > 0 ? 100 * bytes / total : 0);
+  });
+  bar.finish();
+  if (!sent) {
+    return fail(sent.error());
+  }
+  auto s = seconds_since(start);
+  std::printf("uploaded %llu objects to %s: %.1f MB in %.1f s, %.1f MB/s; %llu requests, %llu "
+              "retries\n",
+              static_cast<unsigned long long>(sent->objects), url.c_str(), mb(sent->bytes), s,
+              s > 0 ? mb(sent->bytes) / s : 0.0,
+              static_cast<unsigned long long>(sent->traffic.requests),
+              static_cast<unsigned long long>(sent->traffic.retries));
+  return 0;
+}
+
+// --out s3://...: packs into a staging directory, then uploads it.
+int run_to_store(arguments args) {
+  if (args.synthetic_volumes > 0) {
+    return fail(error{errc::invalid_argument,
+                      "--synthetic-volumes writes .npy files, not record shards: --out must be a "
+                      "directory"});
+  }
+  if (auto at = parse_s3_url(args.out); !at) {
+    return fail(error{errc::invalid_argument, "--out: " + at.error().message()});
+  }
+  const auto url = args.out;
+  bool made = false;
+  auto stage = staging_directory(args, made);
+  if (!stage) {
+    return fail(stage.error());
+  }
+  args.out = stage->string();
+  int rc = run(args);
+  if (rc == 0) {
+    rc = upload(args, *stage, url);
+  }
+  if (made) {
+    std::error_code ec;
+    std::filesystem::remove_all(*stage, ec);
+  }
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -319,7 +393,15 @@ int main(int argc, char** argv) {
   app.add_option("--parts", args.parts,
                  "pack a directory of key.ext files (000.jpg, 000.cls, ...): a record of several "
                  "parts per key");
-  app.add_option("--out", args.out, "the dataset directory to write");
+  app.add_option("--out", args.out,
+                 "the dataset directory to write, or s3://bucket/prefix to upload it to");
+  app.add_option("--stage", args.stage,
+                 "with --out s3://: pack here before uploading (default: a temporary directory)");
+  app.add_option("--endpoint-url", args.store.endpoint_url,
+                 "with --out s3://: the store's endpoint (default: AWS_ENDPOINT_URL, or AWS)");
+  app.add_option("--region", args.store.region, "with --out s3://: the region");
+  app.add_option("--profile", args.store.profile,
+                 "with --out s3://: the AWS profile whose credentials to use");
   app.add_option("--shard-size", args.shard_size, "target size of a shard (default 64M)");
   app.add_flag("--verify", args.verify, "re-read every record and check its checksum");
   app.add_flag("--restart", args.restart,
@@ -339,5 +421,5 @@ int main(int argc, char** argv) {
   if (auto exit_code = conveyor::parse_command_line(app, argc, argv)) {
     return *exit_code;
   }
-  return run(args);
+  return is_s3_url(args.out) ? run_to_store(args) : run(args);
 }

@@ -177,6 +177,18 @@ expected<void> s3_client::put_object(const std::string& bucket, const std::strin
   return {};
 }
 
+expected<void> s3_client::delete_object(const std::string& bucket, const std::string& key) {
+  s3_request r;
+  r.method = "DELETE";
+  r.bucket = bucket;
+  r.key = key;
+  auto answer = call(r);
+  if (!answer && answer.error().code() != errc::not_found) {
+    return std::move(answer).error();
+  }
+  return {};
+}
+
 expected<std::string> s3_client::begin_upload(const std::string& bucket, const std::string& key) {
   s3_request r;
   r.method = "POST";

@@ -42,6 +42,8 @@ class s3_client {
   expected<std::vector<listed_object>> list(const std::string& bucket, const std::string& prefix);
   expected<void> put_object(const std::string& bucket, const std::string& key,
                             const std::uint8_t* data, std::size_t size);
+  /// Deletes an object; one that does not exist is no error (S3 answers 204 either way).
+  expected<void> delete_object(const std::string& bucket, const std::string& key);
 
   /// Multipart uploads (objects past one PUT's practical size): begin, parts (1-based, every
   /// part but the last at least 5 MiB), complete with every part's ETag; abort drops the parts.

@@ -20,7 +20,6 @@ void transfer_counters::served(std::optional<std::uint64_t> epoch, std::uint64_t
                                std::chrono::steady_clock::time_point began,
                                std::chrono::steady_clock::time_point ended) {
   if (!epoch) {
-    start_requests_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   auto seconds = [&](auto t) { return std::chrono::duration<double>(t - born_).count(); };
@@ -44,7 +43,6 @@ transfer_counters::totals transfer_counters::snapshot() const {
   }
   t.bytes_in = bytes_in_.load(std::memory_order_relaxed);
   t.bytes_out = bytes_out_.load(std::memory_order_relaxed);
-  t.start_requests = start_requests_.load(std::memory_order_relaxed);
   return t;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 /// What a node's traffic with an object store came to: requests, bytes, and the retries by
 /// reason (what the run's JSON line reports as s3_*). Per epoch where a request served an
-/// epoch's samples (the reads ahead of an epoch, and the readers' own); the shard indexes and
-/// listings read at start count apart. Thread-safe (atomics and one mutex for the epochs).
+/// epoch's samples (the reads ahead of an epoch, and the readers' own); the others (the
+/// manifest, listings and shard indexes read at start) are the requests less the epochs'.
+/// Thread-safe (atomics and one mutex for the epochs).
 
 #include <array>
 #include <atomic>
@@ -32,7 +33,6 @@ class transfer_counters {
     std::array<std::uint64_t, 9> by_failure{};  ///< attempts that failed, by s3_failure
     std::uint64_t bytes_in = 0;
     std::uint64_t bytes_out = 0;
-    std::uint64_t start_requests = 0;  ///< requests made before the first epoch's reads
   };
 
   transfer_counters();
@@ -41,7 +41,7 @@ class transfer_counters {
   void attempt(s3_failure f, std::uint64_t bytes_in, std::uint64_t bytes_out) noexcept;
   void retry() noexcept { retries_.fetch_add(1, std::memory_order_relaxed); }
   /// A request (its attempts) that served epoch `epoch`, begun and ended at those times; nullopt:
-  /// a request made at start.
+  /// one that served no epoch (not counted here).
   void served(std::optional<std::uint64_t> epoch, std::uint64_t bytes,
               std::chrono::steady_clock::time_point began,
               std::chrono::steady_clock::time_point ended);
@@ -56,7 +56,6 @@ class transfer_counters {
   std::array<std::atomic<std::uint64_t>, 9> by_failure_{};
   std::atomic<std::uint64_t> bytes_in_{0};
   std::atomic<std::uint64_t> bytes_out_{0};
-  std::atomic<std::uint64_t> start_requests_{0};
   mutable std::mutex mutex_;
   std::vector<epoch_figures> epochs_;
 };

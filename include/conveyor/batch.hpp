@@ -249,6 +249,19 @@ struct pipeline_report {
   std::uint64_t cached_samples = 0;     ///< samples the cache holds now
   std::uint64_t cached_bytes = 0;       ///< their encoded bytes
   std::uint64_t cached_disk_bytes = 0;  ///< of those, on the disk tier
+  /// With a dataset in an object store (dataset.path = "s3://..."): per epoch, the requests
+  /// that fetched its samples, their bytes, and their span in seconds (the first request's
+  /// start to the last one's end: the epoch's fetch time); over the run, the attempts (retries
+  /// included), the retries, the failed attempts by reason ("throttled", "server_error",
+  /// "reset", "timeout", "refused", ...) and the requests that opened the dataset. (Empty and 0
+  /// for local files, and for a client.)
+  std::vector<std::uint64_t> epoch_s3_requests;
+  std::vector<std::uint64_t> epoch_s3_bytes;
+  std::vector<double> epoch_s3_fetch_s;
+  std::uint64_t s3_attempts = 0;
+  std::uint64_t s3_retries = 0;
+  std::uint64_t s3_open_requests = 0;
+  std::vector<std::pair<std::string, double>> s3_failures;
   /// Each peer that failed during the run: "host:port (rank r): what happened".
   std::vector<std::string> failed_peers;
   /// The live diagnosis (with a monitor interval): what held the node back for most of the
