@@ -11,13 +11,15 @@ bool read_ahead::wanted_for_cache(std::uint64_t id) const {
   return cache_ && cache_->member(id) && !cache_->holds(id);
 }
 
-void read_ahead::want(std::uint64_t epoch, std::uint64_t id, fetch_priority p) {
+void read_ahead::want(std::uint64_t id, fetch_priority p, std::vector<range_want>& wants) const {
   for (const auto& e : dataset_.extents(id)) {
-    store_->want(static_cast<std::size_t>(e.file), e.offset, e.size, p, epoch);
+    wants.push_back({static_cast<std::size_t>(e.file), e.offset, e.size, p});
   }
 }
 
 void read_ahead::will_read(std::uint64_t epoch, const std::vector<std::uint64_t>& ids) {
+  std::vector<range_want> window;
+  std::vector<range_want> fills;
   for (auto id : ids) {
     if (cache_ && cache_->holds(id)) {
       continue;  // a hit: no request
@@ -26,14 +28,19 @@ void read_ahead::will_read(std::uint64_t epoch, const std::vector<std::uint64_t>
     if (extents.empty()) {
       continue;
     }
-    want(epoch, id, fetch_priority::window);
+    want(id, fetch_priority::window, window);
     if (wanted_for_cache(id)) {
-      fill_block(epoch, id, extents.front());
+      fill_block(id, extents.front(), fills);
     }
+  }
+  window.insert(window.end(), fills.begin(), fills.end());
+  if (!window.empty()) {
+    store_->want(window, epoch);
   }
 }
 
-void read_ahead::fill_block(std::uint64_t epoch, std::uint64_t id, const storage_extent& at) {
+void read_ahead::fill_block(std::uint64_t id, const storage_extent& at,
+                            std::vector<range_want>& wants) {
   const auto block_bytes = store_->read_size();
   const auto block = at.offset / block_bytes;
   {
@@ -53,12 +60,12 @@ void read_ahead::fill_block(std::uint64_t epoch, std::uint64_t id, const storage
   };
   for (auto other = id; other > 0 && in_block(other - 1); --other) {
     if (wanted_for_cache(other - 1)) {
-      want(epoch, other - 1, fetch_priority::fill);
+      want(other - 1, fetch_priority::fill, wants);
     }
   }
   for (auto other = id + 1; other < dataset_.size() && in_block(other); ++other) {
     if (wanted_for_cache(other)) {
-      want(epoch, other, fetch_priority::fill);
+      want(other, fetch_priority::fill, wants);
     }
   }
 }

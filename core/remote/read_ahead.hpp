@@ -36,10 +36,11 @@ class read_ahead {
   void will_read(std::uint64_t epoch, const std::vector<std::uint64_t>& ids);
 
  private:
-  void want(std::uint64_t epoch, std::uint64_t id, fetch_priority p);
+  /// Sample `id`'s extents, added to `wants`.
+  void want(std::uint64_t id, fetch_priority p, std::vector<range_want>& wants) const;
   /// The cache's samples in the block of s3.read_size bytes around sample `id`'s first extent,
   /// once per block.
-  void fill_block(std::uint64_t epoch, std::uint64_t id, const storage_extent& at);
+  void fill_block(std::uint64_t id, const storage_extent& at, std::vector<range_want>& wants);
   bool wanted_for_cache(std::uint64_t id) const;
 
   std::shared_ptr<remote_store> store_;

@@ -104,12 +104,14 @@ std::shared_ptr<const byte_source> remote_store::source(std::size_t object) {
   return std::make_shared<remote_object>(shared_from_this(), object);
 }
 
-void remote_store::enqueue(const std::shared_ptr<slot>& s) {
+void remote_store::enqueue(const std::shared_ptr<slot>& s, bool notify) {
   s->seq = next_seq_++;
   s->queued = true;
   queue_[{s->priority, s->seq}] = s;
   queued_.emplace(place{s->object, s->offset}, s.get());
-  work_.notify_one();
+  if (notify) {
+    work_.notify_one();
+  }
 }
 
 std::shared_ptr<remote_store::slot> remote_store::dequeue(slot* s) {
@@ -127,26 +129,36 @@ std::shared_ptr<remote_store::slot> remote_store::dequeue(slot* s) {
   return owned;
 }
 
-bool remote_store::want(std::size_t object, std::uint64_t offset, std::uint64_t size,
-                        fetch_priority p, std::optional<std::uint64_t> epoch) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (epoch) {
-    epoch_ = std::max(epoch_.value_or(0), *epoch);
+std::size_t remote_store::want(const std::vector<range_want>& ranges,
+                               std::optional<std::uint64_t> epoch) {
+  std::size_t queued = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (epoch) {
+      epoch_ = std::max(epoch_.value_or(0), *epoch);
+    }
+    for (const auto& r : ranges) {
+      const place at{r.object, r.offset};
+      if (stopping_ || ahead_.count(at) != 0 || queued_.count(at) != 0 ||
+          ahead_bytes_ + r.size > prefetch_bytes_) {
+        continue;
+      }
+      auto s = std::make_shared<slot>();
+      s->object = r.object;
+      s->offset = r.offset;
+      s->size = r.size;
+      s->priority = static_cast<int>(r.priority);
+      s->epoch = epoch;
+      ahead_[at] = s;
+      ahead_bytes_ += r.size;
+      enqueue(s, false);
+      ++queued;
+    }
   }
-  if (stopping_ || ahead_.count({object, offset}) != 0 || queued_.count({object, offset}) != 0 ||
-      ahead_bytes_ + size > prefetch_bytes_) {
-    return false;
+  if (queued > 0) {
+    work_.notify_all();
   }
-  auto s = std::make_shared<slot>();
-  s->object = object;
-  s->offset = offset;
-  s->size = size;
-  s->priority = static_cast<int>(p);
-  s->epoch = epoch;
-  ahead_[{object, offset}] = s;
-  ahead_bytes_ += size;
-  enqueue(s);
-  return true;
+  return queued;
 }
 
 void remote_store::forget(std::size_t object) {
@@ -180,7 +192,7 @@ expected<void> remote_store::read(std::size_t object, std::uint64_t offset, std:
     if (s->queued && s->priority > static_cast<int>(fetch_priority::read)) {
       dequeue(s.get());
       s->priority = static_cast<int>(fetch_priority::read);
-      enqueue(s);
+      enqueue(s, true);
     }
   } else {
     s = std::make_shared<slot>();
@@ -190,7 +202,7 @@ expected<void> remote_store::read(std::size_t object, std::uint64_t offset, std:
     s->priority = static_cast<int>(fetch_priority::read);
     s->epoch = epoch_;
     if (!stopping_) {
-      enqueue(s);
+      enqueue(s, true);
     }
   }
   const bool settled = settled_.wait_for(lock, wait_bound(), [&] { return s->done || stopping_; });

@@ -43,6 +43,14 @@ struct remote_object_ref {
 /// How urgent a range is.
 enum class fetch_priority : std::uint8_t { read = 0, window = 1, fill = 2 };
 
+/// A range of an object wanted ahead of its read.
+struct range_want {
+  std::size_t object = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+  fetch_priority priority = fetch_priority::window;
+};
+
 class remote_store : public std::enable_shared_from_this<remote_store> {
  public:
   /// Starts settings.connections connections to `bucket`.
@@ -55,11 +63,11 @@ class remote_store : public std::enable_shared_from_this<remote_store> {
   remote_store(const remote_store&) = delete;
   remote_store& operator=(const remote_store&) = delete;
 
-  /// Queues [offset, offset + size) of object `object` to be fetched and kept until read, for
-  /// epoch `epoch`'s samples (nullopt: for opening the dataset). False when it is not queued: already wanted, or past the bytes
-  /// fetched ahead at most. Precondition: the range lies within the object.
-  bool want(std::size_t object, std::uint64_t offset, std::uint64_t size, fetch_priority p,
-            std::optional<std::uint64_t> epoch);
+  /// Queues each range of `ranges` to be fetched and kept until read, for epoch `epoch`'s
+  /// samples (nullopt: for opening the dataset), all at once (so that the connections see them
+  /// together and coalesce them). A range already wanted, or past the bytes fetched ahead at
+  /// most, is not queued. How many were. Precondition: the ranges lie within their objects.
+  std::size_t want(const std::vector<range_want>& ranges, std::optional<std::uint64_t> epoch);
   /// Exactly `size` bytes at `offset` of object `object` into `into`: a range wanted at that
   /// offset (taken: it is read once), or fetched now. Errors name the object's URL.
   expected<void> read(std::size_t object, std::uint64_t offset, std::uint8_t* into,
@@ -88,7 +96,7 @@ class remote_store : public std::enable_shared_from_this<remote_store> {
                std::shared_ptr<transfer_counters> counters, std::uint64_t prefetch_bytes);
   void start();
   void run(int connection);
-  void enqueue(const std::shared_ptr<slot>& s);
+  void enqueue(const std::shared_ptr<slot>& s, bool notify);
   std::shared_ptr<slot> dequeue(slot* s);
   std::vector<std::shared_ptr<slot>> take_request();
   void fetch(s3_client& client, const std::vector<std::shared_ptr<slot>>& group);

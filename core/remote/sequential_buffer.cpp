@@ -27,12 +27,14 @@ expected<void> sequential_buffer::load(std::uint64_t block) const {
     auto first = b * block_bytes_;
     return std::pair{first, std::min(block_bytes_, size - first)};
   };
+  std::vector<range_want> ahead;
   for (int k = 1; k <= ahead_; ++k) {
     if ((block + k) * block_bytes_ < size) {
       auto [first, bytes] = span(block + k);
-      store_->want(object_, first, bytes, fetch_priority::window, std::nullopt);
+      ahead.push_back({object_, first, bytes, fetch_priority::window});
     }
   }
+  store_->want(ahead, std::nullopt);
   auto [first, bytes] = span(block);
   bytes_.resize(bytes);
   holding_ = false;
