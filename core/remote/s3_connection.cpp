@@ -254,6 +254,9 @@ s3_response s3_connection::perform(const s3_request& r) {
     out.failure = impl_->overflow ? s3_failure::garbage : failure_of_curl(code);
     out.detail = impl_->overflow ? "the server sent more than was asked for"
                                  : std::string(curl_easy_strerror(code));
+    if (out.failure == s3_failure::garbage && !impl_->overflow) {
+      out.detail = "an answer that is not HTTP (libcurl: " + out.detail + ")";
+    }
     if (out.status != 0) {
       out.detail += " (after HTTP " + std::to_string(out.status) + ")";
     }

@@ -25,6 +25,7 @@ struct fault_proxy::state {
   std::atomic<std::uint64_t> throttled{0};
   std::atomic<std::uint64_t> resets{0};
   std::atomic<std::uint64_t> slowed{0};
+  std::atomic<int> fail_path_seen{0};
   std::mutex mutex;
   std::mt19937_64 draws;
   std::vector<std::thread> connections;
@@ -205,7 +206,11 @@ class connection {
       send_all(client_, junk, std::strlen(junk));
       return false;
     }
-    if (s_.draw() < f.throttle_share) {
+    const auto target_end = head.find(" HTTP/");
+    const bool doomed = !f.fail_path.empty() &&
+                        head.substr(0, target_end).find(f.fail_path) != std::string::npos &&
+                        s_.fail_path_seen++ >= f.fail_after;
+    if (doomed || s_.draw() < f.throttle_share) {
       s_.throttled++;
       return send_all(client_, slow_down, std::strlen(slow_down));
     }

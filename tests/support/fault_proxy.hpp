@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct proxy_faults {
   double slow_share = 0;             ///< requests held `slow_ms` before being forwarded
   int slow_ms = 0;
   bool garbage = false;              ///< every request answered with bytes that are not HTTP
+  /// Requests whose target contains `fail_path`, after the first `fail_after` of them, all
+  /// answered 503 SlowDown: an object that stays unreadable ("" for none).
+  std::string fail_path;
+  int fail_after = 0;
   std::uint64_t seed = 1;
 };
 

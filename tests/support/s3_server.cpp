@@ -126,4 +126,11 @@ void s3_server::put(const std::string& bucket, const std::string& key,
   ASSERT_TRUE(put) << put.error().what();
 }
 
+std::vector<std::uint8_t> s3_server::get(const std::string& bucket, const std::string& key) const {
+  s3_client client(access_of(*this), settings(), std::make_shared<transfer_counters>());
+  auto got = client.get_object(bucket, key, 1u << 30);
+  EXPECT_TRUE(got) << got.error().what();
+  return got ? *got : std::vector<std::uint8_t>{};
+}
+
 }  // namespace conveyor::testing

@@ -40,6 +40,8 @@ class s3_server {
   /// Puts `bytes` at s3://bucket/key.
   void put(const std::string& bucket, const std::string& key,
            const std::vector<std::uint8_t>& bytes) const;
+  /// The object at s3://bucket/key.
+  std::vector<std::uint8_t> get(const std::string& bucket, const std::string& key) const;
   /// "moto" or "s3rver".
   const std::string& kind() const noexcept { return kind_; }
 

@@ -1,0 +1,164 @@
+// conveyor-node and conveyor-pack with a dataset in object storage, against a real S3 server
+// on a loopback port (support/s3_server.hpp): a set packed and uploaded by conveyor-pack --out
+// s3://, trained from by the node, every sample once, later epochs served by the cache with no
+// request; and every bad input stopping start-up with exit code 2, naming the URL and the
+// server's error code, never the credentials.
+#include <gtest/gtest.h>
+
+#include "support/fault_proxy.hpp"
+#include "support/node_app.hpp"
+#include "support/s3_server.hpp"
+
+namespace conveyor {
+namespace {
+
+using testing::json_array;
+using testing::json_number;
+using testing::run_app;
+using testing::s3_server;
+using testing::temp_dir;
+
+constexpr int images = 48;
+
+std::string s3_table(const std::string& endpoint) {
+  return "[s3]\nendpoint_url = \"" + endpoint +
+         "\"\nread_size = \"1M\"\nconnections = 4\nrequest_timeout_ms = 2000\nretries = 3\n"
+         "backoff_ms = 5\n";
+}
+
+std::filesystem::path topology(const temp_dir& dir, const std::string& url,
+                               const std::string& endpoint, const std::string& extra = "") {
+  return testing::write_topology(
+      dir, "gpus = 2\n[dataset]\npath = \"" + url +
+               "\"\n[pipeline]\nbatch_size = 4\npreprocessors = 2\n[trainer]\nepochs = 3\n" +
+               s3_table(endpoint) + extra +
+               "[[transform]]\nop = \"decode\"\n"
+               "[[transform]]\nop = \"random_resized_crop\"\nsize = 16\n"
+               "[[transform]]\nop = \"to_uint8\"\n");
+}
+
+class NodeS3 : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_.make_bucket("train");
+    env_ = server_.app_env(dir_.path().string());
+  }
+  // conveyor-pack --synthetic into s3://train/<prefix>.
+  void pack(const std::string& prefix) {
+    auto r = run_app(env_ + " " + CONVEYOR_PACK_BIN, dir_,
+                     "--synthetic " + std::to_string(images) + " --images " +
+                         (dir_ / ("img-" + prefix)).string() + " --large-fraction 0 --out s3://train/" +
+                         prefix + " --shard-size 2M --endpoint-url " + server_.endpoint());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("uploaded"), std::string::npos) << r.out;
+  }
+  testing::run_result node(const std::filesystem::path& file, const std::string& env = "") {
+    return run_app((env.empty() ? env_ : env) + " timeout 120 " + CONVEYOR_NODE_BIN, dir_,
+                   "--topology " + file.string());
+  }
+
+  s3_server server_;
+  temp_dir dir_;
+  std::string env_;
+};
+
+TEST_F(NodeS3, PackedToTheStoreTrainedFromItEverySampleOnceLaterEpochsFromTheCache) {
+  pack("set");
+  auto r = node(topology(dir_, "s3://train/set", server_.endpoint(), "[cache]\nmemory = \"1G\"\n"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json_number(r.out, "samples"), 3u * images);
+  EXPECT_EQ(json_number(r.out, "lost"), 0u);
+  EXPECT_EQ(json_number(r.out, "duplicates"), 0u);
+  EXPECT_EQ(json_number(r.out, "quarantined"), 0u);
+  auto requests = json_array(r.out, "s3_requests");
+  ASSERT_EQ(requests.size(), 1u) << "epochs 2 and 3 made requests: " << r.out;
+  EXPECT_GT(requests[0], 0);
+  EXPECT_LT(requests[0], images) << "the blocks of the cache are fetched whole";
+  EXPECT_EQ(json_array(r.out, "cache_hits"), (std::vector<double>{0, images, images}));
+  EXPECT_EQ(json_number(r.out, "s3_retries"), 0u);
+  EXPECT_NE(r.err.find("s3://train/set: endpoint " + server_.endpoint()), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find(testing::s3_test_secret), std::string::npos) << "a credential in the log";
+}
+
+TEST_F(NodeS3, WithoutACacheEveryEpochReadsTheStoreAndLosesNothing) {
+  pack("plain");
+  auto r = node(topology(dir_, "s3://train/plain", server_.endpoint()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json_number(r.out, "samples"), 3u * images);
+  EXPECT_EQ(json_number(r.out, "lost"), 0u);
+  EXPECT_EQ(json_number(r.out, "duplicates"), 0u);
+  auto requests = json_array(r.out, "s3_requests");
+  ASSERT_EQ(requests.size(), 3u) << r.out;
+  for (double n : requests) {
+    EXPECT_GT(n, 0);
+  }
+}
+
+// A start that must fail: exit 2, the URL and `code` in the message, no credential anywhere.
+void expect_refused(const testing::run_result& r, const std::string& url, const std::string& code,
+                    const std::vector<std::string>& secrets) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(url), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(code), std::string::npos) << r.err;
+  for (const auto& secret : secrets) {
+    EXPECT_EQ(r.err.find(secret), std::string::npos) << "a credential in: " << r.err;
+    EXPECT_EQ(r.out.find(secret), std::string::npos) << "a credential in: " << r.out;
+  }
+}
+
+TEST_F(NodeS3, BadAddressesStopStartUpNamingTheUrlAndTheServersCode) {
+  pack("good");
+  const std::vector<std::string> secrets = {testing::s3_test_secret};
+  expect_refused(node(topology(dir_, "s3://no-such-bucket/set", server_.endpoint())),
+                 "s3://no-such-bucket/set/manifest.txt", "NoSuchBucket", secrets);
+  auto no_manifest = node(topology(dir_, "s3://train/empty-prefix", server_.endpoint()));
+  expect_refused(no_manifest, "s3://train/empty-prefix/manifest.txt", "NoSuchKey", secrets);
+  EXPECT_NE(no_manifest.err.find("no dataset manifest"), std::string::npos) << no_manifest.err;
+  // A manifest that names shards that are not there.
+  server_.put("train", "orphan/manifest.txt", server_.get("train", "good/manifest.txt"));
+  expect_refused(node(topology(dir_, "s3://train/orphan", server_.endpoint())),
+                 "s3://train/orphan/shard-", "NoSuchKey", secrets);
+  // WebDataset tars under a prefix that holds record shards.
+  auto no_tars = run_app(env_ + " timeout 120 " + CONVEYOR_NODE_BIN, dir_,
+                         "--topology " + topology(dir_, "s3://train/good", server_.endpoint()).string() +
+                             " --set dataset.format=\\\"webdataset\\\"");
+  expect_refused(no_tars, "s3://train/good", "no .tar objects", secrets);
+  // Settings that are no endpoint, and an address that is no bucket.
+  expect_refused(node(topology(dir_, "s3://train/good", "ftp://127.0.0.1:1")), "ftp://127.0.0.1:1",
+                 "s3.endpoint_url", secrets);
+  expect_refused(node(topology(dir_, "s3://UPPER/good", server_.endpoint())), "s3://UPPER/good",
+                 "is not a bucket name", secrets);
+}
+
+TEST_F(NodeS3, WrongCredentialsAreRefusedWithoutShowingThem) {
+  s3_server checking(true);  // refuses every key
+  if (checking.kind() != "moto") {
+    GTEST_SKIP() << "moto checks keys only when told; s3rver checks signatures";
+  }
+  const std::string key = "AKIAWRONGKEY0000TEST";
+  const std::string secret = "wrong-secret-Zq9vXk2";
+  auto env = "env -u AWS_PROFILE -u AWS_SESSION_TOKEN AWS_ACCESS_KEY_ID=" + key +
+             " AWS_SECRET_ACCESS_KEY=" + secret + " HOME=" + dir_.path().string();
+  auto r = node(topology(dir_, "s3://train/set", checking.endpoint()), env);
+  expect_refused(r, "s3://train/set/manifest.txt", "InvalidAccessKeyId", {key, secret});
+  EXPECT_NE(r.err.find("HTTP 403"), std::string::npos) << r.err;
+  // No credentials at all: where the node looked.
+  auto none = node(topology(dir_, "s3://train/set", checking.endpoint()),
+                   "env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_PROFILE HOME=" +
+                       dir_.path().string());
+  expect_refused(none, "s3://train/set", "no AWS credentials", {key, secret});
+}
+
+TEST_F(NodeS3, AServerThatAnswersGarbageIsNamedNeverAHang) {
+  testing::proxy_faults faults;
+  faults.garbage = true;
+  testing::fault_proxy garbage(server_.port(), faults);
+  auto endpoint = "http://127.0.0.1:" + std::to_string(garbage.port());
+  auto r = node(topology(dir_, "s3://train/set", endpoint));
+  expect_refused(r, "s3://train/set/manifest.txt", "an answer that is not HTTP",
+                 {testing::s3_test_secret});
+}
+
+}  // namespace
+}  // namespace conveyor
