@@ -112,22 +112,15 @@ void grant_permits(batcher_pointer self) {
   }
 }
 
-// Tells opts.will_read the samples about to go to the readers, one call per epoch among them.
-void announce_reads(const batcher_options& opts, const std::vector<dispatch_order>& dispatches) {
-  if (!opts.will_read || dispatches.empty()) {
+// Tells opts.will_read the samples the readers will be handed next, a window ahead.
+void announce_reads(batcher_pointer self, const batcher_options& opts) {
+  if (!opts.will_read) {
     return;
   }
-  std::vector<std::uint64_t> ids;
-  auto epoch = dispatches.front().ticket.epoch;
-  for (const auto& d : dispatches) {
-    if (d.ticket.epoch != epoch) {
-      opts.will_read(epoch, ids);
-      ids.clear();
-      epoch = d.ticket.epoch;
-    }
-    ids.push_back(d.ticket.sample_id);
+  auto ahead = self->state.core->take_read_ahead(self->state.core->settings().window_samples);
+  if (!ahead.ids.empty()) {
+    opts.will_read(ahead.epoch, ahead.ids);
   }
-  opts.will_read(epoch, ids);
 }
 
 // Sends whatever the core allows now: tickets to readers, batches to feeders.
@@ -140,7 +133,7 @@ void pump(batcher_pointer self, const batcher_options& opts) {
   grant_permits(self);
   auto now = std::chrono::steady_clock::now();
   auto dispatches = st.core->take_dispatches();
-  announce_reads(opts, dispatches);
+  announce_reads(self, opts);
   for (const auto& d : dispatches) {
     st.dispatched_at[flight_key(d.ticket)] = now;
     self->send(st.workers->readers[static_cast<std::size_t>(d.reader)], atoms::read::value,

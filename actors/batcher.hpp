@@ -26,8 +26,9 @@ struct batcher_options {
   reporting report;
   batcher_core::sample_namer name_sample;         ///< file, or shard and record
   std::shared_ptr<quarantine_report> quarantine;  ///< null: no report file
-  /// Told each pump's dispatches, epoch by epoch, in order (a dataset in an object store reads
-  /// them ahead: sample_source::will_read); null: nobody is.
+  /// Told the samples the readers will be handed next, a window ahead of the dispatches
+  /// (batcher_core::take_read_ahead), in order: a dataset in an object store fetches them
+  /// ahead (sample_source::will_read). Null: nobody is.
   std::function<void(std::uint64_t epoch, const std::vector<std::uint64_t>& ids)> will_read{};
 };
 

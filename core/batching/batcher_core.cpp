@@ -88,6 +88,25 @@ bool batcher_core::next_ticket(sample_ticket& out) {
   return true;
 }
 
+batcher_core::read_ahead_batch batcher_core::take_read_ahead(std::uint64_t ahead) {
+  read_ahead_batch out;
+  if (begun_ == 0) {
+    return out;  // no epoch's order yet: the first dispatch makes it
+  }
+  if (told_epochs_ != begun_) {
+    told_epochs_ = begun_;
+    told_ = 0;
+  }
+  const auto end = std::min<std::uint64_t>(order_.size(), position_ + ahead);
+  out.epoch = begun_ - 1;
+  if (told_ < end) {
+    out.ids.assign(order_.begin() + static_cast<std::ptrdiff_t>(told_),
+                   order_.begin() + static_cast<std::ptrdiff_t>(end));
+    told_ = end;
+  }
+  return out;
+}
+
 // The least loaded preprocessor that is up and below its limit; -1 when there is none.
 int batcher_core::least_loaded_worker() const {
   int best = -1;

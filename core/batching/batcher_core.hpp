@@ -142,6 +142,17 @@ class batcher_core {
   /// Batches to send to feeders now; each one used a credit of its GPU.
   std::vector<batch_plan> take_batches();
 
+  /// Samples the readers will be handed soon, for a dataset that reads ahead (an object
+  /// store's: sample_source::will_read): those of the current epoch's order up to `ahead`
+  /// positions past the next one to dispatch that were not told before (the first dispatches
+  /// of an epoch included), with their epoch. Within one epoch: the next one's are told once
+  /// it begins.
+  struct read_ahead_batch {
+    std::uint64_t epoch = 0;
+    std::vector<std::uint64_t> ids;
+  };
+  read_ahead_batch take_read_ahead(std::uint64_t ahead);
+
   /// Every epoch has been handed to the feeders, last_in_epoch markers included.
   bool finished() const noexcept { return ended_epochs_ == settings_.epochs * gpu_count(); }
   const epoch_ledger& ledger() const noexcept { return ledger_; }
@@ -190,6 +201,8 @@ class batcher_core {
   std::vector<std::uint64_t> order_;
   std::uint64_t begun_ = 0;     ///< epochs begun so far (those before a resume's first included)
   std::uint64_t position_ = 0;  ///< next position of order_ to dispatch
+  std::uint64_t told_ = 0;      ///< positions of order_ told to take_read_ahead's caller
+  std::uint64_t told_epochs_ = 0;  ///< begun_ when told_ was last set
   std::vector<std::uint64_t> worker_load_;
   std::vector<std::uint64_t> straggler_load_;
   std::vector<bool> up_[worker_role_count];

@@ -14,7 +14,10 @@ struct remote_store::slot {
   std::optional<std::uint64_t> epoch;
   bool queued = false;
   bool done = false;
-  std::vector<std::uint8_t> bytes;
+  /// The fetched bytes: this slot's lie at `at` of the request's buffer (shared by the slots
+  /// it coalesced: none is copied out).
+  std::shared_ptr<const std::vector<std::uint8_t>> bytes;
+  std::size_t at = 0;
   std::optional<error> failure;
 
   std::uint64_t end() const { return offset + size; }
@@ -217,7 +220,7 @@ expected<void> remote_store::read(std::size_t object, std::uint64_t offset, std:
   if (s->failure) {
     return *s->failure;
   }
-  std::memcpy(into, s->bytes.data(), size);
+  std::memcpy(into, s->bytes->data() + s->at, size);
   return {};
 }
 
@@ -231,7 +234,9 @@ std::vector<std::shared_ptr<remote_store::slot>> remote_store::take_request() {
   std::vector<slot*> taken{first};
   std::uint64_t begin = first->offset;
   std::uint64_t end = first->end();
-  const std::uint64_t gap = settings_.read_size / 8;
+  // A gap is read rather than asked for apart when it is small: a quarter MiB is a few
+  // milliseconds of one connection, below an object store's time to first byte.
+  const std::uint64_t gap = std::min<std::uint64_t>(settings_.read_size / 8, 256u << 10);
   const std::uint64_t cap = std::max<std::uint64_t>(settings_.read_size, first->size);
   for (auto it = queued_.upper_bound({first->object, first->offset});
        it != queued_.end() && it->first.first == first->object; ++it) {
@@ -297,28 +302,16 @@ void remote_store::fetch(s3_client& client, const std::vector<std::shared_ptr<sl
 void remote_store::settle(const std::vector<std::shared_ptr<slot>>& group,
                           std::vector<std::uint8_t> bytes, std::uint64_t first,
                           const std::optional<error>& failed) {
-  // Each slot's bytes are cut out before the lock is taken: readers wait on it.
-  std::vector<std::vector<std::uint8_t>> parts(group.size());
-  if (!failed) {
-    for (std::size_t i = 0; i < group.size(); ++i) {
-      const auto& s = *group[i];
-      if (group.size() == 1 && s.offset == first && s.size == bytes.size()) {
-        parts[i] = std::move(bytes);
-      } else {
-        const auto* from = bytes.data() + (s.offset - first);
-        parts[i].assign(from, from + s.size);
-      }
-    }
-  }
+  auto shared = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
   std::lock_guard<std::mutex> lock(mutex_);
-  for (std::size_t i = 0; i < group.size(); ++i) {
-    auto& s = *group[i];
+  for (const auto& s : group) {
     if (failed) {
-      s.failure = *failed;
+      s->failure = *failed;
     } else {
-      s.bytes = std::move(parts[i]);
+      s->bytes = shared;
+      s->at = static_cast<std::size_t>(s->offset - first);
     }
-    s.done = true;
+    s->done = true;
   }
   settled_.notify_all();
 }

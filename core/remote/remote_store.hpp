@@ -6,8 +6,8 @@
 /// Queue order: a reader's own read first, then the ranges of the samples handed to the readers
 /// (the window), then the blocks that fill the cache; first come, first served within each.
 /// A connection that takes a range takes with it every queued range of the same object that
-/// follows or precedes it within a gap of s3.read_size / 8, up to s3.read_size in all: one range
-/// GET. Each fetch is retried as s3_client.hpp says; a range that stays unreadable fails the
+/// follows or precedes it within a gap of 256 KiB (or s3.read_size / 8), up to s3.read_size in
+/// all: one range GET, whose buffer the ranges then share. Each fetch is retried as s3_client.hpp says; a range that stays unreadable fails the
 /// reads of its samples alone, naming the object's URL and the server's answer.
 ///
 /// Memory: ranges fetched ahead and not read yet are s3.prefetch_bytes at most (a want past it

@@ -1,6 +1,7 @@
 // s3_proxy: the fault proxy of the tests (tests/support/fault_proxy.hpp) as a process, for
 // bench/s3.sh: forwards 127.0.0.1:<port it prints> to 127.0.0.1:UPSTREAM with latency and a
-// bandwidth cap per connection (and faults, if asked), until SIGTERM or SIGINT.
+// bandwidth cap per connection (and faults, if asked), until SIGTERM or SIGINT. Built by
+// bench/CMakeLists.txt.
 //   s3_proxy UPSTREAM [--latency-ms N] [--mbit-per-connection X] [--throttle-share S]
 //            [--reset-share S]
 #include <csignal>
