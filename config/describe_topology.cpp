@@ -219,8 +219,8 @@ std::string describe_s3(const s3_config& s) {
       << " profile=" << (s.profile.empty() ? "default" : s.profile)
       << " addressing=" << to_string(s.addressing) << " read_size=" << s.read_size
       << " connections=" << s.connections << " request_timeout_ms=" << s.request_timeout_ms
-      << " retries=" << s.retries << " backoff_ms=" << s.backoff_ms
-      << " prefetch_bytes=" << (s.prefetch_bytes == 0 ? std::string("auto") : std::to_string(s.prefetch_bytes));
+      << " retries=" << s.retries << " backoff_ms=" << s.backoff_ms << " prefetch_bytes="
+      << (s.prefetch_bytes == 0 ? std::string("auto") : std::to_string(s.prefetch_bytes));
   return out.str();
 }
 

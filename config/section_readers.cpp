@@ -202,9 +202,9 @@ s3_config read_s3(table_reader& section) {
   out.endpoint_url = section.string("endpoint_url", out.endpoint_url);
   out.region = section.string("region", out.region);
   out.profile = section.string("profile", out.profile);
-  out.addressing = section.choice("addressing", out.addressing,
-                                  {s3_addressing::automatic, s3_addressing::path,
-                                   s3_addressing::virtual_host});
+  out.addressing =
+      section.choice("addressing", out.addressing,
+                     {s3_addressing::automatic, s3_addressing::path, s3_addressing::virtual_host});
   if (section.find("read_size") != nullptr) {
     out.read_size = byte_size(section, "read_size");
     if (out.read_size < (64u << 10) || out.read_size > (1ull << 32)) {

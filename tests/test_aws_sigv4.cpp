@@ -13,7 +13,8 @@
 namespace conveyor {
 namespace {
 
-const std::filesystem::path vectors = std::filesystem::path(CONVEYOR_SOURCE_DIR) / "tests/data/sigv4";
+const std::filesystem::path vectors =
+    std::filesystem::path(CONVEYOR_SOURCE_DIR) / "tests/data/sigv4";
 
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -101,7 +102,8 @@ struct vector_case {
 vector_case load(const std::filesystem::path& dir) {
   auto context = nlohmann::json::parse(slurp(dir / "context.json"));
   auto parsed = parse_request(slurp(dir / "request.txt"));
-  vector_case c{dir.filename().string(), parsed.request,
+  vector_case c{dir.filename().string(),
+                parsed.request,
                 {compact(context["timestamp"]), context["region"], context["service"]},
                 context["credentials"]["secret_access_key"]};
   c.request.headers.emplace_back("X-Amz-Date", c.scope.timestamp);

@@ -53,6 +53,20 @@ TEST_P(BatcherCore, EverySampleExactlyOncePerEpochWithinTheWindow) {
   }
 }
 
+TEST_P(BatcherCore, EverySampleIsToldAheadOnceInTheEpochsOrderBeforeItIsDispatched) {
+  world_params p;
+  p.gpus = GetParam();
+  p.epochs = 3;
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    auto r = run_world(p, seed);
+    EXPECT_EQ(r.dispatched_untold, 0u);
+    ASSERT_EQ(r.told.size(), p.epochs);
+    for (std::uint64_t e = 0; e < p.epochs; ++e) {
+      EXPECT_EQ(r.told[e], epoch_order(p.samples, seed, e)) << "epoch " << e;
+    }
+  }
+}
+
 TEST_P(BatcherCore, QuarantinedSamplesAreCountedAndTheEpochGoesOn) {
   world_params p;
   p.gpus = GetParam();

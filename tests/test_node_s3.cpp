@@ -45,10 +45,11 @@ class NodeS3 : public ::testing::Test {
   }
   // conveyor-pack --synthetic into s3://train/<prefix>.
   void pack(const std::string& prefix) {
-    auto r = run_app(env_ + " " + CONVEYOR_PACK_BIN, dir_,
-                     "--synthetic " + std::to_string(images) + " --images " +
-                         (dir_ / ("img-" + prefix)).string() + " --large-fraction 0 --out s3://train/" +
-                         prefix + " --shard-size 2M --endpoint-url " + server_.endpoint());
+    auto r =
+        run_app(env_ + " " + CONVEYOR_PACK_BIN, dir_,
+                "--synthetic " + std::to_string(images) + " --images " +
+                    (dir_ / ("img-" + prefix)).string() + " --large-fraction 0 --out s3://train/" +
+                    prefix + " --shard-size 2M --endpoint-url " + server_.endpoint());
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("uploaded"), std::string::npos) << r.out;
   }
@@ -120,9 +121,10 @@ TEST_F(NodeS3, BadAddressesStopStartUpNamingTheUrlAndTheServersCode) {
   expect_refused(node(topology(dir_, "s3://train/orphan", server_.endpoint())),
                  "s3://train/orphan/shard-", "NoSuchKey", secrets);
   // WebDataset tars under a prefix that holds record shards.
-  auto no_tars = run_app(env_ + " timeout 120 " + CONVEYOR_NODE_BIN, dir_,
-                         "--topology " + topology(dir_, "s3://train/good", server_.endpoint()).string() +
-                             " --set dataset.format=\\\"webdataset\\\"");
+  auto no_tars =
+      run_app(env_ + " timeout 120 " + CONVEYOR_NODE_BIN, dir_,
+              "--topology " + topology(dir_, "s3://train/good", server_.endpoint()).string() +
+                  " --set dataset.format=\\\"webdataset\\\"");
   expect_refused(no_tars, "s3://train/good", "no .tar objects", secrets);
   // Settings that are no endpoint, and an address that is no bucket.
   expect_refused(node(topology(dir_, "s3://train/good", "ftp://127.0.0.1:1")), "ftp://127.0.0.1:1",

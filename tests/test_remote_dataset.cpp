@@ -67,8 +67,8 @@ TEST_F(RemoteDataset, UploadedShardsReadAsTheirLocalFiles) {
   auto manifest = read_manifest(local_dir);
   EXPECT_EQ(sent->objects, manifest->shards.size() + 1);
   auto local = open_sample_source(local_dir, dataset_format::shards);
-  auto remote = open_remote(server_, "s3://data/sets/small", dataset_format::shards,
-                            server_.settings());
+  auto remote =
+      open_remote(server_, "s3://data/sets/small", dataset_format::shards, server_.settings());
   ASSERT_TRUE(local && remote);
   expect_same_records(**local, *remote);
   EXPECT_EQ(remote->locate(0).rfind("s3://data/sets/small/", 0), 0u) << remote->locate(0);
@@ -105,7 +105,8 @@ TEST_F(RemoteDataset, ALargeShardGoesUpInPartsAndComesBackWhole) {
 TEST_F(RemoteDataset, WebDatasetTarsWrittenByPythonReadAsLocally) {
   auto set = testing::make_python_tars(dir_, "clean");
   for (const auto& entry : std::filesystem::directory_iterator(set.dir)) {
-    server_.put("data", "wds/" + entry.path().filename().string(), testing::read_file(entry.path()));
+    server_.put("data", "wds/" + entry.path().filename().string(),
+                testing::read_file(entry.path()));
   }
   auto settings = server_.settings();
   settings.read_size = 4096;  // the member headers walked over many blocks
@@ -124,8 +125,8 @@ TEST_F(RemoteDataset, WebDatasetTarsWrittenByPythonReadAsLocally) {
 
 TEST_F(RemoteDataset, TheWindowIsFetchedAheadAndCoalesced) {
   auto local_dir = pack_local(dir_, 60, 1 << 20);
-  ASSERT_TRUE(upload_dataset(local_dir, "s3://data/ahead", server_.settings(), {},
-                             server_.credentials()));
+  ASSERT_TRUE(
+      upload_dataset(local_dir, "s3://data/ahead", server_.settings(), {}, server_.credentials()));
   auto settings = server_.settings();
   settings.read_size = 1 << 20;
   auto remote = open_remote(server_, "s3://data/ahead", dataset_format::shards, settings);
@@ -146,8 +147,8 @@ TEST_F(RemoteDataset, TheWindowIsFetchedAheadAndCoalesced) {
 
 TEST_F(RemoteDataset, WithACacheTheBlocksAreFetchedOnceAndLaterEpochsAskNothing) {
   auto local_dir = pack_local(dir_, 80, 1 << 20);
-  ASSERT_TRUE(upload_dataset(local_dir, "s3://data/cached", server_.settings(), {},
-                             server_.credentials()));
+  ASSERT_TRUE(
+      upload_dataset(local_dir, "s3://data/cached", server_.settings(), {}, server_.credentials()));
   auto settings = server_.settings();
   settings.read_size = 64 << 10;
   auto remote = open_remote(server_, "s3://data/cached", dataset_format::shards, settings);
@@ -164,8 +165,9 @@ TEST_F(RemoteDataset, WithACacheTheBlocksAreFetchedOnceAndLaterEpochsAskNothing)
     std::shuffle(order.begin(), order.end(), std::mt19937_64(epoch));
     // As the readers do: a window handed out, then each sample from the cache or the store.
     for (std::size_t at = 0; at < order.size(); at += 16) {
-      std::vector<std::uint64_t> window(order.begin() + static_cast<std::ptrdiff_t>(at),
-                                        order.begin() + static_cast<std::ptrdiff_t>(std::min(at + 16, order.size())));
+      std::vector<std::uint64_t> window(
+          order.begin() + static_cast<std::ptrdiff_t>(at),
+          order.begin() + static_cast<std::ptrdiff_t>(std::min(at + 16, order.size())));
       remote->will_read(epoch, window);
       for (auto id : window) {
         if (cache->find(id)) {
@@ -191,8 +193,8 @@ TEST_F(RemoteDataset, VirtualHostAddressing) {
     GTEST_SKIP() << "s3rver answers virtual-host requests only under --service-endpoint";
   }
   auto local_dir = pack_local(dir_, 8, 64 << 10);
-  ASSERT_TRUE(upload_dataset(local_dir, "s3://data/vhost", server_.settings(), {},
-                             server_.credentials()));
+  ASSERT_TRUE(
+      upload_dataset(local_dir, "s3://data/vhost", server_.settings(), {}, server_.credentials()));
   auto settings = server_.settings();
   settings.endpoint_url = "http://localhost:" + std::to_string(server_.port());
   settings.addressing = s3_addressing::virtual_host;  // data.localhost: loopback, by curl

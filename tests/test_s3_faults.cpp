@@ -37,26 +37,28 @@ class S3Faults : public ::testing::Test {
   void SetUp() override {
     server_.make_bucket("train");
     env_ = server_.app_env(dir_.path().string());
-    auto r = run_app(env_ + " " + CONVEYOR_PACK_BIN, dir_,
-                     "--synthetic " + std::to_string(images) + " --images " +
-                         (dir_ / "img").string() +
-                         " --large-fraction 0 --out s3://train/set --shard-size 1M --endpoint-url " +
-                         server_.endpoint());
+    auto r =
+        run_app(env_ + " " + CONVEYOR_PACK_BIN, dir_,
+                "--synthetic " + std::to_string(images) + " --images " + (dir_ / "img").string() +
+                    " --large-fraction 0 --out s3://train/set --shard-size 1M --endpoint-url " +
+                    server_.endpoint());
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
   testing::run_result node(std::uint16_t port, int timeout_ms, int retries) {
     auto file = testing::write_topology(
-        dir_, "gpus = 2\n[dataset]\npath = \"s3://train/set\"\n"
-              "[pipeline]\nbatch_size = 4\npreprocessors = 2\n[trainer]\nepochs = 2\n"
-              "[s3]\nendpoint_url = \"http://127.0.0.1:" +
-                  std::to_string(port) + "\"\nread_size = \"256K\"\nconnections = 4\n" +
-                  "request_timeout_ms = " + std::to_string(timeout_ms) +
-                  "\nretries = " + std::to_string(retries) + "\nbackoff_ms = 2\n"
-                  "[supervision]\nmax_sample_retries = 0\n"
-                  "[[transform]]\nop = \"decode\"\n"
-                  "[[transform]]\nop = \"random_resized_crop\"\nsize = 16\n"
-                  "[[transform]]\nop = \"to_uint8\"\n");
+        dir_,
+        "gpus = 2\n[dataset]\npath = \"s3://train/set\"\n"
+        "[pipeline]\nbatch_size = 4\npreprocessors = 2\n[trainer]\nepochs = 2\n"
+        "[s3]\nendpoint_url = \"http://127.0.0.1:" +
+            std::to_string(port) + "\"\nread_size = \"256K\"\nconnections = 4\n" +
+            "request_timeout_ms = " + std::to_string(timeout_ms) +
+            "\nretries = " + std::to_string(retries) +
+            "\nbackoff_ms = 2\n"
+            "[supervision]\nmax_sample_retries = 0\n"
+            "[[transform]]\nop = \"decode\"\n"
+            "[[transform]]\nop = \"random_resized_crop\"\nsize = 16\n"
+            "[[transform]]\nop = \"to_uint8\"\n");
     return run_app(env_ + " timeout 240 " + CONVEYOR_NODE_BIN, dir_, "--topology " + file.string());
   }
 

@@ -20,7 +20,8 @@ using testing::temp_dir;
 // An environment of the given variables only.
 class fake_environment {
  public:
-  explicit fake_environment(std::map<std::string, std::string> values) : values_(std::move(values)) {}
+  explicit fake_environment(std::map<std::string, std::string> values)
+      : values_(std::move(values)) {}
   environment get() const {
     return [this](const char* name) -> const char* {
       auto it = values_.find(name);
@@ -60,7 +61,8 @@ TEST(S3Location, AddressesSplitIntoBucketAndPrefix) {
 
 TEST(S3Settings, EnvironmentCredentialsComeFirstAndAreNeverDescribed) {
   temp_dir home;
-  write(home / ".aws/credentials", "[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = FILESECRET\n");
+  write(home / ".aws/credentials",
+        "[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = FILESECRET\n");
   fake_environment env({{"HOME", home.path().string()},
                         {"AWS_ACCESS_KEY_ID", "ENVKEY"},
                         {"AWS_SECRET_ACCESS_KEY", "ENVSECRET"},
@@ -168,7 +170,8 @@ TEST(XmlFields, TheFieldsOfS3AnswersAndNothingFromGarbage) {
   EXPECT_EQ(xml_text(error, "Message"), "The key <x> & more!");
   const std::string listing =
       "<ListBucketResult><Contents><Key>a.tar</Key><Size>10</Size></Contents>"
-      "<Contents><Key>b.tar</Key><Size>20</Size></Contents><KeyCount>2</KeyCount></ListBucketResult>";
+      "<Contents><Key>b.tar</Key><Size>20</Size></Contents><KeyCount>2</KeyCount></"
+      "ListBucketResult>";
   auto contents = xml_elements(listing, "Contents");
   ASSERT_EQ(contents.size(), 2u);
   EXPECT_EQ(xml_text(contents[1], "Key"), "b.tar");

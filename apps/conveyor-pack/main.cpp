@@ -63,8 +63,8 @@ struct arguments {
   std::uint64_t synthetic = 0;
   synthetic_options synthetic_opts;
   std::uint64_t synthetic_volumes = 0;
-  std::string stage;     ///< where --out s3:// packs before uploading
-  s3_settings store;     ///< --endpoint-url, --region, --profile
+  std::string stage;  ///< where --out s3:// packs before uploading
+  s3_settings store;  ///< --endpoint-url, --region, --profile
 };
 
 double seconds_since(clock_type::time_point start) {
@@ -342,12 +342,12 @@ int upload(const arguments& args, const std::filesystem::path& stage, const std:
     return fail(sent.error());
   }
   auto s = seconds_since(start);
-  std::printf("uploaded %llu objects to %s: %.1f MB in %.1f s, %.1f MB/s; %llu requests, %llu "
-              "retries\n",
-              static_cast<unsigned long long>(sent->objects), url.c_str(), mb(sent->bytes), s,
-              s > 0 ? mb(sent->bytes) / s : 0.0,
-              static_cast<unsigned long long>(sent->traffic.requests),
-              static_cast<unsigned long long>(sent->traffic.retries));
+  std::printf(
+      "uploaded %llu objects to %s: %.1f MB in %.1f s, %.1f MB/s; %llu requests, %llu "
+      "retries\n",
+      static_cast<unsigned long long>(sent->objects), url.c_str(), mb(sent->bytes), s,
+      s > 0 ? mb(sent->bytes) / s : 0.0, static_cast<unsigned long long>(sent->traffic.requests),
+      static_cast<unsigned long long>(sent->traffic.retries));
   return 0;
 }
 

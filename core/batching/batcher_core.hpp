@@ -199,9 +199,9 @@ class batcher_core {
   /// The sampler order of epoch begun_ - 1: this node's share, without what a resumed run had
   /// delivered
   std::vector<std::uint64_t> order_;
-  std::uint64_t begun_ = 0;     ///< epochs begun so far (those before a resume's first included)
-  std::uint64_t position_ = 0;  ///< next position of order_ to dispatch
-  std::uint64_t told_ = 0;      ///< positions of order_ told to take_read_ahead's caller
+  std::uint64_t begun_ = 0;        ///< epochs begun so far (those before a resume's first included)
+  std::uint64_t position_ = 0;     ///< next position of order_ to dispatch
+  std::uint64_t told_ = 0;         ///< positions of order_ told to take_read_ahead's caller
   std::uint64_t told_epochs_ = 0;  ///< begun_ when told_ was last set
   std::vector<std::uint64_t> worker_load_;
   std::vector<std::uint64_t> straggler_load_;

@@ -66,8 +66,8 @@ expected<profile_file> parse_profile_file(const std::string& text,
       if (content.back() != ']') {
         return bad("a section header must end with ']'");
       }
-      section = &out.profiles[profile_of_section(content.substr(1, content.size() - 2),
-                                                 config_file)];
+      section =
+          &out.profiles[profile_of_section(content.substr(1, content.size() - 2), config_file)];
       continue;
     }
     auto eq = content.find('=');

@@ -68,8 +68,8 @@ expected<std::shared_ptr<const sample_source>> open_shards(s3_client& client, co
 
 // The .tar objects a WebDataset address names: the one it ends with, or those directly under it.
 expected<std::vector<remote_object_ref>> list_tars(s3_client& client, const opening& o) {
-  const bool one = o.at.prefix.size() > 4 &&
-                   o.at.prefix.compare(o.at.prefix.size() - 4, 4, ".tar") == 0;
+  const bool one =
+      o.at.prefix.size() > 4 && o.at.prefix.compare(o.at.prefix.size() - 4, 4, ".tar") == 0;
   const auto prefix = one || o.at.prefix.empty() ? o.at.prefix : o.at.prefix + "/";
   auto listed = client.list(o.at.bucket, prefix);
   if (!listed) {
@@ -122,18 +122,21 @@ std::uint64_t prefetch_budget(const s3_settings& settings, std::uint64_t cache_m
   if (settings.prefetch_bytes > 0) {
     return settings.prefetch_bytes;
   }
-  return cache_memory + 2 * static_cast<std::uint64_t>(std::max(1, settings.connections)) *
-                            settings.read_size;
+  return cache_memory +
+         2 * static_cast<std::uint64_t>(std::max(1, settings.connections)) * settings.read_size;
 }
 
-expected<std::shared_ptr<const remote_dataset>> open_remote_dataset(
-    const std::string& url, dataset_format format, const s3_settings& settings,
-    std::uint64_t cache_memory, const environment& env) {
+expected<std::shared_ptr<const remote_dataset>> open_remote_dataset(const std::string& url,
+                                                                    dataset_format format,
+                                                                    const s3_settings& settings,
+                                                                    std::uint64_t cache_memory,
+                                                                    const environment& env) {
   if (format != dataset_format::shards && format != dataset_format::webdataset) {
     return error{errc::invalid_config,
-                 url + ": a dataset in an object store is record shards (dataset.format = "
-                       "\"shards\") or WebDataset tars (\"webdataset\"); this format reads local "
-                       "files"};
+                 url +
+                     ": a dataset in an object store is record shards (dataset.format = "
+                     "\"shards\") or WebDataset tars (\"webdataset\"); this format reads local "
+                     "files"};
   }
   auto at = parse_s3_url(url);
   if (!at) {

@@ -5,7 +5,9 @@ namespace conveyor {
 read_ahead::read_ahead(std::shared_ptr<remote_store> store, const sample_source& dataset)
     : store_(std::move(store)), dataset_(dataset) {}
 
-void read_ahead::use_cache(std::shared_ptr<const minio_cache> cache) { cache_ = std::move(cache); }
+void read_ahead::use_cache(std::shared_ptr<const minio_cache> cache) {
+  cache_ = std::move(cache);
+}
 
 bool read_ahead::wanted_for_cache(std::uint64_t id) const {
   return cache_ && cache_->member(id) && !cache_->holds(id);

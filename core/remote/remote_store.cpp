@@ -166,7 +166,8 @@ std::size_t remote_store::want(const std::vector<range_want>& ranges,
 
 void remote_store::forget(std::size_t object) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = ahead_.lower_bound({object, 0}); it != ahead_.end() && it->first.first == object;) {
+  for (auto it = ahead_.lower_bound({object, 0});
+       it != ahead_.end() && it->first.first == object;) {
     if (it->second->queued) {
       dequeue(it->second.get());
     }
@@ -178,8 +179,8 @@ void remote_store::forget(std::size_t object) {
 std::chrono::milliseconds remote_store::wait_bound() const {
   // A fetch's every attempt with its longest backoff, twice: once for the fetch a connection is
   // busy with when this read is queued, once for this read's own.
-  const auto attempt = std::chrono::milliseconds(settings_.request_timeout_ms) +
-                       std::chrono::milliseconds(20000);
+  const auto attempt =
+      std::chrono::milliseconds(settings_.request_timeout_ms) + std::chrono::milliseconds(20000);
   return 2 * (settings_.retries + 1) * attempt;
 }
 
@@ -247,8 +248,7 @@ std::vector<std::shared_ptr<remote_store::slot>> remote_store::take_request() {
     taken.push_back(c);
     end = std::max(end, c->end());
   }
-  for (auto it = queued_.lower_bound({first->object, first->offset});
-       it != queued_.begin();) {
+  for (auto it = queued_.lower_bound({first->object, first->offset}); it != queued_.begin();) {
     --it;
     auto* c = it->second;
     if (it->first.first != first->object || c->end() + gap < begin ||

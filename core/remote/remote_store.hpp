@@ -7,8 +7,9 @@
 /// (the window), then the blocks that fill the cache; first come, first served within each.
 /// A connection that takes a range takes with it every queued range of the same object that
 /// follows or precedes it within a gap of 256 KiB (or s3.read_size / 8), up to s3.read_size in
-/// all: one range GET, whose buffer the ranges then share. Each fetch is retried as s3_client.hpp says; a range that stays unreadable fails the
-/// reads of its samples alone, naming the object's URL and the server's answer.
+/// all: one range GET, whose buffer the ranges then share. Each fetch is retried as s3_client.hpp
+/// says; a range that stays unreadable fails the reads of its samples alone, naming the object's
+/// URL and the server's answer.
 ///
 /// Memory: ranges fetched ahead and not read yet are s3.prefetch_bytes at most (a want past it
 /// is declined: that sample is fetched when read). Every wait is bounded: a read gives up after
@@ -54,7 +55,8 @@ struct range_want {
 class remote_store : public std::enable_shared_from_this<remote_store> {
  public:
   /// Starts settings.connections connections to `bucket`.
-  static std::shared_ptr<remote_store> open(std::string bucket, std::vector<remote_object_ref> objects,
+  static std::shared_ptr<remote_store> open(std::string bucket,
+                                            std::vector<remote_object_ref> objects,
                                             std::shared_ptr<const s3_access> access,
                                             const s3_settings& settings,
                                             std::shared_ptr<transfer_counters> counters,
@@ -116,8 +118,8 @@ class remote_store : public std::enable_shared_from_this<remote_store> {
   std::condition_variable settled_;  ///< a fetch ended
   bool stopping_ = false;
   std::uint64_t next_seq_ = 0;
-  std::optional<std::uint64_t> epoch_;  ///< the latest epoch wanted for: a read's epoch
-  std::map<place, std::shared_ptr<slot>> ahead_;   ///< wanted, not read yet
+  std::optional<std::uint64_t> epoch_;            ///< the latest epoch wanted for: a read's epoch
+  std::map<place, std::shared_ptr<slot>> ahead_;  ///< wanted, not read yet
   std::uint64_t ahead_bytes_ = 0;
   /// Queued, not taken by a connection yet: by (priority, seq), and by place to coalesce.
   std::map<std::pair<int, std::uint64_t>, std::shared_ptr<slot>> queue_;

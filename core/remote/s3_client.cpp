@@ -85,8 +85,9 @@ s3_client::s3_client(std::shared_ptr<const s3_access> access, const s3_settings&
       jitter_(std::random_device{}()) {}
 
 std::chrono::milliseconds s3_client::backoff(int attempt) {
-  const auto ceiling = std::min<std::int64_t>(
-      backoff_cap.count(), static_cast<std::int64_t>(settings_.backoff_ms) << std::min(attempt, 20));
+  const auto ceiling =
+      std::min<std::int64_t>(backoff_cap.count(), static_cast<std::int64_t>(settings_.backoff_ms)
+                                                      << std::min(attempt, 20));
   std::uniform_int_distribution<std::int64_t> wait(0, std::max<std::int64_t>(ceiling, 1));
   return std::chrono::milliseconds(wait(jitter_));
 }
@@ -207,8 +208,8 @@ expected<std::string> s3_client::begin_upload(const std::string& bucket, const s
 }
 
 expected<std::string> s3_client::upload_part(const std::string& bucket, const std::string& key,
-                                              const std::string& upload_id, int part,
-                                              const std::uint8_t* data, std::size_t size) {
+                                             const std::string& upload_id, int part,
+                                             const std::uint8_t* data, std::size_t size) {
   s3_request r;
   r.method = "PUT";
   r.bucket = bucket;
@@ -249,7 +250,8 @@ expected<void> s3_client::complete_upload(const std::string& bucket, const std::
     return std::move(answer).error();
   }
   // S3 may answer 200 with an Error document when the completion failed late.
-  if (auto code = xml_text(text_of(answer->body), "Code"); code && xml_text(text_of(answer->body), "Message")) {
+  if (auto code = xml_text(text_of(answer->body), "Code");
+      code && xml_text(text_of(answer->body), "Message")) {
     return error{errc::io_error, url_of(r) + ": completing the upload failed: " + *code};
   }
   return {};

@@ -36,8 +36,8 @@ class s3_client {
   expected<std::vector<std::uint8_t>> get_object(const std::string& bucket, const std::string& key,
                                                  std::uint64_t limit);
   /// Exactly `size` bytes of an object from `offset`, into `into`.
-  expected<void> get_range(const std::string& bucket, const std::string& key,
-                           std::uint64_t offset, std::uint64_t size, std::uint8_t* into);
+  expected<void> get_range(const std::string& bucket, const std::string& key, std::uint64_t offset,
+                           std::uint64_t size, std::uint8_t* into);
   /// Every object whose key starts with `prefix` (ListObjectsV2, page after page), in key order.
   expected<std::vector<listed_object>> list(const std::string& bucket, const std::string& prefix);
   expected<void> put_object(const std::string& bucket, const std::string& key,

@@ -156,7 +156,8 @@ struct s3_connection::impl {
       while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
         value.remove_prefix(1);
       }
-      while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
+      while (!value.empty() &&
+             (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
         value.remove_suffix(1);
       }
       self.response->etag = std::string(value);
@@ -214,10 +215,9 @@ s3_response s3_connection::perform(const s3_request& r) {
   headers = curl_slist_append(headers, ("Authorization: " + authorization).c_str());
   headers = curl_slist_append(headers, "Expect:");
   if (r.range) {
-    headers = curl_slist_append(
-        headers, ("Range: bytes=" + std::to_string(r.range->first) + "-" +
-                  std::to_string(r.range->first + r.range->second - 1))
-                     .c_str());
+    headers = curl_slist_append(headers, ("Range: bytes=" + std::to_string(r.range->first) + "-" +
+                                          std::to_string(r.range->first + r.range->second - 1))
+                                             .c_str());
   }
   if (r.payload_size > 0 || r.method == "PUT" || r.method == "POST") {
     bool typed = false;
@@ -228,12 +228,14 @@ s3_response s3_connection::perform(const s3_request& r) {
       headers = curl_slist_append(headers, "Content-Type: application/octet-stream");
     }
   }
-  const auto url = access_->scheme + "://" + t.host + aws::uri_encode(t.path, true) + query_string(r);
+  const auto url =
+      access_->scheme + "://" + t.host + aws::uri_encode(t.path, true) + query_string(r);
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_ms_));
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::min(timeout_ms_, 10000)));
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(std::min(timeout_ms_, 10000)));
   curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &impl::on_body);
@@ -244,7 +246,8 @@ s3_response s3_connection::perform(const s3_request& r) {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (r.method != "GET") {
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, r.payload_size > 0 ? reinterpret_cast<const char*>(r.payload) : "");
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS,
+                     r.payload_size > 0 ? reinterpret_cast<const char*>(r.payload) : "");
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.payload_size));
   }
   const CURLcode code = curl_easy_perform(curl);
@@ -269,9 +272,8 @@ s3_response s3_connection::perform(const s3_request& r) {
   }
   if (r.range && r.into != nullptr && out.body_bytes != r.range->second) {
     out.failure = out.body_bytes < r.range->second ? s3_failure::reset : s3_failure::garbage;
-    out.detail = "HTTP " + std::to_string(out.status) + " with " +
-                 std::to_string(out.body_bytes) + " bytes for a range of " +
-                 std::to_string(r.range->second);
+    out.detail = "HTTP " + std::to_string(out.status) + " with " + std::to_string(out.body_bytes) +
+                 " bytes for a range of " + std::to_string(r.range->second);
   } else if (r.range && out.status == 200 && r.range->first != 0) {
     out.failure = s3_failure::garbage;
     out.detail = "HTTP 200 (the whole object) for a range request";

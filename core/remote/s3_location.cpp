@@ -11,7 +11,10 @@ bool valid_bucket(const std::string& b) {
   if (b.size() < 3 || b.size() > 63) {
     return false;
   }
-  auto edge = [](char c) { return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)); };
+  auto edge = [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) ||
+           std::isdigit(static_cast<unsigned char>(c));
+  };
   if (!edge(b.front()) || !edge(b.back())) {
     return false;
   }
@@ -29,13 +32,17 @@ std::string s3_location::key(const std::string& name) const {
   return prefix.empty() ? name : prefix + "/" + name;
 }
 
-std::string s3_location::url(const std::string& k) const { return scheme + bucket + "/" + k; }
+std::string s3_location::url(const std::string& k) const {
+  return scheme + bucket + "/" + k;
+}
 
 std::string s3_location::url() const {
   return prefix.empty() ? scheme + bucket : scheme + bucket + "/" + prefix;
 }
 
-bool is_s3_url(const std::string& path) noexcept { return path.rfind(scheme, 0) == 0; }
+bool is_s3_url(const std::string& path) noexcept {
+  return path.rfind(scheme, 0) == 0;
+}
 
 expected<s3_location> parse_s3_url(const std::string& url) {
   auto bad = [&](const std::string& why) {
@@ -58,7 +65,8 @@ expected<s3_location> parse_s3_url(const std::string& url) {
     while (!out.prefix.empty() && out.prefix.back() == '/') {
       out.prefix.pop_back();
     }
-    if (out.prefix.find("//") != std::string::npos || (!out.prefix.empty() && out.prefix[0] == '/')) {
+    if (out.prefix.find("//") != std::string::npos ||
+        (!out.prefix.empty() && out.prefix[0] == '/')) {
       return bad("the prefix \"" + out.prefix + "\" has an empty segment");
     }
   }

@@ -49,10 +49,10 @@ const char* to_string(s3_failure f) noexcept;
 struct s3_response {
   long status = 0;  ///< HTTP status; 0 when no answer came
   s3_failure failure = s3_failure::none;
-  std::string detail;               ///< what went wrong, for the message (never credentials)
-  std::vector<std::uint8_t> body;   ///< the body, unless it went into the request's `into`
-  std::string etag;                 ///< the ETag header (an uploaded part's)
-  std::uint64_t body_bytes = 0;     ///< bytes of body received
+  std::string detail;              ///< what went wrong, for the message (never credentials)
+  std::vector<std::uint8_t> body;  ///< the body, unless it went into the request's `into`
+  std::string etag;                ///< the ETag header (an uploaded part's)
+  std::uint64_t body_bytes = 0;    ///< bytes of body received
 };
 
 }  // namespace conveyor

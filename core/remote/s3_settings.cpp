@@ -35,9 +35,8 @@ expected<shared_files> read_shared_files(const environment& env) {
   out.credentials_path =
       env_or(env, "AWS_SHARED_CREDENTIALS_FILE", home.empty() ? "" : home + "/.aws/credentials");
   out.config_path = env_or(env, "AWS_CONFIG_FILE", home.empty() ? "" : home + "/.aws/config");
-  for (auto [path, slot, config] :
-       {std::tuple{&out.credentials_path, &out.credentials, false},
-        std::tuple{&out.config_path, &out.config, true}}) {
+  for (auto [path, slot, config] : {std::tuple{&out.credentials_path, &out.credentials, false},
+                                    std::tuple{&out.config_path, &out.config, true}}) {
     if (path->empty()) {
       continue;
     }
@@ -84,18 +83,18 @@ expected<aws_credentials> resolve_credentials(const s3_settings& settings, const
   }
   const bool named = !settings.profile.empty() || env("AWS_PROFILE") != nullptr;
   const bool exists = profile_in(files.credentials, profile) || profile_in(files.config, profile);
-  std::string where = "looked in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, " +
-                      (files.credentials_path.empty() ? std::string("no credentials file")
-                                                      : files.credentials_path.string()) +
-                      " and " +
-                      (files.config_path.empty() ? std::string("no config file")
-                                                 : files.config_path.string());
+  std::string where =
+      "looked in AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, " +
+      (files.credentials_path.empty() ? std::string("no credentials file")
+                                      : files.credentials_path.string()) +
+      " and " +
+      (files.config_path.empty() ? std::string("no config file") : files.config_path.string());
   if (named && !exists) {
     return error{errc::invalid_config,
                  "the AWS profile \"" + profile + "\" is in neither shared file (" + where + ")"};
   }
-  return error{errc::invalid_config, "no AWS credentials for profile \"" + profile + "\" (" +
-                                         where + ")"};
+  return error{errc::invalid_config,
+               "no AWS credentials for profile \"" + profile + "\" (" + where + ")"};
 }
 
 struct endpoint_parts {
@@ -141,22 +140,23 @@ expected<s3_access> resolve_s3_access(const s3_settings& settings, const environ
   if (!files) {
     return std::move(files).error();
   }
-  const auto profile = !settings.profile.empty() ? settings.profile
-                                                 : env_or(env, "AWS_PROFILE", "default");
+  const auto profile =
+      !settings.profile.empty() ? settings.profile : env_or(env, "AWS_PROFILE", "default");
   const auto config = profile_in(files->config, profile);
   s3_access out;
-  out.region = !settings.region.empty()
-                   ? settings.region
-                   : env_or(env, "AWS_REGION",
-                            env_or(env, "AWS_DEFAULT_REGION", key_of(config, "region")));
+  out.region =
+      !settings.region.empty()
+          ? settings.region
+          : env_or(env, "AWS_REGION", env_or(env, "AWS_DEFAULT_REGION", key_of(config, "region")));
   if (out.region.empty()) {
     out.region = "us-east-1";
   }
   std::string endpoint = settings.endpoint_url;
   std::string from = "s3.endpoint_url";
-  for (auto [name, value] : {std::pair{"AWS_ENDPOINT_URL_S3", env_or(env, "AWS_ENDPOINT_URL_S3", "")},
-                             std::pair{"AWS_ENDPOINT_URL", env_or(env, "AWS_ENDPOINT_URL", "")},
-                             std::pair{"the profile's endpoint_url", key_of(config, "endpoint_url")}}) {
+  for (auto [name, value] :
+       {std::pair{"AWS_ENDPOINT_URL_S3", env_or(env, "AWS_ENDPOINT_URL_S3", "")},
+        std::pair{"AWS_ENDPOINT_URL", env_or(env, "AWS_ENDPOINT_URL", "")},
+        std::pair{"the profile's endpoint_url", key_of(config, "endpoint_url")}}) {
     if (endpoint.empty() && !value.empty()) {
       endpoint = value;
       from = name;

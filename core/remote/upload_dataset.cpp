@@ -53,9 +53,10 @@ expected<void> upload_parts(s3_client& client, upload_job& job, const std::strin
   for (std::uint64_t at = 0; at < file.size(); at += job.part_bytes) {
     part.resize(std::min(job.part_bytes, file.size() - at));
     auto read = file.read_at(at, part.data(), part.size());
-    auto etag = read ? client.upload_part(job.at.bucket, key, *id, static_cast<int>(etags.size() + 1),
-                                          part.data(), part.size())
-                     : expected<std::string>(std::move(read).error());
+    auto etag =
+        read ? client.upload_part(job.at.bucket, key, *id, static_cast<int>(etags.size() + 1),
+                                  part.data(), part.size())
+             : expected<std::string>(std::move(read).error());
     if (!etag) {
       client.abort_upload(job.at.bucket, key, *id);
       return std::move(etag).error();
@@ -134,8 +135,8 @@ expected<upload_summary> upload_dataset(const std::filesystem::path& dir, const 
     return std::move(ok).error();
   }
   std::vector<std::thread> workers;
-  const auto count = std::min<std::size_t>(job.files.size(),
-                                           static_cast<std::size_t>(std::max(1, settings.connections)));
+  const auto count = std::min<std::size_t>(
+      job.files.size(), static_cast<std::size_t>(std::max(1, settings.connections)));
   for (std::size_t i = 0; i < count; ++i) {
     workers.emplace_back([&job] { upload_worker(job); });
   }

@@ -261,7 +261,9 @@ expected<std::shared_ptr<const sample_source>> wrap(Opened opened) {
 
 }  // namespace
 
-std::vector<storage_extent> sample_source::extents(std::uint64_t /*id*/) const { return {}; }
+std::vector<storage_extent> sample_source::extents(std::uint64_t /*id*/) const {
+  return {};
+}
 
 void sample_source::will_read(std::uint64_t /*epoch*/,
                               const std::vector<std::uint64_t>& /*ids*/) const {}

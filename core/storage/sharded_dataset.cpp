@@ -42,9 +42,8 @@ expected<sharded_dataset> sharded_dataset::open(const std::filesystem::path& dir
   if (!manifest) {
     return std::move(manifest).error();
   }
-  return open(std::move(*manifest), [&](const manifest_shard& listed) {
-    return open_file_source(dir / listed.file);
-  });
+  return open(std::move(*manifest),
+              [&](const manifest_shard& listed) { return open_file_source(dir / listed.file); });
 }
 
 expected<sharded_dataset> sharded_dataset::open(dataset_manifest manifest,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 #include <vector>
@@ -52,6 +53,10 @@ struct world_result {
   std::uint64_t stale = 0;  ///< results of given-up attempts that were ignored
   /// Dispatches of a sample the filter had already left out (it should not be read again).
   std::uint64_t filtered_dispatched_again = 0;
+  /// Per epoch, the samples take_read_ahead told (asked a window ahead at every exchange), in
+  /// the order told; and first dispatches of a sample not told by the end of that exchange.
+  std::map<std::uint64_t, std::vector<std::uint64_t>> told;
+  std::uint64_t dispatched_untold = 0;
 };
 
 class batcher_world {
@@ -108,7 +113,15 @@ class batcher_world {
   }
 
   void exchange() {
-    for (auto& d : core_.take_dispatches()) {
+    auto dispatches = core_.take_dispatches();
+    auto ahead = core_.take_read_ahead(core_.settings().window_samples);
+    for (auto id : ahead.ids) {
+      result_.told[ahead.epoch].push_back(id);
+      told_.insert({ahead.epoch, id});
+    }
+    for (auto& d : dispatches) {
+      result_.dispatched_untold +=
+          d.ticket.retry == 0 && told_.count({d.ticket.epoch, d.ticket.sample_id}) == 0;
       result_.filtered_dispatched_again += filtered_.count(d.ticket.sample_id);
       (is_straggler(d) ? slow_ : fast_).push_back(d);
     }
@@ -209,7 +222,8 @@ class batcher_world {
   std::vector<dispatch_order> fast_;
   std::vector<dispatch_order> slow_;
   std::vector<batch_plan> at_feeders_;
-  std::set<std::uint64_t> filtered_;  ///< ids the filter left out so far
+  std::set<std::uint64_t> filtered_;                        ///< ids the filter left out so far
+  std::set<std::pair<std::uint64_t, std::uint64_t>> told_;  ///< (epoch, id) read ahead
   world_result result_;
 };
 

@@ -171,7 +171,8 @@ const char* slow_down =
 // One client connection: requests in, answers out, faults drawn per request.
 class connection {
  public:
-  connection(int client, fault_proxy::state& s) : client_(client), s_(s), pace_(s.faults.mbit_per_connection) {}
+  connection(int client, fault_proxy::state& s)
+      : client_(client), s_(s), pace_(s.faults.mbit_per_connection) {}
   ~connection() {
     if (client_ >= 0) {
       ::close(client_);
@@ -260,7 +261,8 @@ class connection {
       return false;
     }
     while (body > 0) {
-      if (answer.empty() && !read_at_least(upstream_, answer, std::min<std::size_t>(body, 1 << 20))) {
+      if (answer.empty() &&
+          !read_at_least(upstream_, answer, std::min<std::size_t>(body, 1 << 20))) {
         return false;
       }
       auto n = std::min(body, answer.size());
@@ -285,7 +287,8 @@ class connection {
       }
       const auto size = std::stoull(pending.substr(0, eol), nullptr, 16);
       const auto whole = eol + 2 + size + 2;
-      if (!read_at_least(upstream_, pending, whole) || !pace_.send(client_, pending.data(), whole)) {
+      if (!read_at_least(upstream_, pending, whole) ||
+          !pace_.send(client_, pending.data(), whole)) {
         return false;
       }
       pending.erase(0, whole);

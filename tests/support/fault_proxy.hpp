@@ -17,13 +17,13 @@
 namespace conveyor::testing {
 
 struct proxy_faults {
-  int latency_ms = 0;                ///< added before each request is forwarded
-  double mbit_per_connection = 0;    ///< the answers' bytes per connection, at most; 0: no cap
-  double throttle_share = 0;         ///< requests answered 503 SlowDown without forwarding
-  double reset_share = 0;            ///< answers cut after half their body, then a reset
-  double slow_share = 0;             ///< requests held `slow_ms` before being forwarded
+  int latency_ms = 0;              ///< added before each request is forwarded
+  double mbit_per_connection = 0;  ///< the answers' bytes per connection, at most; 0: no cap
+  double throttle_share = 0;       ///< requests answered 503 SlowDown without forwarding
+  double reset_share = 0;          ///< answers cut after half their body, then a reset
+  double slow_share = 0;           ///< requests held `slow_ms` before being forwarded
   int slow_ms = 0;
-  bool garbage = false;              ///< every request answered with bytes that are not HTTP
+  bool garbage = false;  ///< every request answered with bytes that are not HTTP
   /// Requests whose target contains `fail_path`, after the first `fail_after` of them, all
   /// answered 503 SlowDown: an object that stays unreadable ("" for none).
   std::string fail_path;

@@ -84,7 +84,9 @@ s3_server::s3_server(bool check_credentials) : data_(std::make_unique<temp_dir>(
 
 s3_server::~s3_server() = default;
 
-std::string s3_server::endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+std::string s3_server::endpoint() const {
+  return "http://127.0.0.1:" + std::to_string(port_);
+}
 
 s3_settings s3_server::settings() const {
   s3_settings s;

@@ -14,8 +14,9 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: s3_proxy UPSTREAM_PORT [--latency-ms N] [--mbit-per-connection X] "
-                         "[--throttle-share S] [--reset-share S]\n");
+    std::fprintf(stderr,
+                 "usage: s3_proxy UPSTREAM_PORT [--latency-ms N] [--mbit-per-connection X] "
+                 "[--throttle-share S] [--reset-share S]\n");
     return 2;
   }
   conveyor::testing::proxy_faults faults;
