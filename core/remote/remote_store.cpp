@@ -16,7 +16,7 @@ struct remote_store::slot {
   bool done = false;
   /// The fetched bytes: this slot's lie at `at` of the request's buffer (shared by the slots
   /// it coalesced: none is copied out).
-  std::shared_ptr<const std::vector<std::uint8_t>> bytes;
+  std::shared_ptr<const std::uint8_t[]> bytes;
   std::size_t at = 0;
   std::optional<error> failure;
 
@@ -221,7 +221,7 @@ expected<void> remote_store::read(std::size_t object, std::uint64_t offset, std:
   if (s->failure) {
     return *s->failure;
   }
-  std::memcpy(into, s->bytes->data() + s->at, size);
+  std::memcpy(into, s->bytes.get() + s->at, size);
   return {};
 }
 
@@ -272,43 +272,62 @@ void remote_store::run(int /*connection*/) {
     if (group.empty()) {
       return;
     }
-    fetch(client, group);
+    fetch(client, std::move(group));
   }
 }
 
-void remote_store::fetch(s3_client& client, const std::vector<std::shared_ptr<slot>>& group) {
+void remote_store::fetch(s3_client& client, std::vector<std::shared_ptr<slot>> group) {
+  // In the order their last bytes arrive: each is read as soon as its own bytes are in.
+  std::sort(group.begin(), group.end(),
+            [](const auto& a, const auto& b) { return a->end() < b->end(); });
   std::uint64_t first = group.front()->offset;
-  std::uint64_t end = group.front()->end();
   std::optional<std::uint64_t> epoch;
   for (const auto& s : group) {
     first = std::min(first, s->offset);
-    end = std::max(end, s->end());
     if (s->epoch) {
       epoch = std::min(epoch.value_or(*s->epoch), *s->epoch);
     }
   }
-  std::vector<std::uint8_t> bytes(end - first);
+  // Left uninitialized: the answer fills it. Zeroing a set's worth of fresh buffers first
+  // doubled the system time of a first epoch from an object store (bench/results/s3.md).
+  const std::size_t size = group.back()->end() - first;
+  std::shared_ptr<std::uint8_t[]> bytes(new std::uint8_t[size]);
+  // The last is settled once the request is counted: a reader that has read every range has
+  // seen every request in the counters.
+  std::size_t settled = 0;
+  auto arrived = [&](std::uint64_t received) {
+    std::size_t upto = settled;
+    while (upto + 1 < group.size() && group[upto]->end() <= first + received) {
+      ++upto;
+    }
+    if (upto > settled) {
+      settle({group.begin() + settled, group.begin() + upto}, bytes, first, std::nullopt);
+      settled = upto;
+    }
+  };
   const auto began = std::chrono::steady_clock::now();
-  auto got = client.get_range(bucket_, objects_[group.front()->object].key, first, bytes.size(),
-                              bytes.data());
-  counters_->served(epoch, bytes.size(), began, std::chrono::steady_clock::now());
+  auto got = client.get_range(bucket_, objects_[group.front()->object].key, first, size,
+                              bytes.get(), arrived);
+  counters_->served(epoch, size, began, std::chrono::steady_clock::now());
   std::optional<error> failed;
   if (!got) {
     failed = std::move(got).error();
   }
-  settle(group, std::move(bytes), first, failed);
+  settle({group.begin() + settled, group.end()}, bytes, first, failed);
 }
 
-void remote_store::settle(const std::vector<std::shared_ptr<slot>>& group,
-                          std::vector<std::uint8_t> bytes, std::uint64_t first,
+void remote_store::settle(const std::vector<std::shared_ptr<slot>>& slots,
+                          const std::shared_ptr<const std::uint8_t[]>& bytes, std::uint64_t first,
                           const std::optional<error>& failed) {
-  auto shared = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
+  if (slots.empty()) {
+    return;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const auto& s : group) {
+  for (const auto& s : slots) {
     if (failed) {
       s->failure = *failed;
     } else {
-      s->bytes = shared;
+      s->bytes = bytes;
       s->at = static_cast<std::size_t>(s->offset - first);
     }
     s->done = true;

@@ -7,9 +7,11 @@
 /// (the window), then the blocks that fill the cache; first come, first served within each.
 /// A connection that takes a range takes with it every queued range of the same object that
 /// follows or precedes it within a gap of 256 KiB (or s3.read_size / 8), up to s3.read_size in
-/// all: one range GET, whose buffer the ranges then share. Each fetch is retried as s3_client.hpp
-/// says; a range that stays unreadable fails the reads of its samples alone, naming the object's
-/// URL and the server's answer.
+/// all: one range GET, whose buffer the ranges then share. A range is read as soon as its own
+/// bytes have arrived, not when its GET's last have (the first of a GET are its most urgent).
+/// Each fetch is retried as s3_client.hpp says (a GET that broke off resumes after what it
+/// received); a range that stays unreadable fails the reads of its samples alone, naming the
+/// object's URL and the server's answer.
 ///
 /// Memory: ranges fetched ahead and not read yet are s3.prefetch_bytes at most (a want past it
 /// is declined: that sample is fetched when read). Every wait is bounded: a read gives up after
@@ -101,9 +103,13 @@ class remote_store : public std::enable_shared_from_this<remote_store> {
   void enqueue(const std::shared_ptr<slot>& s, bool notify);
   std::shared_ptr<slot> dequeue(slot* s);
   std::vector<std::shared_ptr<slot>> take_request();
-  void fetch(s3_client& client, const std::vector<std::shared_ptr<slot>>& group);
-  void settle(const std::vector<std::shared_ptr<slot>>& group, std::vector<std::uint8_t> bytes,
-              std::uint64_t first, const std::optional<error>& failed);
+  /// One range GET of `group`'s ranges; each is settled as soon as its own bytes are in.
+  void fetch(s3_client& client, std::vector<std::shared_ptr<slot>> group);
+  /// `slots` done: their bytes lie in `bytes` (from offset `first` of their object), or they
+  /// failed with `failed`.
+  void settle(const std::vector<std::shared_ptr<slot>>& slots,
+              const std::shared_ptr<const std::uint8_t[]>& bytes, std::uint64_t first,
+              const std::optional<error>& failed);
   std::chrono::milliseconds wait_bound() const;
 
   std::string bucket_;

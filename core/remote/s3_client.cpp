@@ -67,6 +67,17 @@ expected<std::string> read_listing_page(std::string_view xml, const std::string&
   return *token;
 }
 
+// A range GET into memory that received `bytes` more: the next attempt asks for the rest.
+void resume_after(s3_request& r, std::uint64_t bytes) {
+  if (!r.range || r.into == nullptr || bytes == 0) {
+    return;
+  }
+  r.range->first += bytes;
+  r.range->second -= bytes;
+  r.into += bytes;
+  r.received += bytes;
+}
+
 }  // namespace
 
 error s3_error(const s3_request& r, const s3_response& last, int attempts) {
@@ -92,7 +103,7 @@ std::chrono::milliseconds s3_client::backoff(int attempt) {
   return std::chrono::milliseconds(wait(jitter_));
 }
 
-expected<s3_response> s3_client::call(const s3_request& r) {
+expected<s3_response> s3_client::call(s3_request r) {
   for (int attempt = 0;; ++attempt) {
     auto response = connection_.perform(r);
     counters_->attempt(response.failure, response.body_bytes, r.payload_size);
@@ -103,6 +114,7 @@ expected<s3_response> s3_client::call(const s3_request& r) {
       return s3_error(r, response, attempt + 1);
     }
     counters_->retry();
+    resume_after(r, response.range_bytes);
     std::this_thread::sleep_for(backoff(attempt));
   }
 }
@@ -126,12 +138,14 @@ expected<std::vector<std::uint8_t>> s3_client::get_object(const std::string& buc
 }
 
 expected<void> s3_client::get_range(const std::string& bucket, const std::string& key,
-                                    std::uint64_t offset, std::uint64_t size, std::uint8_t* into) {
+                                    std::uint64_t offset, std::uint64_t size, std::uint8_t* into,
+                                    std::function<void(std::uint64_t)> progress) {
   s3_request r;
   r.bucket = bucket;
   r.key = key;
   r.range = std::pair{offset, size};
   r.into = into;
+  r.progress = std::move(progress);
   auto answer = call(r);
   if (!answer) {
     return std::move(answer).error();

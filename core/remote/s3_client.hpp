@@ -8,6 +8,7 @@
 /// one client per thread (each holds one connection).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -29,15 +30,19 @@ class s3_client {
   s3_client(std::shared_ptr<const s3_access> access, const s3_settings& settings,
             std::shared_ptr<transfer_counters> counters);
 
-  /// `r`, attempted until it succeeds, fails for good, or the retries are spent.
-  expected<s3_response> call(const s3_request& r);
+  /// `r`, attempted until it succeeds, fails for good, or the retries are spent. A range GET
+  /// into memory that broke off is resumed: the next attempt asks only for the bytes not
+  /// received yet (those received are not written again).
+  expected<s3_response> call(s3_request r);
 
   /// A whole object (a manifest): at most `limit` bytes, else invalid_argument.
   expected<std::vector<std::uint8_t>> get_object(const std::string& bucket, const std::string& key,
                                                  std::uint64_t limit);
-  /// Exactly `size` bytes of an object from `offset`, into `into`.
+  /// Exactly `size` bytes of an object from `offset`, into `into`; `progress` (optional) is
+  /// told how many have arrived, in order, as they do (s3_request::progress).
   expected<void> get_range(const std::string& bucket, const std::string& key, std::uint64_t offset,
-                           std::uint64_t size, std::uint8_t* into);
+                           std::uint64_t size, std::uint8_t* into,
+                           std::function<void(std::uint64_t)> progress = {});
   /// Every object whose key starts with `prefix` (ListObjectsV2, page after page), in key order.
   expected<std::vector<listed_object>> list(const std::string& bucket, const std::string& prefix);
   expected<void> put_object(const std::string& bucket, const std::string& key,

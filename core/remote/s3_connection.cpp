@@ -130,12 +130,18 @@ struct s3_connection::impl {
     curl_easy_getinfo(self.curl, CURLINFO_RESPONSE_CODE, &status);
     auto& out = *self.response;
     const auto& r = *self.request;
-    if (r.into != nullptr && r.range && (status == 206 || status == 200)) {
+    // The range's bytes: a 206, or a 200 (the whole object) for a range from its first byte.
+    // Any other answer's body is kept apart (an error's XML, or garbage), never in `into`.
+    if (r.into != nullptr && r.range && (status == 206 || (status == 200 && r.range->first == 0))) {
       if (out.body_bytes + bytes > r.range->second) {
         self.overflow = true;
         return 0;  // more than the range: abort (CURLE_WRITE_ERROR)
       }
       std::memcpy(r.into + out.body_bytes, data, bytes);
+      out.range_bytes += bytes;
+      if (r.progress) {
+        r.progress(r.received + out.range_bytes);
+      }
     } else {
       if (out.body.size() + bytes > max_answer_bytes) {
         self.overflow = true;

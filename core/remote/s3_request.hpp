@@ -3,6 +3,7 @@
 /// ask, where the answer's body goes, and what came back, classified for the retry policy.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,6 +22,13 @@ struct s3_request {
   /// exactly `size` bytes; a server answering more or fewer is an error.
   std::optional<std::pair<std::uint64_t, std::uint64_t>> range;
   std::uint8_t* into = nullptr;
+  /// A range GET into `into`: called on the connection's thread as the body arrives, with how
+  /// many bytes of the range are in `into` so far (counted from the range's first byte,
+  /// `received` included). Optional.
+  std::function<void(std::uint64_t)> progress;
+  /// Bytes of the range a former attempt received (s3_client resumes a range after them): the
+  /// offset `progress` counts from.
+  std::uint64_t received = 0;
   /// The payload of a PUT or POST (not copied: kept alive by the caller).
   const std::uint8_t* payload = nullptr;
   std::size_t payload_size = 0;
@@ -53,6 +61,7 @@ struct s3_response {
   std::vector<std::uint8_t> body;  ///< the body, unless it went into the request's `into`
   std::string etag;                ///< the ETag header (an uploaded part's)
   std::uint64_t body_bytes = 0;    ///< bytes of body received
+  std::uint64_t range_bytes = 0;   ///< of them, bytes of the range written into `into`
 };
 
 }  // namespace conveyor
