@@ -99,6 +99,18 @@ median() {
 # ratio A B: A / B to three decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", a / b }'; }
 
+# record KIND KEY=VALUE... < JSON: appends the JSON line to $RUNS (the
+# calling script's) with a "bench" field.
+record() {
+  local kind=$1
+  shift
+  "$PYTHON" -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+d["bench"] = dict([("kind", sys.argv[1])] + [kv.split("=", 1) for kv in sys.argv[2:]])
+print(json.dumps(d))' "$kind" "$@" >>"$RUNS"
+}
+
 # with_cpu_time CMD...: runs CMD, which prints one JSON object on stdout, and prints that
 # object with "cpu_s" (the command's user + system CPU seconds) added. On a machine shared with
 # other work, samples per CPU-second compares efficiency where samples/s compares CPU shares.

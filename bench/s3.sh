@@ -109,17 +109,6 @@ link_ceiling() {
   awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f\n", b - a }'
 }
 
-# record KIND KEY=VALUE... < JSON: appends the JSON line to RUNS with a "bench" field.
-record() {
-  local kind=$1
-  shift
-  "$PYTHON" -c '
-import json, sys
-d = json.loads(sys.stdin.read())
-d["bench"] = dict([("kind", sys.argv[1])] + [kv.split("=", 1) for kv in sys.argv[2:]])
-print(json.dumps(d))' "$kind" "$@" >>"$RUNS"
-}
-
 # with_server_cpu CMD...: CMD's JSON line with "server_cpu_s" (s3rver's and the proxy's CPU
 # seconds while it ran) added.
 with_server_cpu() {

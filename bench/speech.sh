@@ -41,17 +41,6 @@ RESULT="$BENCH_ROOT/bench/results/speech$SUFFIX.md"
 RUNS="$LOG_DIR/speech$SUFFIX.jsonl"
 CONFIGS=(in_order latency_aware buckets)  # and at step 0 buckets8: MLPerf's 8 buckets
 
-# record KIND KEY=VALUE... < JSON: appends the JSON line to RUNS with a "bench" field.
-record() {
-  local kind=$1
-  shift
-  "$PYTHON" -c '
-import json, sys
-d = json.loads(sys.stdin.read())
-d["bench"] = dict([("kind", sys.argv[1])] + [kv.split("=", 1) for kv in sys.argv[2:]])
-print(json.dumps(d))' "$kind" "$@" >>"$RUNS"
-}
-
 # config_sets CONFIG: the node's --set flags for a configuration.
 config_sets() {
   case $1 in

@@ -138,17 +138,13 @@ expected<std::shared_ptr<const remote_dataset>> open_remote_dataset(const std::s
                      "\"shards\") or WebDataset tars (\"webdataset\"); this format reads local "
                      "files"};
   }
-  auto at = parse_s3_url(url);
-  if (!at) {
-    return error{errc::invalid_config, at.error().message()};
+  auto target = resolve_s3_target(url, settings, env);
+  if (!target) {
+    return std::move(target).error();
   }
-  auto access = resolve_s3_access(settings, env);
-  if (!access) {
-    return error{errc::invalid_config, url + ": " + access.error().message()};
-  }
-  log("storage")->info("{}: {}", url, access->describe());
-  opening o{*at, std::make_shared<const s3_access>(std::move(*access)), settings,
-            std::make_shared<transfer_counters>(), prefetch_budget(settings, cache_memory)};
+  log("storage")->info("{}: {}", url, target->access->describe());
+  opening o{target->at, target->access, settings, std::make_shared<transfer_counters>(),
+            prefetch_budget(settings, cache_memory)};
   s3_client client(o.access, settings, o.counters);
   std::shared_ptr<remote_store> store;
   auto inner = format == dataset_format::shards ? open_shards(client, o, store)
@@ -156,7 +152,7 @@ expected<std::shared_ptr<const remote_dataset>> open_remote_dataset(const std::s
   if (!inner) {
     return std::move(inner).error();
   }
-  return std::make_shared<const remote_dataset>(std::move(*inner), std::move(store), at->url());
+  return std::make_shared<const remote_dataset>(std::move(*inner), std::move(store), o.at.url());
 }
 
 }  // namespace conveyor

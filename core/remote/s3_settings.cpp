@@ -182,4 +182,17 @@ expected<s3_access> resolve_s3_access(const s3_settings& settings, const environ
   return out;
 }
 
+expected<s3_target> resolve_s3_target(const std::string& url, const s3_settings& settings,
+                                      const environment& env) {
+  auto at = parse_s3_url(url);
+  if (!at) {
+    return error{errc::invalid_config, at.error().message()};
+  }
+  auto access = resolve_s3_access(settings, env);
+  if (!access) {
+    return error{errc::invalid_config, url + ": " + access.error().message()};
+  }
+  return s3_target{std::move(*at), std::make_shared<const s3_access>(std::move(*access))};
+}
+
 }  // namespace conveyor

@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "conveyor/error.hpp"
+#include "core/remote/s3_location.hpp"
 
 namespace conveyor {
 
@@ -67,5 +69,15 @@ environment process_environment();
 /// was named, no credentials anywhere (naming where it looked), a shared file that does not
 /// parse (naming its line).
 expected<s3_access> resolve_s3_access(const s3_settings& settings, const environment& env);
+
+/// An s3:// address and how to reach it.
+struct s3_target {
+  s3_location at;
+  std::shared_ptr<const s3_access> access;
+};
+/// `url` parsed (parse_s3_url) and `settings` resolved (resolve_s3_access); errors are
+/// invalid_config and name the URL.
+expected<s3_target> resolve_s3_target(const std::string& url, const s3_settings& settings,
+                                      const environment& env);
 
 }  // namespace conveyor

@@ -112,17 +112,13 @@ expected<upload_summary> upload_dataset(const std::filesystem::path& dir, const 
   if (!manifest) {
     return std::move(manifest).error();
   }
-  auto at = parse_s3_url(url);
-  if (!at) {
-    return error{errc::invalid_config, at.error().message()};
-  }
-  auto access = resolve_s3_access(settings, env);
-  if (!access) {
-    return error{errc::invalid_config, url + ": " + access.error().message()};
+  auto target = resolve_s3_target(url, settings, env);
+  if (!target) {
+    return std::move(target).error();
   }
   upload_job job;
-  job.at = *at;
-  job.access = std::make_shared<const s3_access>(std::move(*access));
+  job.at = target->at;
+  job.access = target->access;
   job.settings = settings;
   job.counters = std::make_shared<transfer_counters>();
   job.dir = dir;
@@ -131,7 +127,7 @@ expected<upload_summary> upload_dataset(const std::filesystem::path& dir, const 
     job.files.push_back(shard.file);
   }
   s3_client client(job.access, settings, job.counters);
-  if (auto ok = client.delete_object(at->bucket, at->key(manifest_file_name)); !ok) {
+  if (auto ok = client.delete_object(job.at.bucket, job.at.key(manifest_file_name)); !ok) {
     return std::move(ok).error();
   }
   std::vector<std::thread> workers;

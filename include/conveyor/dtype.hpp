@@ -22,9 +22,8 @@ enum class dtype : std::uint8_t {
 };
 
 /// Every dtype, in value order.
-inline constexpr dtype all_dtypes[] = {dtype::uint8, dtype::float32, dtype::bfloat16,
-                                       dtype::int16, dtype::int32,   dtype::int64,
-                                       dtype::float16};
+inline constexpr dtype all_dtypes[] = {dtype::uint8, dtype::float32, dtype::bfloat16, dtype::int16,
+                                       dtype::int32, dtype::int64,   dtype::float16};
 
 /// Bytes per element of `type`.
 constexpr std::size_t size_of(dtype type) noexcept {
