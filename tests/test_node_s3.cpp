@@ -1,10 +1,14 @@
 // conveyor-node and conveyor-pack with a dataset in object storage, against a real S3 server
 // on a loopback port (support/s3_server.hpp): a set packed and uploaded by conveyor-pack --out
-// s3://, trained from by the node, every sample once, later epochs served by the cache with no
-// request; and every bad input stopping start-up with exit code 2, naming the URL and the
+// s3://, trained from by the node, every sample once, later epochs served by the cache (memory,
+// and the disk tier behind it) with no request; three nodes sharing their caches over it; and
+// every bad input stopping start-up with exit code 2, naming the URL and the
 // server's error code, never the credentials.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "support/cluster_nodes.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/node_app.hpp"
 #include "support/s3_server.hpp"
@@ -93,6 +97,78 @@ TEST_F(NodeS3, WithoutACacheEveryEpochReadsTheStoreAndLosesNothing) {
   ASSERT_EQ(requests.size(), 3u) << r.out;
   for (double n : requests) {
     EXPECT_GT(n, 0);
+  }
+}
+
+// The disk tier behind a memory tier too small for the set: the store is read in the first
+// epoch only; later epochs come from memory and disk between them, both used.
+TEST_F(NodeS3, TheDiskTierKeepsWhatMemoryCannotAndLaterEpochsAskNothing) {
+  pack("tiers");
+  auto disk = dir_ / "disk";
+  std::filesystem::create_directories(disk);
+  auto r = node(topology(
+      dir_, "s3://train/tiers", server_.endpoint(),
+      "[cache]\nmemory = \"512K\"\ndisk = \"" + disk.string() + "\"\ndisk_size = \"64M\"\n"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json_number(r.out, "samples"), 3u * images);
+  EXPECT_EQ(json_number(r.out, "lost"), 0u);
+  EXPECT_EQ(json_number(r.out, "duplicates"), 0u);
+  ASSERT_EQ(json_array(r.out, "s3_requests").size(), 1u) << "later epochs made requests: " << r.out;
+  // cache_hits counts both tiers' hits, disk_hits those of the disk tier.
+  const auto hits = json_array(r.out, "cache_hits");
+  const auto on_disk = json_array(r.out, "disk_hits");
+  ASSERT_EQ(hits.size(), 3u) << r.out;
+  ASSERT_EQ(on_disk.size(), 3u) << r.out;
+  for (std::size_t e = 1; e < 3; ++e) {
+    EXPECT_EQ(hits[e], images) << r.out;
+    EXPECT_GT(on_disk[e], 0) << r.out;
+    EXPECT_LT(on_disk[e], images) << "memory held none: " << r.out;
+  }
+}
+
+// The partitioned cache across nodes, unchanged over a set in the store: three nodes started
+// together deliver every sample once per epoch and fetch from each other; by the last epoch
+// the store is read only for a peer that already ended its run.
+TEST_F(NodeS3, ThreeNodesShareTheirCachesOverTheStore) {
+  pack("shared");
+  auto credentials = server_.credentials();
+  for (const char* name : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}) {
+    ::setenv(name, credentials(name), 1);
+  }
+  for (const char* name : {"AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_SESSION_TOKEN"}) {
+    ::unsetenv(name);
+  }
+  auto ports = testing::free_tcp_ports(3);
+  auto file =
+      testing::cluster_topology(dir_, "s3://train/shared", testing::loopback(ports),
+                                "peer_wait_s = 60\n" + s3_table(server_.endpoint()), "shards");
+  std::vector<std::unique_ptr<testing::node_process>> nodes;
+  for (int rank = 0; rank < 3; ++rank) {
+    nodes.push_back(testing::start_node(dir_, file, rank));
+  }
+  testing::epoch_ids all;
+  for (int rank = 0; rank < 3; ++rank) {
+    auto& node = *nodes[static_cast<std::size_t>(rank)];
+    ASSERT_EQ(node.finish(std::chrono::seconds(240)), 0) << node.err();
+    const auto& out = node.out();
+    EXPECT_EQ(json_number(out, "lost"), 0u) << out;
+    EXPECT_EQ(json_number(out, "epoch_samples"), images / 3u) << out;
+    EXPECT_GT(testing::sum(json_array(out, "peer_fetches")), 0) << "rank " << rank << ": " << out;
+    EXPECT_GT(testing::sum(json_array(out, "s3_requests")), 0) << "rank " << rank << ": " << out;
+    auto reads = json_array(out, "storage_reads");
+    auto fallbacks = json_array(out, "peer_fallbacks");
+    ASSERT_FALSE(reads.empty()) << out;
+    ASSERT_EQ(reads.size(), fallbacks.size()) << out;
+    EXPECT_EQ(reads.back(), fallbacks.back()) << "rank " << rank << ": " << out;
+    for (const auto& [e, got] : testing::read_ids_file(testing::ids_of(dir_, rank))) {
+      all[e].insert(got.begin(), got.end());
+    }
+  }
+  ASSERT_EQ(all.size(), static_cast<std::size_t>(testing::cluster_epochs));
+  for (const auto& [e, got] : all) {
+    for (std::uint64_t id = 0; id < images; ++id) {
+      EXPECT_EQ(got.count(id), 1u) << "epoch " << e << " sample " << id;
+    }
   }
 }
 
