@@ -82,9 +82,10 @@ using int8 = std::int32_t __attribute__((vector_size(32)));
 
 /// ln(x) of eight finite normal floats > 0, within 2 ulp: Cephes' logf (x = m 2^e, m in
 /// [sqrt(1/2), sqrt(2)), a degree-9 polynomial in m - 1), branch-free, eight lanes at once,
-/// where libm's logf is a call per value. Always inlined into its caller (a 32-byte vector
-/// crosses no call).
-__attribute__((always_inline)) inline float8 log8(float8 x) {
+/// where libm's logf is a call per value, in place. Always inlined into its caller, and by
+/// reference: a 32-byte vector crosses no call (clang refuses one passed by value into the
+/// clone built without AVX).
+__attribute__((always_inline)) inline void log8(float8& x) {
   int8 bits;
   std::memcpy(&bits, &x, sizeof bits);
   float8 e = __builtin_convertvector(((bits >> 23) & 0xFF) - 126, float8);
@@ -107,7 +108,7 @@ __attribute__((always_inline)) inline float8 log8(float8 x) {
   y = y * f * z;
   y += -2.12194440E-4F * e;
   y += -0.5F * z;
-  return f + y + 0.693359375F * e;
+  x = f + y + 0.693359375F * e;
 }
 
 /// Index i of a signal of n >= 2 samples reflected at both ends (numpy's 'reflect': the edge
@@ -179,8 +180,8 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void take_log(float*
     float8 x;
     std::memcpy(&x, row + i, sizeof x);
     x = x < floor ? floor - x * 0.0F : x;
-    const float8 y = log8(x);
-    std::memcpy(row + i, &y, sizeof y);
+    log8(x);
+    std::memcpy(row + i, &x, sizeof x);
   }
   for (; i < n; ++i) {  // the last few, or infinity (from samples of 1e19 and more): libm's
     row[i] = std::log(std::max(row[i], floor));

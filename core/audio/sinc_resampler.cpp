@@ -12,10 +12,11 @@
 namespace conveyor {
 namespace {
 
-constexpr int lobes = 16;                       // DALI's lobes for its default quality 50
-constexpr int coeffs = lobes * 64 + 1;          // table entries over [-lobes, lobes]
-constexpr int taps = 2 * lobes + 1;             // inputs an output can reach: k in [-16, 16]
-constexpr int padded_taps = 40;                 // taps rounded up to a multiple of 8 (zeros)
+constexpr int lobes = 16;               // DALI's lobes for its default quality 50
+constexpr int coeffs = lobes * 64 + 1;  // table entries over [-lobes, lobes]
+constexpr int taps = 2 * lobes + 1;     // inputs an output can reach: k in [-16, 16]
+constexpr int padded_taps = 40;         // taps rounded up to a multiple of 8 (zeros)
+static_assert(padded_taps >= taps && padded_taps % 8 == 0);
 constexpr int phases = 33;                      // table offsets an output can start at
 constexpr float table_center = coeffs / 2 + 1;  // 513: the table index of x = 0
 constexpr float per_sample = 32.0F;             // table entries per input sample
@@ -68,8 +69,6 @@ const window_table& window() {
 /// compiler may not reorder itself.
 using float8 = float __attribute__((vector_size(32)));
 
-using int8 = int __attribute__((vector_size(32)));
-
 /// Where an output falls in the window table: the row of its fractional position and the
 /// fraction d between that row's entries and the next (the table's linear interpolation).
 struct window_phase {
@@ -94,10 +93,12 @@ __attribute__((always_inline)) inline window_phase phase_of(const window_table& 
   return {w.base[r].data(), w.slope[r].data(), d};
 }
 
-/// Sum over the padded taps of x[k] * (base[k] + d * slope[k]), eight lanes at a time.
-__attribute__((always_inline)) inline float8 window_products(const float* x,
-                                                             const window_phase& p) {
-  float8 sum{};
+/// Sum over the padded taps of x[k] * (base[k] + d * slope[k]), eight lanes at a time, into
+/// `sum`. (The helpers taking or giving eight floats do so by reference: clang refuses a
+/// 32-byte vector passed by value into the clone built without AVX.)
+__attribute__((always_inline)) inline void window_products(const float* x, const window_phase& p,
+                                                           float8& sum) {
+  sum = float8{};
   for (int k = 0; k < padded_taps; k += 8) {
     float8 xs;
     float8 bs;
@@ -107,29 +108,23 @@ __attribute__((always_inline)) inline float8 window_products(const float* x,
     std::memcpy(&ss, p.slope + k, sizeof ss);
     sum += xs * (bs + p.d * ss);
   }
-  return sum;
 }
 
 /// The lane sums of eight vectors, as one vector (lane i: the sum of a[i]'s lanes), by a tree
-/// of shuffles and additions instead of eight separate horizontal sums.
-__attribute__((always_inline)) inline float8 lane_sums(const float8 (&a)[8]) {
-  const int8 even{0, 8, 2, 10, 4, 12, 6, 14};
-  const int8 odd{1, 9, 3, 11, 5, 13, 7, 15};
-  const int8 low_pairs{0, 1, 8, 9, 4, 5, 12, 13};
-  const int8 high_pairs{2, 3, 10, 11, 6, 7, 14, 15};
-  const int8 low_halves{0, 1, 2, 3, 8, 9, 10, 11};
-  const int8 high_halves{4, 5, 6, 7, 12, 13, 14, 15};
+/// of shuffles and additions instead of eight separate horizontal sums, into `out`.
+__attribute__((always_inline)) inline void lane_sums(const float8 (&a)[8], float8& out) {
   float8 pairs[4];
   for (int i = 0; i < 4; ++i) {
-    pairs[i] = __builtin_shuffle(a[2 * i], a[2 * i + 1], even) +
-               __builtin_shuffle(a[2 * i], a[2 * i + 1], odd);
+    pairs[i] = __builtin_shufflevector(a[2 * i], a[2 * i + 1], 0, 8, 2, 10, 4, 12, 6, 14) +
+               __builtin_shufflevector(a[2 * i], a[2 * i + 1], 1, 9, 3, 11, 5, 13, 7, 15);
   }
-  const float8 quads[2] = {__builtin_shuffle(pairs[0], pairs[1], low_pairs) +
-                               __builtin_shuffle(pairs[0], pairs[1], high_pairs),
-                           __builtin_shuffle(pairs[2], pairs[3], low_pairs) +
-                               __builtin_shuffle(pairs[2], pairs[3], high_pairs)};
-  return __builtin_shuffle(quads[0], quads[1], low_halves) +
-         __builtin_shuffle(quads[0], quads[1], high_halves);
+  const float8 quads[2] = {
+      __builtin_shufflevector(pairs[0], pairs[1], 0, 1, 8, 9, 4, 5, 12, 13) +
+          __builtin_shufflevector(pairs[0], pairs[1], 2, 3, 10, 11, 6, 7, 14, 15),
+      __builtin_shufflevector(pairs[2], pairs[3], 0, 1, 8, 9, 4, 5, 12, 13) +
+          __builtin_shufflevector(pairs[2], pairs[3], 2, 3, 10, 11, 6, 7, 14, 15)};
+  out = __builtin_shufflevector(quads[0], quads[1], 0, 1, 2, 3, 8, 9, 10, 11) +
+        __builtin_shufflevector(quads[0], quads[1], 4, 5, 6, 7, 12, 13, 14, 15);
 }
 
 /// One output at integer input position `ib` plus fraction `t` (0 <= t < 1) near an end of
@@ -162,7 +157,8 @@ __attribute__((always_inline)) inline float output_at(const window_table& w, con
   if (first < 0 || first + padded_taps > n) {
     return output_near_end(w, in, n, ib, t);
   }
-  const float8 sum = window_products(in + first, phase_of(w, t, true));
+  float8 sum;
+  window_products(in + first, phase_of(w, t, true), sum);
   return ((sum[0] + sum[1]) + (sum[2] + sum[3])) + ((sum[4] + sum[5]) + (sum[6] + sum[7]));
 }
 
@@ -191,9 +187,10 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void resample_block(
     }
     float8 products[8];
     for (std::size_t i = 0; i < 8; ++i) {
-      products[i] = window_products(in + whole[j + i] - lobes, phase_of(w, fraction[j + i], true));
+      window_products(in + whole[j + i] - lobes, phase_of(w, fraction[j + i], true), products[i]);
     }
-    const float8 sums = lane_sums(products);
+    float8 sums;
+    lane_sums(products, sums);
     std::memcpy(out + j, &sums, sizeof sums);
   }
   for (; j < count; ++j) {

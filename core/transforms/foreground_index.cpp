@@ -137,8 +137,10 @@ expected<case_index> build_case_index(const volume_part& label, int max_class) {
                                          std::to_string(label.channels()) +
                                          " channels (the recipe reads one)"};
   }
-  const auto [X, Y, Z] = label.extents();
-  (void)X;
+  // Not a structured binding: a lambda may not capture one in C++17 (clang refuses it).
+  const auto extents = label.extents();
+  const std::int64_t Y = extents[1];
+  const std::int64_t Z = extents[2];
   object_table objects;
   slab_labeller labeller{Y, Z, objects, {}, {}, {}};
   auto scanned = for_each_slab(label, [&](std::int64_t x, const std::uint8_t* slab) {
