@@ -46,18 +46,15 @@ RUNS="$LOG_DIR/unet3d$SUFFIX.jsonl"
 POLICIES=(in_order latency_aware)
 GPU_COUNTS=(1 2)
 
-# record KIND KEY=VALUE... < JSON: appends the JSON line to RUNS with "bench" fields added and,
-# for a node run, its steady state: the epochs after the first (which indexes every case's
-# objects, and maps its files, on first read): steady_samples_per_s (their samples over the
-# time from the first epoch's end to the last's) and, with a trainer step, steady_stall_fraction
-# (their stall over that stall plus their share of the steps: every epoch has as many batches).
-record() {
-  local kind=$1
-  shift
+# steady_state < JSON: a node run's JSON line with its steady state added: the epochs after the
+# first (which indexes every case's objects, and maps its files, on first read):
+# steady_samples_per_s (their samples over the time from the first epoch's end to the last's)
+# and, with a trainer step, steady_stall_fraction (their stall over that stall plus their share
+# of the steps: every epoch has as many batches).
+steady_state() {
   "$PYTHON" -c '
 import json, sys
 d = json.loads(sys.stdin.read())
-d["bench"] = dict([("kind", sys.argv[1])] + [kv.split("=", 1) for kv in sys.argv[2:]])
 ends = d.get("epoch_end_s") or []
 if len(ends) >= 2:
     d["steady_samples_per_s"] = (len(ends) - 1) * d["epoch_samples"] / (ends[-1] - ends[0])
@@ -67,7 +64,7 @@ if len(ends) >= 2:
             else d["batches"] * d["step_ms"] / 1000
         steady_steps = steps * (len(ends) - 1) / len(ends)
         d["steady_stall_fraction"] = stall / (stall + steady_steps)
-print(json.dumps(d))' "$kind" "$@" >>"$RUNS"
+print(json.dumps(d))'
 }
 
 # node NAME GPUS POLICY STEP_MS: one conveyor-node run; prints its JSON line.
@@ -98,7 +95,7 @@ node_phase() {
           log "a node run lost or repeated samples: $json"
           exit 1
         }
-        record node "phase=$phase" "round=$round" <<<"$json"
+        steady_state <<<"$json" | record node "phase=$phase" "round=$round"
         log "node $phase round $round, $gpus GPU(s), $policy: $(json_field "$json" samples_per_s)" \
           "samples/s (steady $(json_field "$(tail -n 1 "$RUNS")" steady_samples_per_s)), stall" \
           "$(json_field "$json" stall_fraction), peak RSS $(json_field "$json" peak_rss_mb) MiB"

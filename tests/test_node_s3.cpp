@@ -160,16 +160,10 @@ TEST_F(NodeS3, ThreeNodesShareTheirCachesOverTheStore) {
     ASSERT_FALSE(reads.empty()) << out;
     ASSERT_EQ(reads.size(), fallbacks.size()) << out;
     EXPECT_EQ(reads.back(), fallbacks.back()) << "rank " << rank << ": " << out;
-    for (const auto& [e, got] : testing::read_ids_file(testing::ids_of(dir_, rank))) {
-      all[e].insert(got.begin(), got.end());
-    }
+    testing::merge_into(all, testing::read_ids_file(testing::ids_of(dir_, rank)));
   }
   ASSERT_EQ(all.size(), static_cast<std::size_t>(testing::cluster_epochs));
-  for (const auto& [e, got] : all) {
-    for (std::uint64_t id = 0; id < images; ++id) {
-      EXPECT_EQ(got.count(id), 1u) << "epoch " << e << " sample " << id;
-    }
-  }
+  testing::expect_each_sample_once(all, images, testing::cluster_epochs);
 }
 
 // A start that must fail: exit 2, the URL and `code` in the message, no credential anywhere.

@@ -146,7 +146,7 @@ expected<void> s3_client::get_range(const std::string& bucket, const std::string
   r.range = std::pair{offset, size};
   r.into = into;
   r.progress = std::move(progress);
-  auto answer = call(r);
+  auto answer = call(std::move(r));
   if (!answer) {
     return std::move(answer).error();
   }

@@ -151,22 +151,6 @@ epoch_ids parse_ids(const std::string& text) {
   return read_ids(in);
 }
 
-void expect_each_sample_once(const epoch_ids& seen, int images, int epochs) {
-  for (std::uint64_t e = 0; e < static_cast<std::uint64_t>(epochs); ++e) {
-    std::multiset<std::uint64_t> all;
-    for (std::uint64_t id = 0; id < static_cast<std::uint64_t>(images); ++id) {
-      all.insert(id);
-    }
-    EXPECT_EQ(seen.count(e) ? seen.at(e) : std::multiset<std::uint64_t>{}, all) << "epoch " << e;
-  }
-}
-
-void merge_into(epoch_ids& into, const epoch_ids& from) {
-  for (const auto& [e, ids] : from) {
-    into[e].insert(ids.begin(), ids.end());
-  }
-}
-
 int open_descriptors(pid_t pid) {
   std::error_code ec;
   int n = 0;

@@ -66,9 +66,6 @@ child spawn_client(Work work);
 
 /// Sample ids by epoch from "epoch id" lines.
 epoch_ids parse_ids(const std::string& text);
-/// Every sample id in [0, images) exactly once in each of `epochs` epochs.
-void expect_each_sample_once(const epoch_ids& seen, int images, int epochs);
-void merge_into(epoch_ids& into, const epoch_ids& from);
 
 /// Descriptors process `pid` has open (its /proc entry), -1 when it cannot be read.
 int open_descriptors(pid_t pid);

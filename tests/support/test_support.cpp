@@ -107,6 +107,22 @@ epoch_ids read_ids_file(const std::filesystem::path& path) {
   return read_ids(in);
 }
 
+void expect_each_sample_once(const epoch_ids& seen, int images, int epochs) {
+  for (std::uint64_t e = 0; e < static_cast<std::uint64_t>(epochs); ++e) {
+    std::multiset<std::uint64_t> all;
+    for (std::uint64_t id = 0; id < static_cast<std::uint64_t>(images); ++id) {
+      all.insert(id);
+    }
+    EXPECT_EQ(seen.count(e) ? seen.at(e) : std::multiset<std::uint64_t>{}, all) << "epoch " << e;
+  }
+}
+
+void merge_into(epoch_ids& into, const epoch_ids& from) {
+  for (const auto& [e, ids] : from) {
+    into[e].insert(ids.begin(), ids.end());
+  }
+}
+
 void expect_quarantined(const std::vector<std::string>& quarantined,
                         const std::map<std::string, std::string>& reasons) {
   for (const auto& [key, reason] : reasons) {

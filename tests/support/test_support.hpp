@@ -52,5 +52,9 @@ using epoch_ids = std::map<std::uint64_t, std::multiset<std::uint64_t>>;
 epoch_ids read_ids(std::istream& in);
 /// An audit file of such lines (trainer.ids_file); empty when it does not open.
 epoch_ids read_ids_file(const std::filesystem::path& path);
+/// Every sample id in [0, images) exactly once in each of `epochs` epochs.
+void expect_each_sample_once(const epoch_ids& seen, int images, int epochs);
+/// `from`'s ids added to `into`'s, epoch by epoch.
+void merge_into(epoch_ids& into, const epoch_ids& from);
 
 }  // namespace conveyor::testing
