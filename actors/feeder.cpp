@@ -97,7 +97,9 @@ void point_at(host_batch& batch, ring_slot& slot, const feeder_options& opts) {
 /// it; the ring hands the batch to the trainer once it is complete on the device.
 expected<void> feed(feeder_state& st, const feeder_options& opts, const batch_plan& plan,
                     std::chrono::steady_clock::time_point start) {
-  auto slot = st.ring->acquire(layout_of(st, opts, plan));
+  auto slot =
+      st.ring->acquire(layout_of(st, opts, plan), "batch " + std::to_string(plan.index) +
+                                                      " of epoch " + std::to_string(plan.epoch));
   if (!slot) {
     return std::move(slot).error();
   }
@@ -109,9 +111,7 @@ expected<void> feed(feeder_state& st, const feeder_options& opts, const batch_pl
   batch->slot = index;
   point_at(*batch, **slot, opts);
   opts.status->add_collate(elapsed_ns(start), plan.samples.size());  // the writes into the slot
-  auto what = "batch " + std::to_string(plan.index) + " of epoch " + std::to_string(plan.epoch) +
-              " (slot " + std::to_string(index) + ")";
-  return st.ring->submit(**slot, std::move(what), [channel = opts.channel, batch] {
+  return st.ring->submit(**slot, [channel = opts.channel, batch] {
     batch->ready_ns = monotonic_ns();
     channel->push(batch);
   });

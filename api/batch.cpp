@@ -62,7 +62,7 @@ void batch::release_after(cuda_stream_t stream) noexcept {
     if (data_->owner) {  // before the feeder hears of it: the slot's reuse waits for `stream`
       data_->owner->released(data_->slot, consumer_stream{stream});
     }
-    home_->give_back(*data_);
+    home_->give_back(*data_, consumer_stream{stream});
   }
   data_.reset();
   home_.reset();

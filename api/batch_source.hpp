@@ -11,15 +11,18 @@
 
 #include "conveyor/batch.hpp"
 #include "core/delivery/host_batch.hpp"
+#include "core/delivery/slot_owner.hpp"
 
 namespace conveyor {
 
-/// Where a batch goes when it is released. give_back may be called from any thread, and after
-/// the transport stopped (then it does nothing).
+/// Where a batch goes when it is released, once the work queued on `stream` so far has
+/// completed (a batch in a ring of slots has told its owner already: the ring orders the reuse
+/// on the device; a node's client waits for that work before the node hears of it). give_back
+/// may be called from any thread, and after the transport stopped (then it does nothing).
 class batch_home {
  public:
   virtual ~batch_home() = default;
-  virtual void give_back(const host_batch& b) noexcept = 0;
+  virtual void give_back(const host_batch& b, consumer_stream stream) noexcept = 0;
 };
 
 /// The batches of one GPU (or rank), one at a time; used by one thread at a time.

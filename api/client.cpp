@@ -8,11 +8,15 @@
 
 #include "api/batch_source.hpp"
 #include "api/client_connection.hpp"
+#include "core/base/log.hpp"
 #include "core/batching/delivery_tracker.hpp"
 #include "core/serving/blob_fd.hpp"
 #include "core/serving/feed_layout.hpp"
 #include "core/serving/shared_region.hpp"
 #include "core/serving/unix_socket.hpp"
+#if CONVEYOR_HAVE_CUDA
+#include "core/cuda/stream_callback.hpp"
+#endif
 
 namespace conveyor {
 namespace {
@@ -79,7 +83,9 @@ struct client::shared_state final : batch_home,
         delivered(std::move(start), 1, 1) {}
 
   // batch_home: any thread.
-  void give_back(const host_batch& b) noexcept override;
+  void give_back(const host_batch& b, consumer_stream stream) noexcept override;
+  /// Tells the node that `slot` is free (any thread, also one of CUDA's).
+  void release_now(std::uint32_t slot) noexcept;
   // batch_stream: the client's thread.
   expected<batch> next() override { return next_for(seconds_to_ms(options.next_timeout_s)); }
   std::uint64_t epochs_ended() const override { return current_epoch; }
@@ -119,15 +125,51 @@ struct client::shared_state final : batch_home,
   // Any thread, under `mutex`:
   mutable std::mutex mutex;
   std::set<std::uint32_t> held;
+  std::set<std::uint32_t> releasing;  ///< given back, the trainer's GPU work on them pending
   bool closed = false;
   /// What next() returned (thread-safe itself).
   delivery_tracker delivered;
 };
 
-void client::shared_state::give_back(const host_batch& b) noexcept {
+// The trainer may still be copying the batch to its GPU (cudaHostRegister'd shared memory read
+// by an asynchronous copy on `stream`): the node hears of the release once that work has
+// completed, or at once where no such work can be pending.
+void client::shared_state::give_back(const host_batch& b, consumer_stream stream) noexcept {
+  const auto slot = static_cast<std::uint32_t>(b.slot);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (closed || held.erase(slot) == 0) {
+      return;
+    }
+    releasing.insert(slot);
+  }
+#if CONVEYOR_HAVE_CUDA
+  try {
+    auto queued = cuda::call_when_done(stream.handle, [weak = weak_from_this(), slot] {
+      if (auto state = weak.lock()) {
+        state->release_now(slot);
+      }
+    });
+    if (queued && *queued) {
+      return;
+    }
+    if (!queued) {
+      log("client")->warn(
+          "{}: the release of slot {} could not wait for the GPU's work on it "
+          "({}): released now",
+          name(), slot, queued.error().what());
+    }
+  } catch (...) {  // NOLINT(bugprone-empty-catch): released below
+  }
+#else
+  (void)stream;  // without CUDA no GPU work can read the batch
+#endif
+  release_now(slot);
+}
+
+void client::shared_state::release_now(std::uint32_t slot) noexcept {
   std::lock_guard<std::mutex> lock(mutex);
-  auto slot = static_cast<std::uint32_t>(b.slot);
-  if (closed || held.erase(slot) == 0) {
+  if (closed || releasing.erase(slot) == 0) {
     return;
   }
   // A node that has gone needs no release; next() reports its absence.

@@ -23,7 +23,9 @@ namespace {
 class runtime_home final : public batch_home {
  public:
   explicit runtime_home(std::shared_ptr<pipeline_runtime> runtime) : runtime_(std::move(runtime)) {}
-  void give_back(const host_batch& b) noexcept override { runtime_->release(b.gpu, b.slot); }
+  void give_back(const host_batch& b, consumer_stream) noexcept override {
+    runtime_->release(b.gpu, b.slot);  // the ring's owner ordered the reuse after the stream
+  }
 
  private:
   std::shared_ptr<pipeline_runtime> runtime_;

@@ -6,6 +6,9 @@
 // for ever.
 #include <gtest/gtest.h>
 
+#include <future>
+
+#include "core/feeding/deferred_teardown.hpp"
 #include "support/host_kit.hpp"
 #include "support/stream_gate.hpp"
 
@@ -13,6 +16,7 @@ namespace conveyor::testing {
 
 using host_kits = ::testing::Types<threaded_host_kit, in_place_host_kit>;
 INSTANTIATE_TYPED_TEST_SUITE_P(HostEngine, RingProtocol, host_kits);
+INSTANTIATE_TYPED_TEST_SUITE_P(HostEngine, RingFault, host_kits);
 
 namespace {
 
@@ -37,12 +41,11 @@ class RingFaults : public ::testing::Test {
     return ring ? *ring : nullptr;
   }
   expected<void> submit(slot_ring& ring, int number) {
-    auto slot = ring.acquire(small_layout());
+    auto slot = ring.acquire(small_layout(), "batch " + std::to_string(number));
     if (!slot) {
       return std::move(slot).error();
     }
-    return ring.submit(**slot, "batch " + std::to_string(number),
-                       [log = log_, number] { log->handed_over(number); });
+    return ring.submit(**slot, [log = log_, number] { log->handed_over(number); });
   }
 
   threaded_host_kit kit_;
@@ -109,6 +112,40 @@ TEST_F(RingFaults, SlowCopiesAreStillHandedOverInOrder) {
   EXPECT_EQ(log_->failures(), 0u);
 }
 
+// Issue 34: the trainer that drops the last batch of a ring whose feeder is gone waited (up to
+// the ring's deadline, pipeline.next_timeout_s) for its own queued work on it. The drop must
+// return at once; the memory goes once that work has completed.
+TEST(RingMemory, DroppingTheLastBatchNeverWaitsForTheTrainersWork) {
+  threaded_host_kit kit;
+  auto engine = kit.engine();
+  std::weak_ptr<copy_engine> watched = engine;
+  ring_options r;
+  r.slots = 1;
+  r.deadline = std::chrono::minutes(1);
+  auto log = std::make_shared<ring_log>();
+  auto ring = slot_ring::create(std::move(engine), r);
+  ASSERT_TRUE(ring) << ring.error().what();
+  auto slot = (*ring)->acquire(small_layout(), "batch 0");
+  ASSERT_TRUE(slot) << slot.error().what();
+  ASSERT_TRUE((*ring)->submit(**slot, [log] { log->handed_over(0); }));
+  ASSERT_TRUE(log->wait_for_batches(1));
+  std::promise<void> finish;
+  host_stream trainer("trainer", host_stream::mode::threaded);
+  trainer.enqueue([done = finish.get_future().share()]() -> expected<void> {
+    done.wait();  // the trainer's kernel on the batch, still running
+    return {};
+  });
+  std::shared_ptr<slot_owner> held = *ring;  // what the trainer's batch keeps
+  (*ring)->stop();
+  ring->reset();
+  held->released((*slot)->index(), consumer_stream{&trainer});
+  held.reset();  // the last owner goes, on the trainer's thread
+  EXPECT_FALSE(watched.expired()) << "the ring waited for the trainer's work, or freed under it";
+  finish.set_value();
+  ASSERT_TRUE(wait_for_teardowns(std::chrono::steady_clock::now() + std::chrono::minutes(1)));
+  EXPECT_TRUE(watched.expired()) << "freed once the trainer's work completed";
+}
+
 TEST(RingMemory, ExternalSlotsHoldTheBatchesAndRefuseOneThatDoesNotFit) {
   std::vector<std::vector<std::uint8_t>> memory(2, std::vector<std::uint8_t>(small_layout().bytes));
   ring_options r;
@@ -117,11 +154,11 @@ TEST(RingMemory, ExternalSlotsHoldTheBatchesAndRefuseOneThatDoesNotFit) {
   in_place_host_kit kit;
   auto ring = slot_ring::create(kit.engine(), r);
   ASSERT_TRUE(ring) << ring.error().what();
-  auto slot = (*ring)->acquire(small_layout());
+  auto slot = (*ring)->acquire(small_layout(), "batch 0");
   ASSERT_TRUE(slot);
   EXPECT_EQ((*slot)->host(), memory[(*slot)->index()].data());
   EXPECT_EQ((*slot)->output().data, memory[(*slot)->index()].data()) << "in place: no copy";
-  auto too_big = (*ring)->acquire(small_layout(3));
+  auto too_big = (*ring)->acquire(small_layout(3), "batch 1");
   ASSERT_FALSE(too_big);
   EXPECT_EQ(too_big.error().code(), errc::invalid_config);
   EXPECT_NE(too_big.error().message().find("does not fit the slot's 120 bytes"), std::string::npos)

@@ -157,11 +157,11 @@ inline double feed(slot_ring& ring, const batch_layout& layout, int batches,
     if (ring.free_slots() == 0) {
       retire_oldest();
     }
-    auto* slot = or_exit(ring.acquire(layout));
+    auto* slot = or_exit(ring.acquire(layout, "batch " + std::to_string(b)));
     for (int i = 0; write && i < layout.images.samples; ++i) {
       write(*slot, i);
     }
-    or_exit(ring.submit(*slot, "batch " + std::to_string(b), [&delivered] { delivered.add(); }));
+    or_exit(ring.submit(*slot, [&delivered] { delivered.add(); }));
     in_flight.push_back(slot->index());
   }
   while (!in_flight.empty()) {

@@ -4,7 +4,10 @@
 
 #include <cuda_runtime.h>
 
+#include <mutex>
+#include <set>
 #include <string>
+#include <tuple>
 
 #include "conveyor/error.hpp"
 #include "core/base/log.hpp"
@@ -24,13 +27,27 @@ inline expected<void> cuda_check(cudaError_t status, const char* call, int devic
   return error{errc::io_error, failure_text(status, call, device)};
 }
 
-/// For destructors and other places that cannot return an error: logs a failed call.
+/// True the first time `call` fails with `status` on `device` in this process.
+inline bool first_failure(cudaError_t status, const char* call, int device) {
+  static std::mutex mutex;
+  static std::set<std::tuple<int, int, std::string>> seen;
+  std::lock_guard<std::mutex> lock(mutex);
+  return seen.emplace(device, static_cast<int>(status), call).second;
+}
+
+/// For destructors and other places that cannot return an error: logs a failed call, once per
+/// call, device and error (after a fault CUDA's error is sticky: every event and buffer
+/// destroyed afterwards fails the same way, and one line says so).
 inline void log_failure(cudaError_t status, const char* call, int device) noexcept {
   if (status == cudaSuccess) {
     return;
   }
   try {
-    log("cuda")->error("{}", failure_text(status, call, device));
+    if (!first_failure(status, call, device)) {
+      return;
+    }
+    log("cuda")->error("{} (later failures of this call are not logged)",
+                       failure_text(status, call, device));
   } catch (...) {  // NOLINT(bugprone-empty-catch): a failed log line must not end the process
   }
 }

@@ -1,7 +1,9 @@
 #include "core/cuda/cuda_copy_engine.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "core/cuda/cuda_buffer.hpp"
 #include "core/cuda/cuda_check.hpp"
@@ -12,17 +14,72 @@
 namespace conveyor::cuda {
 namespace {
 
+/// An engine event: one of the engine's device, and one of each other device whose consumer
+/// stream it was recorded on (CUDA records an event only on a stream of its own device). The
+/// trainer's thread records; the feeder's and the completion thread query the last record.
 class cuda_engine_event final : public engine_event {
  public:
-  explicit cuda_engine_event(cuda_event e) : event(std::move(e)) {}
-  cuda_event event;
+  explicit cuda_engine_event(cuda_event e) : own_(std::move(e)) {}
+
+  /// The event that the last record used.
+  const cuda_event& recorded() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return *recorded_;
+  }
+  /// Records on `stream` of `device`, with this event's event of that device (made on first
+  /// use); the caller has made `device` current.
+  expected<void> record(int device, cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto event = event_of_device(device);
+    if (!event) {
+      return std::move(event).error();
+    }
+    CONVEYOR_CUDA_TRY(device, cudaEventRecord((*event)->get(), stream));
+    recorded_ = *event;
+    return {};
+  }
+
+ private:
+  expected<cuda_event*> event_of_device(int device) {
+    if (device == own_.device()) {
+      return &own_;
+    }
+    for (auto& e : others_) {
+      if (e->device() == device) {
+        return e.get();
+      }
+    }
+    auto made = cuda_event::create(device);
+    if (!made) {
+      return std::move(made).error();
+    }
+    others_.push_back(std::make_unique<cuda_event>(std::move(*made)));
+    return others_.back().get();
+  }
+
+  mutable std::mutex mutex_;
+  cuda_event own_;
+  std::vector<std::unique_ptr<cuda_event>> others_;
+  const cuda_event* recorded_ = &own_;
 };
 
 const cuda_event& event_of(const engine_event& e) {
-  return static_cast<const cuda_engine_event&>(e).event;
+  return static_cast<const cuda_engine_event&>(e).recorded();
 }
-cuda_event& event_of(engine_event& e) {
-  return static_cast<cuda_engine_event&>(e).event;
+cuda_engine_event& engine_event_of(engine_event& e) {
+  return static_cast<cuda_engine_event&>(e);
+}
+
+/// The device of a consumer's stream: the stream's own, or for the legacy default stream (null)
+/// the calling thread's current device, whose default stream that is.
+expected<int> consumer_device(cudaStream_t stream) {
+  int device = -1;
+  if (stream == nullptr) {
+    CONVEYOR_CUDA_TRY(-1, cudaGetDevice(&device));
+  } else {
+    CONVEYOR_CUDA_TRY(-1, cudaStreamGetDevice(stream, &device));
+  }
+  return device;
 }
 
 template <memory_kind Kind>
@@ -106,15 +163,31 @@ expected<void> cuda_copy_engine::wait_for(const engine_event& e) {
 }
 
 expected<void> cuda_copy_engine::record(engine_event& e) {
-  return on_device(device_, "cudaEventRecord",
-                   [&] { return cudaEventRecord(event_of(e).get(), stream_.get()); });
+  auto guard = device_guard::enter(device_);
+  if (!guard) {
+    return std::move(guard).error();
+  }
+  return engine_event_of(e).record(device_, stream_.get());
 }
 
+// On the trainer's thread, whose device state it leaves as it was. The legacy default stream
+// (null) is the one of the thread's current device, which may not be the engine's: the record
+// goes there, with an event of that device, and the copy engine's wait covers it (a stream may
+// wait for an event of another device).
 expected<void> cuda_copy_engine::record_on(engine_event& e, consumer_stream stream) {
-  // On the trainer's thread: on_device gives it its current device back.
-  return on_device(device_, "cudaEventRecord", [&] {
-    return cudaEventRecord(event_of(e).get(), static_cast<cudaStream_t>(stream.handle));
-  });
+  const auto consumer = static_cast<cudaStream_t>(stream.handle);
+  auto device = consumer_device(consumer);
+  if (!device) {
+    return std::move(device).error();
+  }
+  if (consumer == nullptr) {
+    return engine_event_of(e).record(*device, consumer);
+  }
+  auto guard = device_guard::enter(*device);
+  if (!guard) {
+    return std::move(guard).error();
+  }
+  return engine_event_of(e).record(*device, consumer);
 }
 
 expected<bool> cuda_copy_engine::query(const engine_event& e) {

@@ -31,14 +31,18 @@ __global__ void normalize_kernel(const std::uint8_t* src, uint8_batch_shape shap
   }
 }
 
+/// The launch's own status (cudaLaunchKernel's): cudaGetLastError after <<<>>> could return an
+/// error an earlier call of this thread left behind (a cudaErrorNotReady of an event query).
 template <class Out>
-void launch(const std::uint8_t* src, const uint8_batch_shape& shape,
-            const normalize_coefficients& k, Out* dst, cudaStream_t stream) {
+cudaError_t launch(const std::uint8_t* src, uint8_batch_shape shape, normalize_coefficients k,
+                   Out* dst, cudaStream_t stream) {
   const auto planes = static_cast<unsigned>(shape.samples * shape.channels);
   const auto blocks_x = static_cast<unsigned>(std::min<std::size_t>(
       (shape.pixels() + threads_per_block - 1) / threads_per_block, max_grid_x));
   dim3 grid(blocks_x, std::min(planes, max_grid_y));
-  normalize_kernel<Out><<<grid, threads_per_block, 0, stream>>>(src, shape, k, dst);
+  void* args[] = {&src, &shape, &k, &dst};
+  return cudaLaunchKernel(reinterpret_cast<const void*>(&normalize_kernel<Out>), grid,
+                          dim3(threads_per_block), args, 0, stream);
 }
 
 }  // namespace
@@ -56,12 +60,10 @@ expected<void> launch_normalize(const std::uint8_t* src, const uint8_batch_shape
   if (!guard) {
     return std::move(guard).error();
   }
-  if (out == dtype::float32) {
-    launch(src, shape, k, static_cast<float*>(dst), stream.get());
-  } else {
-    launch(src, shape, k, static_cast<std::uint16_t*>(dst), stream.get());
-  }
-  return cuda_check(cudaGetLastError(), "normalize_kernel launch", stream.device());
+  const auto status = out == dtype::float32
+                          ? launch(src, shape, k, static_cast<float*>(dst), stream.get())
+                          : launch(src, shape, k, static_cast<std::uint16_t*>(dst), stream.get());
+  return cuda_check(status, "cudaLaunchKernel (normalize_kernel)", stream.device());
 }
 
 }  // namespace conveyor::cuda

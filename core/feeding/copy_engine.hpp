@@ -83,7 +83,9 @@ class copy_engine {
   /// Records `e` here: it completes when the work queued so far has.
   virtual expected<void> record(engine_event& e) = 0;
   /// Records `e` on a consumer's stream: it completes when the consumer's work queued so far
-  /// has. Called on the consumer's thread; leaves that thread's device state as it was.
+  /// has. Called on the consumer's thread; leaves that thread's device state as it was. The
+  /// stream may be of another device (a peer reading the batch): `e` is recorded there, and
+  /// wait_for and query follow it. Null: the default stream of the thread's current device.
   virtual expected<void> record_on(engine_event& e, consumer_stream stream) = 0;
 
   // The host side.

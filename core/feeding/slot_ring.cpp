@@ -2,6 +2,7 @@
 
 #include "core/base/deliberate_leak.hpp"
 #include "core/base/log.hpp"
+#include "core/feeding/deferred_teardown.hpp"
 #include "core/transforms/normalize_batch.hpp"
 
 namespace conveyor {
@@ -79,38 +80,65 @@ slot_ring::slot_ring(std::shared_ptr<copy_engine> engine, ring_options options)
 
 slot_ring::~slot_ring() {
   stop();
-  if (settle_teardown()) {
-    return;
-  }
-  for (auto& slot : slots_) {
-    leak(slot->host_);
-    leak(slot->input_);
-    leak(slot->result_);
-  }
+  tear_down();
 }
 
-// Whether the trainers' recorded work and the engine's queue completed, so that the buffers
-// may be freed; logs why not.
-bool slot_ring::settle_teardown() {
-  const auto deadline = copy_engine::clock::now() + options_.deadline;
-  auto settled = [&](const expected<bool>& complete, const std::string& what) {
-    if (complete && *complete) {
-      return true;
-    }
-    log("feeder")->error(
-        "{}: cannot tell that {} completed ({}): its buffers are leaked rather than freed "
-        "under running work",
-        options_.name, what, complete ? "the deadline passed" : complete.error().what());
-    return false;
-  };
-  for (auto& slot : slots_) {
-    if (slot->consumer_pending_ &&
-        !settled(engine_->wait_until(*slot->released_, deadline),
-                 "the trainer's work on slot " + std::to_string(slot->index_))) {
-      return false;
-    }
+namespace {
+
+/// What a ring leaves behind: its slots (buffers and events) and the engine they belong to
+/// (declared first: it goes last), with a marker recorded behind the engine's queued work.
+struct ring_remains {
+  std::shared_ptr<copy_engine> engine;
+  std::vector<std::unique_ptr<ring_slot>> slots;
+  std::unique_ptr<engine_event> queue_done;
+};
+
+}  // namespace
+
+// The buffers go once the trainers' recorded work and the engine's queue have completed: now
+// when they have, else on the teardown thread, which leaks them if that does not happen within
+// the deadline.
+void slot_ring::tear_down() {
+  auto remains = std::make_shared<ring_remains>();
+  remains->engine = engine_;
+  remains->slots = std::move(slots_);
+  std::optional<error> unmarked;
+  if (auto marker = engine_->create_event(); !marker) {
+    unmarked = marker.error();
+  } else if (auto ok = engine_->record(**marker); !ok) {
+    unmarked = ok.error();
+  } else {
+    remains->queue_done = std::move(*marker);
   }
-  return settled(drain(*engine_, deadline), "the " + engine_->name() + "'s queued work");
+  deferred_teardown t;
+  t.what = options_.name + "'s slots on the " + engine_->name();
+  t.deadline = deferred_teardown::clock::now() + options_.deadline;
+  t.settled = [r = remains.get(), unmarked]() -> expected<bool> {
+    if (unmarked) {
+      return *unmarked;
+    }
+    for (auto& slot : r->slots) {
+      if (slot->consumer_pending_) {
+        auto done = r->engine->query(*slot->released_);
+        if (!done || !*done) {
+          return done;
+        }
+      }
+    }
+    return r->engine->query(*r->queue_done);
+  };
+  t.leak = [r = remains.get()] {
+    for (auto& slot : r->slots) {
+      leak(slot->host_);
+      leak(slot->input_);
+      leak(slot->result_);
+    }
+  };
+  t.resources = std::move(remains);
+  if (auto done = t.settled(); done && *done) {
+    return;  // the remains go with `t`, here
+  }
+  defer_teardown(std::move(t));
 }
 
 void slot_ring::stop() {
@@ -164,12 +192,8 @@ expected<void> slot_ring::check(const batch_layout& layout) const {
 }
 
 expected<engine_buffer> slot_ring::allocate(memory_kind kind, std::size_t bytes) {
-  auto buffer =
-      kind == memory_kind::host ? engine_->allocate_host(bytes) : engine_->allocate_device(bytes);
-  if (!buffer) {
-    return error{buffer.error().code(), options_.name + ": " + buffer.error().message()};
-  }
-  return buffer;
+  return kind == memory_kind::host ? engine_->allocate_host(bytes)
+                                   : engine_->allocate_device(bytes);
 }
 
 expected<void> slot_ring::reserve(ring_slot& slot, const batch_layout& layout) {
@@ -189,6 +213,9 @@ expected<void> slot_ring::reserve(ring_slot& slot, const batch_layout& layout) {
     }
     slot.host_data_ = slot.host_.data();
   }
+  if (auto ok = retire_device_memory(slot, layout); !ok) {
+    return ok;
+  }
   auto device = [this](std::size_t n) { return allocate(memory_kind::device, n); };
   if (!engine_->in_place()) {
     if (auto ok = grow(slot.input_, bytes, device); !ok) {
@@ -199,6 +226,36 @@ expected<void> slot_ring::reserve(ring_slot& slot, const batch_layout& layout) {
     auto result_bytes = layout.images.elements() * size_of(options_.normalized_type);
     return grow(slot.result_, result_bytes, device);
   }
+  return {};
+}
+
+// Before a slot's device memory grows (the old buffer is freed), the trainer's work on the
+// slot's last batch must have completed: it may still read that memory, on this device or a
+// peer. Growth is rare (a batch larger than any before), so the feeder waits for it here,
+// within the deadline; past it, the old memory is leaked rather than freed under that work.
+expected<void> slot_ring::retire_device_memory(ring_slot& slot, const batch_layout& layout) {
+  const bool input_grows = !engine_->in_place() && slot.input_.size < layout.bytes;
+  const bool result_grows =
+      options_.normalize &&
+      slot.result_.size < layout.images.elements() * size_of(options_.normalized_type);
+  if (!slot.consumer_pending_ || !(input_grows || result_grows)) {
+    return {};
+  }
+  auto complete =
+      engine_->wait_until(*slot.released_, copy_engine::clock::now() + options_.deadline);
+  if (!complete) {
+    return std::move(complete).error();
+  }
+  if (*complete) {
+    slot.consumer_pending_ = false;
+    return {};
+  }
+  log("feeder")->error(
+      "{}: the trainer's work on slot {} did not complete within {} s: its device memory is "
+      "leaked rather than freed under that work, and the slot grows in new memory",
+      options_.name, slot.index_, std::chrono::duration<double>(options_.deadline).count());
+  leak(slot.input_);
+  leak(slot.result_);
   return {};
 }
 
@@ -221,12 +278,11 @@ expected<void> slot_ring::reusable(ring_slot& slot) {
   auto wait = [&](const engine_event& e, const std::string& what) -> expected<void> {
     auto complete = engine_->wait_until(e, deadline);
     if (!complete) {
-      return failure("slot " + std::to_string(slot.index_), complete.error());
+      return failure(slot.what_, complete.error());
     }
     if (!*complete) {
       return error{errc::timed_out,
-                   options_.name + ": slot " + std::to_string(slot.index_) + ": " + what +
-                       " did not complete within " +
+                   options_.name + ": " + slot.what_ + ": " + what + " did not complete within " +
                        std::to_string(std::chrono::duration<double>(options_.deadline).count()) +
                        " s"};
     }
@@ -244,7 +300,7 @@ expected<void> slot_ring::reusable(ring_slot& slot) {
   return {};
 }
 
-expected<ring_slot*> slot_ring::acquire(const batch_layout& layout) {
+expected<ring_slot*> slot_ring::acquire(const batch_layout& layout, const std::string& what) {
   if (free_.empty()) {
     return error{errc::invalid_argument,
                  options_.name + ": no free slot (a batch came without a credit)"};
@@ -257,11 +313,13 @@ expected<ring_slot*> slot_ring::acquire(const batch_layout& layout) {
   // work is done, and the slot released last is the one still in the caches.
   const bool newest = engine_->in_place();
   auto& slot = *slots_[newest ? free_.back() : free_.front()];
+  slot.what_ = what + " (slot " + std::to_string(slot.index_) + ")";
   if (auto ok = reusable(slot); !ok) {
     return std::move(ok).error();
   }
   if (auto ok = reserve(slot, layout); !ok) {
-    return std::move(ok).error();
+    return ok.error().code() == errc::invalid_config ? std::move(ok).error()
+                                                     : failure(slot.what_, ok.error());
   }
   if (newest) {
     free_.pop_back();
@@ -306,21 +364,20 @@ expected<void> slot_ring::enqueue_work(ring_slot& slot) {
   return engine_->record(*slot.done_);
 }
 
-expected<void> slot_ring::submit(ring_slot& slot, std::string what,
-                                 std::function<void()> on_ready) {
+expected<void> slot_ring::submit(ring_slot& slot, std::function<void()> on_ready) {
   if (slot.state_ != ring_slot::state::writing) {
     return error{errc::invalid_argument, options_.name + ": submit of slot " +
                                              std::to_string(slot.index_) +
                                              ", which was not acquired"};
   }
   if (auto ok = enqueue_work(slot); !ok) {
-    return failure(what, ok.error());
+    return failure(slot.what_, ok.error());
   }
   slot.state_ = ring_slot::state::in_use;
   completion_queue::entry e;
   e.done = slot.done_.get();
   e.timeout = options_.deadline;
-  e.what = std::move(what);
+  e.what = slot.what_;
   e.on_ready = std::move(on_ready);
   completions_.push(std::move(e));
   return {};
@@ -338,7 +395,7 @@ void slot_ring::released(std::uint64_t index, consumer_stream stream) noexcept {
   }
   slot.poisoned_ = true;
   try {
-    fail(failure("the release of slot " + std::to_string(index) +
+    fail(failure("the release of " + slot.what_ +
                      " (its memory is never reused: it could not be ordered after the "
                      "trainer's work)",
                  ok.error()));

@@ -4,9 +4,9 @@
 /// three events: `copied` (the host buffer has been read), `done` (the batch is complete on the
 /// device) and `released` (recorded on the trainer's stream when it releases the batch).
 ///
-///   auto slot = ring->acquire(layout);               // a free slot, sized for the batch
+///   auto slot = ring->acquire(layout, "batch 3 of epoch 1");   // a free slot, sized for it
 ///   collate_batch(plan, schema, fields, slot->host());   // the fields, in their places
-///   ring->submit(*slot, "batch 3 of epoch 1", on_ready);   // copy (+ normalize), async
+///   ring->submit(*slot, on_ready);                   // copy (+ normalize), async
 ///   ... on_ready runs once complete: the trainer reads slot->output() ...
 ///   ring->released(index, trainer_stream);           // trainer thread: done after its work
 ///   ring->reclaim(index);                            // feeder thread: back to the ring
@@ -17,11 +17,16 @@
 ///   engine, acquire waits for it on the host, within the deadline).
 /// - A handed-out batch owns its memory: the ring is shared (shared_ptr, the batch's
 ///   slot_owner), and its buffers are freed only when the last batch and the feeder have let
-///   go, after the trainer's recorded work and the engine's queue have completed. If they do
-///   not within the deadline, the buffers are leaked rather than freed under running work.
+///   go, after the trainer's recorded work and the engine's queue have completed: in the
+///   background (deferred_teardown.hpp), so that the trainer dropping the last batch never
+///   waits. If that work does not complete within the deadline, the buffers are leaked rather
+///   than freed under running work. A slot's device memory that grows for a larger batch is
+///   freed the same way: after the trainer's work on the slot's last batch.
 /// - Faults surface: every batch's completion is polled with a deadline (completion_queue);
-///   an engine fault or a stall calls on_failure with an error naming the ring, the engine
-///   and the batch, once, and nothing more is delivered. No call waits past the deadline.
+///   an engine fault (also one of the trainer's own work, which CUDA makes sticky for the
+///   whole device), or a stall, calls on_failure with an error naming the ring, the engine,
+///   the failed call and the batch, once, and nothing more is delivered. No call waits past
+///   the deadline.
 
 #include <array>
 #include <atomic>
@@ -84,6 +89,7 @@ class ring_slot {
 
   std::size_t index_ = 0;
   state state_ = state::free;
+  std::string what_;  ///< the batch it holds, for failures: "batch 3 of epoch 1 (slot 2)"
   batch_layout layout_;
   slot_output output_;
   std::uint8_t* host_data_ = nullptr;  ///< host_ or the external slot
@@ -108,26 +114,29 @@ class slot_ring final : public slot_owner {
   /// bfloat16, or external memory for another number of slots; the engine's errors.
   static expected<std::shared_ptr<slot_ring>> create(std::shared_ptr<copy_engine> engine,
                                                      ring_options options);
-  /// Waits (within the deadline) for the trainers' recorded work and the engine's queue, then
-  /// frees the buffers; leaks them, with an error in the log, if that work does not complete.
+  /// Frees the buffers once the trainers' recorded work and the engine's queue have completed:
+  /// at once when they have, else in the background (deferred_teardown.hpp); never waits.
+  /// Leaks them, with an error in the log, if that work does not complete within the deadline.
   ~slot_ring() override;
   slot_ring(const slot_ring&) = delete;
   slot_ring& operator=(const slot_ring&) = delete;
 
-  /// A free slot, its buffers grown to hold `layout` (they never shrink): the one released
-  /// longest ago, or, with an in-place engine, the one released last (its memory is warm).
-  /// errc::invalid_argument when no slot is free (a batch without a credit) or the layout does
-  /// not suit the options; errc::invalid_config when it does not fit an external slot; the
-  /// engine's errors; errc::timed_out when the trainer's work on an in-place slot does not
-  /// complete within the deadline.
-  expected<ring_slot*> acquire(const batch_layout& layout);
+  /// A free slot for the batch `what` ("batch 3 of epoch 1": every failure from here on names
+  /// it, and the slot), its buffers grown to hold `layout` (they never shrink; device memory
+  /// that grows is freed after the trainer's work on it, waited for within the deadline): the
+  /// one released longest ago, or, with an in-place engine, the one released last (its memory
+  /// is warm). errc::invalid_argument when no slot is free (a batch without a credit) or the
+  /// layout does not suit the options; errc::invalid_config when it does not fit an external
+  /// slot; the engine's errors (errc::device_error); errc::timed_out when the trainer's work on
+  /// the slot does not complete within the deadline.
+  expected<ring_slot*> acquire(const batch_layout& layout, const std::string& what);
   /// Queues the slot's copy (after the trainer's release of its previous batch), normalize if
   /// configured, and its completion: `on_ready` runs once the batch is complete on the device,
-  /// in submission order, on this thread or the completion thread; it must be quick. `what`
-  /// names the batch in a failure. The slot's samples must all be written.
-  expected<void> submit(ring_slot& slot, std::string what, std::function<void()> on_ready);
+  /// in submission order, on this thread or the completion thread; it must be quick. The
+  /// slot's samples must all be written.
+  expected<void> submit(ring_slot& slot, std::function<void()> on_ready);
   /// slot_owner: records the slot's `released` event on the trainer's stream. A failure to
-  /// record it poisons the slot (never reused) and fails the ring.
+  /// record it poisons the slot (never reused) and fails the ring, naming the batch.
   void released(std::uint64_t slot, consumer_stream stream) noexcept override;
   /// Returns slot `index`, handed out and released, to the ring. errc::invalid_argument for a
   /// slot that is not in use, or poisoned.
@@ -146,15 +155,16 @@ class slot_ring final : public slot_owner {
   slot_ring(std::shared_ptr<copy_engine> engine, ring_options options);
   expected<void> check(const batch_layout& layout) const;
   enum class memory_kind : bool { host, device };
-  /// The engine's memory; its errors name the ring.
+  /// The engine's memory (acquire names the ring and the batch in its errors).
   expected<engine_buffer> allocate(memory_kind kind, std::size_t bytes);
   expected<void> reserve(ring_slot& slot, const batch_layout& layout);
+  expected<void> retire_device_memory(ring_slot& slot, const batch_layout& layout);
   expected<void> reusable(ring_slot& slot);
   expected<void> enqueue_work(ring_slot& slot);
   slot_output output_of(const ring_slot& slot) const;
   error failure(const std::string& what, const error& why) const;
   void fail(const error& why);
-  bool settle_teardown();
+  void tear_down();
 
   std::shared_ptr<copy_engine> engine_;  // first member: it outlives the buffers and events
   ring_options options_;

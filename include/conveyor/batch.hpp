@@ -143,8 +143,11 @@ class batch {
   /// release_after(nullptr).
   void release() noexcept;
   /// Gives the buffer back once the work queued on `stream` so far has completed (the feeder's
-  /// GPU waits for it; the call does not block). As release() otherwise; `stream` must belong
-  /// to the batch's device (else the error fails the pipeline, and the memory is never reused).
+  /// GPU waits for it; the call does not block). `stream` may be of any device (a peer GPU
+  /// reading the batch); null is the legacy default stream of the calling thread's current
+  /// device. A client's batch (host memory that a trainer copies to its GPU asynchronously)
+  /// goes back to the node once that work has completed. As release() otherwise; a stream
+  /// CUDA refuses fails the pipeline, and that memory is never reused.
   void release_after(cuda_stream_t stream) noexcept;
 
  private:

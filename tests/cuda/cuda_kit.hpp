@@ -11,19 +11,25 @@
 
 #include "core/cuda/cuda_copy_engine.hpp"
 #include "core/cuda/device_query.hpp"
+#include "cuda_fixture.hpp"
 #include "trainer_kernels.hpp"
 
 namespace conveyor::cuda::testing {
 
 class cuda_kit {
  public:
+  /// Where the kit cannot run, a test that uses it is skipped (unavailable()) or, where the
+  /// GPU is required or the driver is too old (see cuda_fixture.hpp), failed.
   cuda_kit() {
-    auto devices = list_devices();
-    if (!devices || devices->empty()) {
-      why_ = devices ? "no CUDA device on this machine" : devices.error().what();
+    auto device = first_device();
+    if (!device) {
+      why_ = device.error().what();
+      if (!skippable(device)) {
+        ADD_FAILURE() << why_;
+      }
       return;
     }
-    device_ = devices->front().id;
+    device_ = *device;
     EXPECT_EQ(cudaSetDevice(device_), cudaSuccess);
     EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess);
   }
@@ -58,6 +64,9 @@ class cuda_kit {
     pinned_.emplace_back(host, bytes);
     EXPECT_EQ(cudaMemcpyAsync(host, data, bytes, cudaMemcpyDeviceToHost, stream_), cudaSuccess);
   }
+  /// A trap on the trainer's stream: a sticky error for every later call on the device.
+  void fault_trainer() { EXPECT_EQ(launch_trap(stream_), cudaSuccess); }
+  static std::string fault_text() { return " failed: cudaError"; }
   std::vector<std::vector<std::uint8_t>> snapshots() {
     finish();
     std::vector<std::vector<std::uint8_t>> out;

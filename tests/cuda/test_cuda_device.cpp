@@ -4,6 +4,7 @@
 
 #include "core/cuda/device_query.hpp"
 #include "core/cuda/self_test.hpp"
+#include "cuda_fixture.hpp"
 
 namespace conveyor::cuda {
 namespace {
@@ -18,11 +19,10 @@ TEST(CudaDevice, ListingDevicesNeverFailsForLackOfAGpu) {
 }
 
 TEST(CudaDevice, KernelRoundTripOnEveryDevice) {
+  auto first = testing::first_device();
+  CONVEYOR_NEEDS_GPU(first);
   auto devices = list_devices();
   ASSERT_TRUE(devices);
-  if (devices->empty()) {
-    GTEST_SKIP() << "no CUDA device on this machine";
-  }
   for (const auto& d : *devices) {
     auto n = kernel_round_trip(d.id, 1 << 20);
     ASSERT_TRUE(n) << n.error().what();

@@ -134,12 +134,9 @@ TEST_F(CudaFeederActor, ADeviceCudaCannotUseFailsThePipelineNamingIt) {
 class CudaFeederOnDevice : public CudaFeederActor {
  protected:
   void SetUp() override {
-    auto devices = cuda::list_devices();
-    ASSERT_TRUE(devices);
-    if (devices->empty()) {
-      GTEST_SKIP() << "no CUDA device on this machine";
-    }
-    device_ = devices->front().id;
+    auto device = cuda::testing::first_device();
+    CONVEYOR_NEEDS_GPU(device);
+    device_ = *device;
   }
   int device_ = 0;
 };

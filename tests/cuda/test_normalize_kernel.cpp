@@ -8,9 +8,11 @@
 
 #include "../support/normalize_fixtures.hpp"
 #include "core/cuda/cuda_buffer.hpp"
+#include "core/cuda/cuda_event.hpp"
 #include "core/cuda/normalize_kernel.hpp"
 #include "core/transforms/normalize_batch.hpp"
 #include "cuda_fixture.hpp"
+#include "trainer_kernels.hpp"
 
 namespace conveyor::cuda {
 namespace {
@@ -86,6 +88,24 @@ TEST_F(NormalizeKernel, ManyPlanesAndLargePlanesAreCovered) {
   expect_close_floats(many, many_want);
   auto [large, large_want] = run({1, 3, 1100, 1000, pixel_layout::chw}, dtype::bfloat16, {});
   EXPECT_EQ(large, large_want);
+}
+
+// Issue 34: cudaGetLastError after <<<>>> could return the cudaErrorNotReady that an earlier
+// event query of this thread left behind, failing a good launch. The launch's own status counts.
+TEST_F(NormalizeKernel, ALaunchAfterAQueryOfUnfinishedWorkSucceeds) {
+  auto busy = cuda_stream::create(device_);
+  ASSERT_TRUE(busy) << busy.error().what();
+  testing::host_flag flag;
+  ASSERT_EQ(testing::launch_wait_for_host(busy->get(), flag.on_device()), cudaSuccess);
+  auto event = cuda_event::create(device_);
+  ASSERT_TRUE(event && event->record(*busy));
+  auto ready = event->ready();  // cudaErrorNotReady, on this thread
+  ASSERT_TRUE(ready) << ready.error().what();
+  ASSERT_FALSE(*ready);
+  auto [got, want] = run({2, 3, 5, 7, pixel_layout::chw}, dtype::float32, {});  // launches
+  expect_close_floats(got, want);
+  flag.set();
+  EXPECT_TRUE(busy->synchronize());
 }
 
 TEST(NormalizeKernelChecks, RefusesABatchItCannotNormaliseBeforeTouchingTheDevice) {

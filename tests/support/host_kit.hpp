@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/feeding/host_copy_engine.hpp"
+#include "support/ring_fault.hpp"
 #include "support/ring_protocol.hpp"
 
 namespace conveyor::testing {
@@ -29,6 +30,12 @@ class host_trainer {
       std::lock_guard<std::mutex> lock(mutex_);
       snapshots_[index] = std::move(copy);
       return {};
+    });
+  }
+  /// Queues a "kernel" that faults: the stream fails, as a CUDA context does after a trap.
+  void fault() {
+    stream_.enqueue([]() -> expected<void> {
+      return error{errc::device_error, "trainer kernel fault (injected)"};
     });
   }
   /// Every snapshot, once the stream has run what was queued (within a minute).
@@ -66,6 +73,8 @@ class host_kit {
     trainer_.read_later(data, bytes, delay);
   }
   std::vector<std::vector<std::uint8_t>> snapshots() { return trainer_.snapshots(); }
+  void fault_trainer() { trainer_.fault(); }
+  static std::string fault_text() { return "trainer kernel fault (injected)"; }
   std::vector<std::uint8_t> read_now(const void* data, std::size_t bytes) {
     const auto* p = static_cast<const std::uint8_t*>(data);
     return {p, p + bytes};

@@ -36,6 +36,14 @@ class ring_log {
     std::unique_lock<std::mutex> lock(mutex_);
     return changed_.wait_for(lock, std::chrono::minutes(1), [&] { return batches_.size() >= n; });
   }
+  /// True once `n` batches were handed over; false as soon as the ring failed (or after a
+  /// minute).
+  bool wait_for_batches_unless_failed(std::size_t n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait_for(lock, std::chrono::minutes(1),
+                      [&] { return batches_.size() >= n || !failures_.empty(); });
+    return batches_.size() >= n && failures_.empty();
+  }
   /// The first failure, once there is one (nullopt after a minute without).
   std::optional<error> wait_for_failure() {
     std::unique_lock<std::mutex> lock(mutex_);

@@ -53,15 +53,14 @@ class RingProtocol : public ::testing::Test {
   /// as batch `number`; returns the slot.
   ring_slot* feed(slot_ring& ring, int number, std::uint8_t value,
                   const batch_layout& layout = small_layout()) {
-    auto slot = ring.acquire(layout);
+    auto slot = ring.acquire(layout, "batch " + std::to_string(number));
     EXPECT_TRUE(slot) << slot.error().what();
     if (!slot) {
       return nullptr;
     }
     auto* bytes = (*slot)->host();
     std::fill(bytes, bytes + layout.bytes, value);
-    auto ok = ring.submit(**slot, "batch " + std::to_string(number),
-                          [log = log_, number] { log->handed_over(number); });
+    auto ok = ring.submit(**slot, [log = log_, number] { log->handed_over(number); });
     EXPECT_TRUE(ok) << ok.error().what();
     return *slot;
   }
@@ -168,14 +167,14 @@ TYPED_TEST_P(RingProtocol, NormalizeGivesTheCpuReference) {
     auto ring = this->make_ring(1, k, out);
     ASSERT_TRUE(ring);
     const auto layout = small_layout();
-    auto slot = ring->acquire(layout);
+    auto slot = ring->acquire(layout, "batch 0");
     ASSERT_TRUE(slot) << slot.error().what();
     std::vector<std::uint8_t> input(layout.bytes);
     for (std::size_t i = 0; i < input.size(); ++i) {
       input[i] = static_cast<std::uint8_t>(i * 37 + 5);
     }
     std::copy(input.begin(), input.end(), (*slot)->host());
-    ASSERT_TRUE(ring->submit(**slot, "batch 0", [log = this->log_] { log->handed_over(0); }));
+    ASSERT_TRUE(ring->submit(**slot, [log = this->log_] { log->handed_over(0); }));
     ASSERT_TRUE(this->log_->wait_for_batches(1));
     std::vector<std::uint8_t> want(layout.images.elements() * size_of(out));
     ASSERT_TRUE(normalize_batch(input.data(), layout.images, k, out, want.data()));
@@ -202,6 +201,25 @@ TYPED_TEST_P(RingProtocol, ASlotGrowsForALargerBatch) {
   EXPECT_TRUE(this->all_are(this->kit_.read_now(slot->output().data, small_layout(8).bytes), 2));
 }
 
+// Issue 34: device memory that grows for a larger batch was freed at once, while the trainer's
+// released work on the slot's last batch might still read it. The growth must wait for it.
+TYPED_TEST_P(RingProtocol, GrowthFreesTheOldMemoryOnlyAfterTheTrainersWorkOnIt) {
+  auto ring = this->make_ring(1);
+  ASSERT_TRUE(ring);
+  auto* slot = this->feed(*ring, 0, 5, small_layout(1));
+  ASSERT_NE(slot, nullptr);
+  ASSERT_TRUE(this->log_->wait_for_batches(1));
+  this->kit_.read_later(slot->output().data, small_layout(1).bytes, std::chrono::milliseconds(40));
+  ring->released(slot->index(), this->kit_.trainer());  // the read is still to run
+  ASSERT_TRUE(ring->reclaim(slot->index()));
+  ASSERT_NE(this->feed(*ring, 1, 6, small_layout(8)), nullptr);  // grows into new memory
+  ASSERT_TRUE(this->log_->wait_for_batches(2));
+  auto seen = this->kit_.snapshots();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(this->all_are(seen.front(), 5)) << "the trainer read memory freed under it";
+  EXPECT_EQ(this->log_->failures(), 0u);
+}
+
 TYPED_TEST_P(RingProtocol, MisuseIsRefusedWithAnError) {
   auto engine = this->kit_.engine();
   ring_options none;
@@ -214,21 +232,21 @@ TYPED_TEST_P(RingProtocol, MisuseIsRefusedWithAnError) {
 
   auto ring = this->make_ring(1, coefficients_of(normalize_spec{}));
   ASSERT_TRUE(ring);
-  auto no_images = ring->acquire({240, 0, {}});
+  auto no_images = ring->acquire({240, 0, {}}, "batch 0");
   ASSERT_FALSE(no_images);
   EXPECT_NE(no_images.error().message().find("images (uint8"), std::string::npos)
       << no_images.error().what();
-  auto past_the_end = ring->acquire({60, 10, {1, 3, 4, 5, pixel_layout::chw}});
+  auto past_the_end = ring->acquire({60, 10, {1, 3, 4, 5, pixel_layout::chw}}, "batch 0");
   ASSERT_FALSE(past_the_end);
   EXPECT_NE(past_the_end.error().message().find("run past"), std::string::npos)
       << past_the_end.error().what();
   EXPECT_FALSE(ring->reclaim(0)) << "a free slot is not in use";
   auto* slot = this->feed(*ring, 0, 3);
   ASSERT_NE(slot, nullptr);
-  auto none_free = ring->acquire(small_layout());
+  auto none_free = ring->acquire(small_layout(), "batch 1");
   ASSERT_FALSE(none_free);
   EXPECT_NE(none_free.error().message().find("without a credit"), std::string::npos);
-  EXPECT_FALSE(ring->submit(*slot, "again", [] {})) << "submitted already";
+  EXPECT_FALSE(ring->submit(*slot, [] {})) << "submitted already";
   ASSERT_TRUE(this->log_->wait_for_batches(1));
   ASSERT_TRUE(ring->reclaim(slot->index()));
   EXPECT_FALSE(ring->reclaim(slot->index())) << "a second release of one slot";
@@ -237,6 +255,7 @@ TYPED_TEST_P(RingProtocol, MisuseIsRefusedWithAnError) {
 REGISTER_TYPED_TEST_SUITE_P(RingProtocol, ReuseNeverOvertakesTheTrainersRelease,
                             AHeldBatchOutlivesItsFeeder, BatchesAreHandedOverInOrderWithTheirBytes,
                             NormalizeGivesTheCpuReference, ASlotGrowsForALargerBatch,
+                            GrowthFreesTheOldMemoryOnlyAfterTheTrainersWorkOnIt,
                             MisuseIsRefusedWithAnError);
 
 }  // namespace conveyor::testing
