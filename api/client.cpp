@@ -133,7 +133,7 @@ struct client::shared_state final : batch_home,
 
 // The trainer may still be copying the batch to its GPU (cudaHostRegister'd shared memory read
 // by an asynchronous copy on `stream`): the node hears of the release once that work has
-// completed, or at once where no such work can be pending.
+// completed. Without a stream (release(), a copy from pageable memory, a CPU trainer), at once.
 void client::shared_state::give_back(const host_batch& b, consumer_stream stream) noexcept {
   const auto slot = static_cast<std::uint32_t>(b.slot);
   {

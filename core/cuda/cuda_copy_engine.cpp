@@ -70,11 +70,16 @@ cuda_engine_event& engine_event_of(engine_event& e) {
   return static_cast<cuda_engine_event&>(e);
 }
 
-/// The device of a consumer's stream: the stream's own, or for the legacy default stream (null)
-/// the calling thread's current device, whose default stream that is.
-expected<int> consumer_device(cudaStream_t stream) {
+/// The device of a consumer's stream: the stream's own; for the legacy default stream (null)
+/// the calling thread's current device, whose default stream that is, or `engine_device` on a
+/// thread that has not used CUDA (nothing of the trainer's can be queued there, and asking for
+/// "the current device" would create device 0's context).
+expected<int> consumer_device(cudaStream_t stream, int engine_device) {
   int device = -1;
   if (stream == nullptr) {
+    if (!thread_has_context()) {
+      return engine_device;
+    }
     CONVEYOR_CUDA_TRY(-1, cudaGetDevice(&device));
   } else {
     CONVEYOR_CUDA_TRY(-1, cudaStreamGetDevice(stream, &device));
@@ -170,18 +175,16 @@ expected<void> cuda_copy_engine::record(engine_event& e) {
   return engine_event_of(e).record(device_, stream_.get());
 }
 
-// On the trainer's thread, whose device state it leaves as it was. The legacy default stream
-// (null) is the one of the thread's current device, which may not be the engine's: the record
-// goes there, with an event of that device, and the copy engine's wait covers it (a stream may
-// wait for an event of another device).
+// On the trainer's thread, whose device state it leaves as it was. The record goes to the
+// device of the trainer's stream, with an event of that device (a peer GPU's stream is
+// refused with the engine's event), and the copy engine's wait covers it (a stream may wait
+// for an event of another device). The legacy default stream (null) is the one of the
+// thread's current device; the engine's on a thread that has not used CUDA.
 expected<void> cuda_copy_engine::record_on(engine_event& e, consumer_stream stream) {
   const auto consumer = static_cast<cudaStream_t>(stream.handle);
-  auto device = consumer_device(consumer);
+  auto device = consumer_device(consumer, device_);
   if (!device) {
     return std::move(device).error();
-  }
-  if (consumer == nullptr) {
-    return engine_event_of(e).record(*device, consumer);
   }
   auto guard = device_guard::enter(*device);
   if (!guard) {

@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "core/cuda/cuda_check.hpp"
-#include "core/cuda/device_guard.hpp"
 
 namespace conveyor::cuda {
 namespace {
@@ -16,7 +15,7 @@ void CUDART_CB run_and_free(void* data) {
 }  // namespace
 
 expected<bool> call_when_done(void* stream, std::function<void()> then) {
-  if (stream == nullptr && !thread_has_context()) {
+  if (stream == nullptr) {
     return false;
   }
   int device = -1;

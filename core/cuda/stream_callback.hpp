@@ -9,12 +9,12 @@
 
 namespace conveyor::cuda {
 
-/// Queues `then` on `stream` (a cudaStream_t; null: the legacy default stream of the calling
-/// thread's current device): it runs once the work queued there so far has completed, on a
-/// thread of CUDA's, and must be quick and make no CUDA call. False, with nothing queued, where
-/// no such work can be pending: a null stream on a thread that has no CUDA context current (a
-/// trainer that does not use CUDA here; nothing is initialised for it). The error (naming the
-/// device and the call) of a stream CUDA refuses, e.g. after a fault.
+/// Queues `then` on `stream` (a cudaStream_t; cudaStreamLegacy for the legacy default stream):
+/// it runs once the work queued there so far has completed, on a thread of CUDA's, and must be
+/// quick and make no CUDA call. False, with nothing queued, for a null stream: no stream named,
+/// nothing to wait for (a trainer that copies from pageable memory, whose copy is done when it
+/// returns, or one that does not use CUDA: nothing is initialised for it). The error (naming
+/// the device and the call) of a stream CUDA refuses, e.g. after a fault.
 expected<bool> call_when_done(void* stream, std::function<void()> then);
 
 }  // namespace conveyor::cuda

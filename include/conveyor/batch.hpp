@@ -145,9 +145,11 @@ class batch {
   /// Gives the buffer back once the work queued on `stream` so far has completed (the feeder's
   /// GPU waits for it; the call does not block). `stream` may be of any device (a peer GPU
   /// reading the batch); null is the legacy default stream of the calling thread's current
-  /// device. A client's batch (host memory that a trainer copies to its GPU asynchronously)
-  /// goes back to the node once that work has completed. As release() otherwise; a stream
-  /// CUDA refuses fails the pipeline, and that memory is never reused.
+  /// device. A node client's batch (host memory that a trainer may copy to its GPU
+  /// asynchronously) goes back to the node once that work has completed, when a stream is
+  /// named (cudaStreamLegacy for the legacy default stream); its release() gives it back at
+  /// once. As release() otherwise; a stream CUDA refuses fails the pipeline, and that memory is
+  /// never reused.
   void release_after(cuda_stream_t stream) noexcept;
 
  private:
