@@ -14,11 +14,14 @@ FEED (the step is the same for all: bf16 autocast, channels_last, SGD, cross-ent
                 (PIL decode), RandomResizedCrop(224) + RandomHorizontalFlip + ToTensor +
                 Normalize, pin_memory, .cuda(non_blocking=True) on the training stream
   conveyor      a conveyor-node serving --socket, attached with the Python module as rank 0 of
-                job 0. Each batch is copied to the device on a side stream (the node's shared
-                memory is pageable: a copy from it waits for its stream, so not the training
-                one) and, when it comes as uint8, normalized there; the training stream waits
-                for that stream, and the batch goes back to the node once its copy is done.
-                float32 batches (the node normalized them) are only copied.
+                job 0. The feed's shared memory is pinned once (feed.memory(), cudaHostRegister;
+                "pinned" in the JSON line), each batch is copied to the device asynchronously on
+                a side stream and, when it comes as uint8, normalized there; the training stream
+                waits for that stream, and the batch is released with it at once
+                (b.release(stream=...)): the node hears of it when the copy is done. Where CUDA
+                refuses to pin the memory, the copies are pageable (they wait for their stream)
+                and each batch is held until its copy is done. float32 batches (the node
+                normalized them) are only copied.
 Short batches (an epoch's last) are dropped by every feed, as drop_last does.
 
 Figures, over the timed steps only (after --warmup steps that are not timed; the device is
@@ -138,8 +141,10 @@ class LoaderFeed:
 
 class ConveyorFeed:
     """Batches of a serving conveyor-node, rank 0 of job 0, copied to the device on a side
-    stream (normalized there when they come as uint8). A batch is held until the next fetch
-    and released once its copy has completed: the device never reads released memory."""
+    stream (normalized there when they come as uint8). From pinned feed memory a batch is
+    released with that stream at once (the node hears of it when the copy is done); from
+    pageable memory it is held until the next fetch and released once its copy has completed:
+    the device never reads released memory."""
 
     def __init__(self, socket, batch, device, attach_timeout):
         import conveyor
@@ -159,9 +164,22 @@ class ConveyorFeed:
         self.batches = iter(self.feed.epoch(self.epoch))
         cuda = device.type == "cuda"
         self.copy_stream = torch.cuda.Stream(device) if cuda else None
+        self.pinned = self._pin() if cuda else None
         self.mean255 = torch.tensor(MEAN, device=device).view(1, 3, 1, 1) * 255
         self.inv_std255 = 1 / (torch.tensor(STD, device=device).view(1, 3, 1, 1) * 255)
         self.held = None  # (batch, the copy's event or None)
+
+    def _pin(self):
+        """Pins the feed's memory for asynchronous copies: its address, or None where CUDA
+        refuses (the copies are then pageable)."""
+        m = self.feed.memory()
+        flags = 0 if m["writable"] else 8  # cudaHostRegisterReadOnly
+        err = torch.cuda.cudart().cudaHostRegister(m["address"], m["bytes"], flags)
+        if int(err) != 0:
+            print(f"gpu_train: cudaHostRegister of the feed's {m['bytes']} bytes failed "
+                  f"({err}): pageable copies", file=sys.stderr)
+            return None
+        return m["address"]
 
     def _next_full_batch(self):
         while True:
@@ -208,12 +226,18 @@ class ConveyorFeed:
         training.wait_stream(self.copy_stream)
         x.record_stream(training)  # made on the copy stream, used and freed on the training one
         y.record_stream(training)
-        self.held = (b, copied)
+        if self.pinned is not None:
+            b.release(stream=self.copy_stream.cuda_stream)  # the node hears once copied
+        else:
+            self.held = (b, copied)
         return x, y
 
     def close(self):
         self._release_held()
         self.batches = None
+        if self.pinned is not None:
+            torch.cuda.synchronize(self.device)
+            torch.cuda.cudart().cudaHostUnregister(self.pinned)
         self.feed.close()
 
 
@@ -389,6 +413,7 @@ def run(args):
         "torch": torch.__version__, "cpus": os.cpu_count(),
         "workers": args.workers if args.feed == "dataloader" else None,
         "served_dtype": feed.info["dtype"] if isinstance(feed, ConveyorFeed) else None,
+        "pinned": (feed.pinned is not None) if isinstance(feed, ConveyorFeed) else None,
         "wall_s": round(wall_s, 4), "images_per_s": round(args.steps * args.batch / wall_s, 2),
         "fetch_wait_s": round(t["fetch_s"], 4),
         "fetch_wait_share": round(t["fetch_s"] / wall_s, 4),

@@ -12,8 +12,11 @@
 //               b.release()                           # or let the batch go
 //
 // Every wait releases the GIL and wakes every 100 ms to let Ctrl-C through (KeyboardInterrupt).
-// bfloat16 batches (normalize on the GPU) have no NumPy type: their images are uint16 arrays of
-// the same bits (`torch.from_numpy(b.images).view(torch.bfloat16)`).
+// A node serves host memory, normalised on its CPU (float32) or as uint8 to normalise on the
+// trainer's GPU. A GPU trainer may pin the feed's memory once (feed.memory(): torch's
+// cudart().cudaHostRegister) and copy each batch asynchronously on a stream of its own; it then
+// releases with that stream, b.release(stream=s.cuda_stream): the node hears of it once the
+// copy has completed.
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -163,6 +166,12 @@ struct Batch {
 
   void release() noexcept {
     batch.release();
+    released = true;
+  }
+  /// Gives the batch back once the work queued on CUDA stream `stream` (an address, as torch's
+  /// Stream.cuda_stream; 1: the legacy default stream) has completed.
+  void release_after(std::uintptr_t stream) noexcept {
+    batch.release_after(reinterpret_cast<conveyor::cuda_stream_t>(stream));
     released = true;
   }
 };
@@ -592,9 +601,20 @@ PYBIND11_MODULE(conveyor, m) {
       .def_property_readonly("writable", [](const Batch& b) { return b.writable; })
       .def_property_readonly("released", [](const Batch& b) { return b.released; })
       .def("__len__", [](const Batch& b) { return b.size; })
-      .def("release", &Batch::release,
-           "Gives the batch's slot back to the node now (idempotent). Arrays made from it must "
-           "not be used afterwards: the node writes the next batch there.")
+      .def(
+          "release",
+          [](Batch& b, std::optional<std::uintptr_t> stream) {
+            if (stream && *stream != 0) {
+              b.release_after(*stream);
+            } else {
+              b.release();
+            }
+          },
+          py::arg("stream") = py::none(),
+          "Gives the batch's slot back to the node (idempotent): now, or with `stream` (a CUDA "
+          "stream's address, torch.cuda.Stream.cuda_stream) once the work queued there so far "
+          "has completed (an asynchronous copy from the pinned feed memory). Arrays made from "
+          "it must not be used afterwards: the node writes the next batch there.")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
            [](Batch& b, const py::args&) {
@@ -620,6 +640,19 @@ PYBIND11_MODULE(conveyor, m) {
       .def_property_readonly("rank", [](const Feed& f) { return f.info.rank; })
       .def_property_readonly("job", [](const Feed& f) { return f.info.job; })
       .def_property_readonly("closed", [](const Feed& f) { return !f.client.has_value(); })
+      .def(
+          "memory",
+          [](Feed& f) {
+            const auto m = f.open().memory();
+            py::dict d;
+            d["address"] = reinterpret_cast<std::uintptr_t>(m.data);
+            d["bytes"] = m.bytes;
+            d["writable"] = m.writable;
+            return d;
+          },
+          "The feed's shared memory, where every batch lies: {address, bytes, writable}. Pin it "
+          "once for asynchronous copies to the GPU: torch.cuda.cudart().cudaHostRegister("
+          "address, bytes, 0) (flags 8, read-only, when not writable).")
       .def(
           "next", [](py::object self) { return make_batch(self, take_next(self.cast<Feed&>())); },
           "The next batch of this rank (an epoch's end may come as an empty batch with "

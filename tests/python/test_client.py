@@ -198,6 +198,18 @@ class ClientTest(unittest.TestCase):
             with self.assertRaises(conveyor.Error):
                 b.images
 
+            # The feed's memory holds every batch; a release with a stream (after an
+            # asynchronous copy) gives the batch back too: once the stream's work completed,
+            # or, where CUDA cannot queue on it (no GPU here), at once.
+            memory = feed.memory()
+            b = feed.next()
+            start = b.images.ctypes.data
+            self.assertTrue(memory["address"] <= start < memory["address"] + memory["bytes"])
+            self.assertEqual(memory["writable"], b.writable)
+            b.release(stream=1)  # cudaStreamLegacy
+            self.assertTrue(b.released)
+            del b
+
             # An array keeps its batch (and the memory) alive after the Batch object is gone.
             b = feed.next()
             first = b.images[0, 0, 0, 0].copy()
@@ -211,7 +223,7 @@ class ClientTest(unittest.TestCase):
 
             # The slots come back: the rest of both epochs can be read, holding one batch at a
             # time (more than pipeline.prefetch_batches + 1 batches in all).
-            count = 3
+            count = 4
             while True:
                 try:
                     b = feed.next()
