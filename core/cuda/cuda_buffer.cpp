@@ -38,6 +38,7 @@ expected<cuda_buffer<Kind>> cuda_buffer<Kind>::allocate(int device, std::size_t 
 
 template <memory_kind Kind>
 void memory_releaser<Kind>::operator()(std::uint8_t* memory) const noexcept {
+  auto guard = enter_for_release(device);
   if (Kind == memory_kind::device) {
     log_failure(cudaFree(memory), "cudaFree", device);
   } else {

@@ -42,6 +42,7 @@ expected<float> cuda_event::elapsed_ms(const cuda_event& start, const cuda_event
 }
 
 void event_destroyer::operator()(CUevent_st* event) const noexcept {
+  auto guard = enter_for_release(device);
   log_failure(cudaEventDestroy(event), "cudaEventDestroy", device);
 }
 

@@ -20,6 +20,7 @@ expected<void> cuda_stream::synchronize() const {
 }
 
 void stream_destroyer::operator()(CUstream_st* stream) const noexcept {
+  auto guard = enter_for_release(device);
   // cudaStreamDestroy returns at once and frees the stream when its work is done.
   log_failure(cudaStreamDestroy(stream), "cudaStreamDestroy", device);
 }

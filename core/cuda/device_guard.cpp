@@ -36,6 +36,18 @@ const context_calls* driver_context_calls() {
 
 }  // namespace
 
+std::optional<device_guard> enter_for_release(int device) noexcept {
+  try {
+    auto guard = device_guard::enter(device);
+    if (guard) {
+      return std::move(*guard);
+    }
+    log("cuda")->warn("{} (releasing its resources without it current)", guard.error().what());
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a failed log line must not end the process
+  }
+  return std::nullopt;
+}
+
 bool thread_has_context() noexcept {
   const auto* calls = driver_context_calls();
   CUcontext current = nullptr;

@@ -4,6 +4,8 @@
 /// process that uses only another GPU). CUDA's current context is per host thread: a guard
 /// belongs to the thread that made it.
 
+#include <optional>
+
 #include "conveyor/error.hpp"
 
 namespace conveyor::cuda {
@@ -28,6 +30,12 @@ class device_guard {
   int previous_device_;     ///< without the driver's context calls: the runtime's device
   bool active_ = true;      ///< false once moved from
 };
+
+/// For destructors: `device` made current for the release of something of it (a buffer, an
+/// event, a stream), so that a thread with no context (the teardown thread) neither creates
+/// device 0's nor frees in the wrong one. Nullopt (logged) when it cannot be made current: the
+/// release is then tried as it is.
+std::optional<device_guard> enter_for_release(int device) noexcept;
 
 /// Whether the calling thread has a CUDA context current (it has used CUDA); false where the
 /// driver cannot tell. Creates nothing.
