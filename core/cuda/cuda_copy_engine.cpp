@@ -80,9 +80,9 @@ expected<int> consumer_device(cudaStream_t stream, int engine_device) {
     if (!thread_has_context()) {
       return engine_device;
     }
-    CONVEYOR_CUDA_TRY(-1, cudaGetDevice(&device));
+    CONVEYOR_CUDA_TRY(engine_device, cudaGetDevice(&device));
   } else {
-    CONVEYOR_CUDA_TRY(-1, cudaStreamGetDevice(stream, &device));
+    CONVEYOR_CUDA_TRY(engine_device, cudaStreamGetDevice(stream, &device));
   }
   return device;
 }
