@@ -69,7 +69,18 @@ def rank_main(args):
     dist.destroy_process_group()
     with open(args.out, "w") as f:
         json.dump({"rank": args.rank, "ids": ids, "losses": losses, "same_params": same}, f)
-    return 0
+    leave(0)
+
+
+def leave(code):
+    """Ends a rank at once, its results written. Neither the interpreter's teardown nor even the
+    return from rank_main may run: with Debian's torch 1.13 freeing the DDP model deadlocks now
+    and then (seen here under load, about one run in ten; gdb: the main thread, holding the GIL,
+    destroys DDP's reducer, whose ProcessGroupGloo joins its worker thread, which waits for the
+    GIL to free a tensor's Python object)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def free_port():
@@ -197,13 +208,4 @@ if __name__ == "__main__":
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--lr", type=float, default=0.05)
     args = parser.parse_args()
-    if args.rank is None:
-        sys.exit(parent_main())
-    code = rank_main(args)
-    # A rank leaves without the interpreter's teardown: with Debian's torch 1.13 it deadlocks
-    # now and then (seen here under load, about one run in ten): the main thread, holding the
-    # GIL, destroys DDP's reducer, whose ProcessGroupGloo joins its worker thread, which waits
-    # for the GIL to free a tensor's Python object. Everything the rank reports is written.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    sys.exit(rank_main(args) if args.rank is not None else parent_main())
