@@ -49,7 +49,7 @@ struct pipeline_spec {
   /// float32 there.
   std::shared_ptr<const sample_schema> batch_schema;
   /// dataset_size is taken from `source`; window_samples, when 0, becomes
-  /// (prefetch_batches + 1) * batch_size * gpus.
+  /// default_window(prefetch_batches, settings).
   batcher_settings settings;
   batching_policy policy = batching_policy::in_order;
   int readers = 1;

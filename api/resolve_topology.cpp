@@ -22,6 +22,10 @@ batcher_settings resolve_settings(const topology& t, int gpus) {
   s.gpus = gpus;
   s.workers = t.pipeline.preprocessors == auto_count ? hardware_cores() : t.pipeline.preprocessors;
   s.per_worker_limit = static_cast<std::uint64_t>(t.pipeline.per_worker_limit);
+  // 0: "auto", default_window when the pipeline starts
+  s.window_samples = t.pipeline.window_samples == auto_count
+                         ? 0
+                         : static_cast<std::uint64_t>(t.pipeline.window_samples);
   // Hand-offs serve the latency-aware policy; in_order stays the plain baseline.
   s.hand_off = t.batching.policy == batching_policy::latency_aware;
   s.budget.percentile = t.batching.straggler_percentile;
@@ -200,6 +204,21 @@ expected<std::shared_ptr<const sample_source>> open_any_dataset(const topology& 
   return std::shared_ptr<const sample_source>(std::move(*remote));
 }
 
+// An explicit pipeline.window_samples must hold a batch for every feeder: with less, a batch
+// could never be completed.
+std::optional<error> window_too_small(const topology& t, int slots) {
+  const auto need = static_cast<std::int64_t>(t.pipeline.batch_size) * slots;
+  if (t.pipeline.window_samples == auto_count || t.pipeline.window_samples >= need) {
+    return std::nullopt;
+  }
+  return error{
+      errc::invalid_config,
+      t.source + ": pipeline.window_samples = " + std::to_string(t.pipeline.window_samples) +
+          " cannot hold a batch for each of " + std::to_string(slots) +
+          " feeders (pipeline.batch_size " + std::to_string(t.pipeline.batch_size) + " x " +
+          std::to_string(slots) + " = " + std::to_string(need) + " samples at least)"};
+}
+
 }  // namespace
 
 expected<std::shared_ptr<const sample_source>> open_dataset(const topology& t) {
@@ -227,6 +246,9 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
     return std::move(devices).error();
   }
   const int slots = gpu_slots(t.gpus, *devices);
+  if (auto small = window_too_small(t, slots)) {
+    return std::move(*small);
+  }
   if (t.serve.enabled() && !devices->empty()) {
     // Served ranks read host batches from shared memory and copy to their GPU themselves.
     log("node")->info(

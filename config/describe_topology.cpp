@@ -241,6 +241,7 @@ std::string describe(const topology& node) {
       << " preprocessors=" << count_or_auto(p.preprocessors) << " readers=" << p.readers
       << " prefetch_batches=" << p.prefetch_batches << " stragglers=" << count_or_auto(p.stragglers)
       << " per_worker_limit=" << p.per_worker_limit
+      << " window_samples=" << count_or_auto(p.window_samples)
       << " next_timeout_s=" << number_text(p.next_timeout_s) << "\n"
       << "batching: policy=" << to_string(b.policy)
       << " straggler_percentile=" << number_text(b.straggler_percentile)

@@ -95,6 +95,8 @@ pipeline_config read_pipeline(table_reader& section) {
   out.prefetch_batches = section.integer("prefetch_batches", out.prefetch_batches, at_least(1));
   out.stragglers = section.auto_or_integer("stragglers", out.stragglers, auto_count, at_least(0));
   out.per_worker_limit = section.integer("per_worker_limit", out.per_worker_limit, at_least(1));
+  out.window_samples =
+      section.auto_or_integer("window_samples", out.window_samples, auto_count, at_least(1));
   out.next_timeout_s = section.number("next_timeout_s", out.next_timeout_s, open(0.0, 1e9));
   return out;
 }

@@ -49,7 +49,7 @@ struct dataset_config {
 };
 
 /// The value of a count given as "auto" (the app picks, e.g. one per core).
-inline constexpr int auto_count = 0;
+inline constexpr int auto_count = -1;
 
 /// [pipeline]
 struct pipeline_config {
@@ -57,9 +57,12 @@ struct pipeline_config {
   int preprocessors = auto_count;  ///< auto_count (one per core) or >= 1
   int readers = 1;                 ///< >= 1
   int prefetch_batches = 2;        ///< >= 1: batches ready ahead of the trainer, per GPU
-  int stragglers = auto_count;     ///< auto_count or >= 0 (0 reads as "auto" too)
-  int per_worker_limit = 2;        ///< >= 1: samples queued at one preprocessor
-  double next_timeout_s = 300.0;   ///< > 0: pipeline::next() waits at most this long
+  int stragglers = auto_count;  ///< auto_count or >= 0 (0: none, latency_aware hands nothing off)
+  int per_worker_limit = 2;     ///< >= 1: samples queued at one preprocessor
+  /// auto_count (default_window in core/batching/batcher_core.hpp) or >= 1: samples in flight at
+  /// most, from dispatch until the trainer releases their batch
+  int window_samples = auto_count;
+  double next_timeout_s = 300.0;  ///< > 0: pipeline::next() waits at most this long
 };
 
 /// [batching]

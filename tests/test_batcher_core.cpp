@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <set>
 
@@ -142,6 +143,35 @@ TEST_P(BatcherCore, EachGpuGetsOneEndOfEpochPerEpoch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpus, BatcherCore, ::testing::Values(1, 2, 4));
+
+// A pool larger than the batches ahead (batch 2 on 16 cores, as the UNet3D recipe runs): the
+// default window still lets every preprocessor hold its per_worker_limit, and leaves as many
+// samples again for the later batches while the oldest one waits for its slowest sample.
+TEST(DefaultWindow, KeepsEveryPreprocessorOfALargePoolBusy) {
+  batcher_settings s;
+  s.dataset_size = 1000;
+  s.batch_size = 2;
+  s.workers = 16;
+  s.per_worker_limit = 2;
+  const std::uint64_t prefetch = 2;
+  s.window_samples = default_window(prefetch, s);
+  EXPECT_EQ(s.window_samples, (prefetch + 1) * 2 + 2 * 16 * 2);
+  batcher_core core(s,
+                    make_batch_policy(batching_policy::in_order, {s.batch_size, 1, false, 0, {}}));
+  core.on_credit(0, prefetch + 1);
+  core.on_worker_up(worker_role::reader, 0);
+  for (int w = 0; w < s.workers; ++w) {
+    core.on_worker_up(worker_role::preprocessor, w);
+  }
+  std::map<int, std::uint64_t> held;
+  for (const auto& d : core.take_dispatches()) {
+    ++held[d.worker];
+  }
+  ASSERT_EQ(held.size(), 16u) << "preprocessors given work";
+  for (const auto& [worker, n] : held) {
+    EXPECT_EQ(n, s.per_worker_limit) << "preprocessor " << worker;
+  }
+}
 
 TEST(EpochOrder, IsAPermutationThatDependsOnSeedAndEpochOnly) {
   auto a = epoch_order(1000, 5, 0);

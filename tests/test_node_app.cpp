@@ -218,7 +218,12 @@ INSTANTIATE_TEST_SUITE_P(
                       bad_case{"missing_dataset", "images\"", "nowhere\"", "nowhere"},
                       bad_case{"unwritable_quarantine_report", "[dataset]",
                                "[supervision]\nquarantine_report = \"/no/q.tsv\"\n[dataset]",
-                               "supervision.quarantine_report"}),
+                               "supervision.quarantine_report"},
+                      // 4 feeders of batch 4: the window must hold 16 samples at least
+                      bad_case{"window_below_a_batch_per_feeder", "prefetch_batches = 1",
+                               "prefetch_batches = 1\nwindow_samples = 15",
+                               "pipeline.window_samples = 15 cannot hold a batch for each of 4 "
+                               "feeders (pipeline.batch_size 4 x 4 = 16 samples at least)"}),
     [](const ::testing::TestParamInfo<bad_case>& param_info) { return param_info.param.name; });
 
 TEST(NodeApp, MissingTopologyFileAndBadCommandLineExitTwo) {

@@ -78,6 +78,7 @@ TEST(Topology, DefaultTomlGivesTheDocumentedValues) {
   EXPECT_EQ(node->pipeline.prefetch_batches, 2);
   EXPECT_EQ(node->pipeline.stragglers, auto_count);
   EXPECT_EQ(node->pipeline.per_worker_limit, 2);
+  EXPECT_EQ(node->pipeline.window_samples, auto_count);
   EXPECT_EQ(node->batching.policy, batching_policy::latency_aware);
   EXPECT_EQ(node->batching.straggler_percentile, 90.0);
   EXPECT_EQ(node->batching.min_budget_ms, 5.0);
@@ -198,10 +199,15 @@ TEST(Topology, IntegersAreAcceptedForFloats) {
 }
 
 TEST(Topology, AutoCountsAndExplicitCounts) {
-  auto node = load_with("[pipeline]\npreprocessors = 6\nstragglers = 0\n");
+  auto node = load_with("[pipeline]\npreprocessors = 6\nstragglers = 0\nwindow_samples = 300\n");
   ASSERT_TRUE(node.has_value()) << node.error().what();
   EXPECT_EQ(node->pipeline.preprocessors, 6);
   EXPECT_EQ(node->pipeline.stragglers, 0);
+  EXPECT_NE(node->pipeline.stragglers, auto_count) << "0 straggler actors is none, not \"auto\"";
+  EXPECT_NE(describe(*node).find("stragglers=0 "), std::string::npos) << describe(*node);
+  EXPECT_EQ(node->pipeline.window_samples, 300);
+  expect_invalid(load_with("[pipeline]\nwindow_samples = 0\n"),
+                 {"node.toml:2:18: pipeline.window_samples: must be >= 1 (got 0)"});
   expect_invalid(load_with("[pipeline]\npreprocessors = 0\n"),
                  {"node.toml:2:17: pipeline.preprocessors: must be >= 1 (got 0)"});
   expect_invalid(load_with("[pipeline]\nstragglers = \"many\"\n"),

@@ -7,10 +7,11 @@
 
 namespace conveyor {
 
-std::uint64_t default_window(std::uint64_t prefetch_batches, std::uint64_t batch_size, int gpus,
-                             const bucketing& buckets) {
-  const auto waiting = buckets.enabled() ? buckets.buckets() * (batch_size - 1) : 0;
-  return (prefetch_batches + 1) * batch_size * static_cast<std::uint64_t>(gpus) + waiting;
+std::uint64_t default_window(std::uint64_t prefetch_batches, const batcher_settings& s) {
+  const auto waiting = s.buckets.enabled() ? s.buckets.buckets() * (s.batch_size - 1) : 0;
+  const auto held = static_cast<std::uint64_t>(s.workers) * s.per_worker_limit;
+  return (prefetch_batches + 1) * s.batch_size * static_cast<std::uint64_t>(s.gpus) + waiting +
+         2 * held;
 }
 
 batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_policy> policy,

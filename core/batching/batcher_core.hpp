@@ -70,11 +70,16 @@ struct batcher_settings {
   bucketing buckets{};
 };
 
-/// The credit window of a pipeline: `prefetch_batches` + 1 batches per GPU, and with buckets
-/// room for what can wait in buckets that are not full (buckets x (batch_size - 1) samples),
-/// so that bucketed batches rarely need mixing for lack of room.
-std::uint64_t default_window(std::uint64_t prefetch_batches, std::uint64_t batch_size, int gpus,
-                             const bucketing& buckets);
+/// The credit window of a pipeline of `s` (batch_size, gpus, workers, per_worker_limit,
+/// buckets): `prefetch_batches` + 1 batches per GPU; with buckets, room for what can wait in
+/// buckets that are not full (buckets x (batch_size - 1) samples), so that bucketed batches
+/// rarely need mixing for lack of room; and twice what the preprocessors hold (2 x workers x
+/// per_worker_limit): the samples queued at the workers count against the window, and as many
+/// again finish while the oldest batch waits for its slowest sample. Without that share a
+/// heavy tail leaves a large pool idle under in_order (bench/results/scaling_model.md: 16
+/// preprocessors at 0.86-0.92 of the pool's rate with batch 64, 0.97-0.99 with it), and a
+/// window smaller than the pool (batch 2, the UNet3D recipe) can never keep every worker busy.
+std::uint64_t default_window(std::uint64_t prefetch_batches, const batcher_settings& s);
 
 /// Send `ticket` to preprocessor `worker` through reader `reader`.
 struct dispatch_order {

@@ -102,9 +102,8 @@ class batcher_world {
     s.gpus = p.gpus;
     s.workers = p.workers;
     s.max_sample_retries = p.max_sample_retries;
-    s.window_samples =
-        p.window != 0 ? p.window : default_window(p.prefetch, p.batch, p.gpus, p.buckets);
     s.buckets = p.buckets;
+    s.window_samples = p.window != 0 ? p.window : default_window(p.prefetch, s);
     return s;
   }
 
