@@ -107,7 +107,7 @@ expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
   if (!t) {
     return std::move(t).error();
   }
-  return create_pipeline(*t, {}, &resume, given_state);
+  return create_pipeline(*t, {{}, &resume, given_state, nullptr});
 }
 
 expected<pipeline> pipeline::from_toml(std::string_view toml,
@@ -117,7 +117,7 @@ expected<pipeline> pipeline::from_toml(std::string_view toml,
   if (!t) {
     return std::move(t).error();
   }
-  return create_pipeline(*t, {}, &resume, given_state);
+  return create_pipeline(*t, {{}, &resume, given_state, nullptr});
 }
 
 namespace {
@@ -135,21 +135,20 @@ expected<std::shared_ptr<const resume_state>> resume_of(const run_state& resume,
 
 }  // namespace
 
-expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots> feed_memory,
-                                   const run_state* resume, const std::string& source) {
-  auto spec = resolve_topology(t);
+expected<pipeline> create_pipeline(const topology& t, pipeline_opening how) {
+  auto spec = resolve_topology(t, std::move(how.dataset));
   if (!spec) {
     return std::move(spec).error();
   }
-  if (resume != nullptr) {
+  if (how.resume != nullptr) {
     spec->settings.dataset_size = spec->source->size();
-    auto from = resume_of(*resume, source, spec->settings);
+    auto from = resume_of(*how.resume, how.resume_source, spec->settings);
     if (!from) {
       return std::move(from).error();
     }
     spec->settings.resume = std::move(*from);
   }
-  spec->feed_memory = std::move(feed_memory);
+  spec->feed_memory = std::move(how.feed_memory);
   auto runtime = std::make_shared<pipeline_runtime>(std::move(*spec));
   if (const auto& failed = runtime->startup_error()) {
     return *failed;

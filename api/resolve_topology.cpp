@@ -226,10 +226,13 @@ expected<std::shared_ptr<const sample_source>> open_dataset(const topology& t) {
   if (!source) {
     return error{errc::invalid_config, t.source + ": dataset.path: " + source.error().what()};
   }
+  log("node")->info("dataset {} ({}): {} samples", t.dataset.path, to_string(t.dataset.format),
+                    (*source)->size());
   return source;
 }
 
-expected<pipeline_spec> resolve_topology(const topology& t) {
+expected<pipeline_spec> resolve_topology(const topology& t,
+                                         std::shared_ptr<const sample_source> dataset) {
   if (!t.dataset.map_parts.empty() && t.cluster.partitioned()) {
     // A descriptor names a file on this node: a peer could not read it, and a peer's could
     // name any file here.
@@ -237,7 +240,8 @@ expected<pipeline_spec> resolve_topology(const topology& t) {
                                            ": dataset.map_parts leaves parts in this node's "
                                            "files: it cannot be used with cluster.peers"};
   }
-  auto source = open_dataset(t);
+  auto source = dataset ? expected<std::shared_ptr<const sample_source>>(std::move(dataset))
+                        : open_dataset(t);
   if (!source) {
     return std::move(source).error();
   }

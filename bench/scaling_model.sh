@@ -100,7 +100,7 @@ print("%.0f %.3f %.2f" % (ideal, d["samples_per_s"] / ideal, prep))' "$1"
 }
 
 run_round() {
-  local round=$1 i v json figures
+  local round=$1 i v json ideal ratio prep
   for ((i = 0; i < ${#VARIANTS[@]}; i++)); do
     v=${VARIANTS[(i + round) % ${#VARIANTS[@]}]}
     json=$(run_variant "$v" "$round")

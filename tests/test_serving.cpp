@@ -67,6 +67,9 @@ TEST(Serving, TwoJobsEachGetEverySampleWhileEachIsPreparedOnce) {
   EXPECT_EQ(json_field(json, "samples_per_job"), "[48,48]");
   // 4 steps per sample, once per epoch for both jobs: prepared once, served twice.
   EXPECT_EQ(json_field(json, "steps_executed"), std::to_string(images * epochs * 4));
+  // The dataset is opened once (one line per open): an S3 manifest is fetched, a WebDataset's
+  // tars are walked, once.
+  EXPECT_EQ(count_of(file_text(dir, "node.err"), "[node] dataset "), 1u) << node_story(dir);
 }
 
 TEST(Serving, AClientKilledMidEpochLosesNothing) {

@@ -28,14 +28,10 @@ expected<int> ranks_of(const topology& t) {
   return gpu_slots(t.gpus, *devices);
 }
 
-// The run a topology serves, known before its pipeline opens: clients' resume states are
-// checked against it as they arrive.
-expected<run_identity> run_of(const topology& t) {
-  auto source = open_dataset(t);
-  if (!source) {
-    return std::move(source).error();
-  }
-  return run_identity{(*source)->size(), t.dataset.seed, t.dataset.shuffle,
+// The run a topology serves, known before its pipeline opens (clients' resume states are
+// checked against it as they arrive), of `dataset`, the topology's.
+run_identity run_of(const topology& t, const sample_source& dataset) {
+  return run_identity{dataset.size(), t.dataset.seed, t.dataset.shuffle,
                       static_cast<std::uint64_t>(t.trainer.epochs)};
 }
 
@@ -94,11 +90,12 @@ int run_serving(const topology& t, stop_token& stop) {
     logger->error("{}", feeds.error().what());
     return 2;
   }
-  auto run = run_of(t);
-  if (!run) {
-    logger->error("{}", run.error().what());
+  auto dataset = open_dataset(t);  // once: the pipeline opens on it
+  if (!dataset) {
+    logger->error("{}", dataset.error().what());
     return 2;
   }
+  const auto run = run_of(t, **dataset);
   auto key = key_of(t);
   if (!key) {
     logger->error("{}", key.error().what());
@@ -110,7 +107,7 @@ int run_serving(const topology& t, stop_token& stop) {
     return 2;
   }
   pipeline_opener open = [&](const run_state* resume) {
-    return create_pipeline(t, feeds->feed_memory(), resume, "the ranks' resume states");
+    return create_pipeline(t, {feeds->feed_memory(), resume, "the ranks' resume states", *dataset});
   };
   std::optional<pipeline> p;
   if (!t.serve.resume) {  // else it starts once every rank has attached
@@ -127,7 +124,7 @@ int run_serving(const topology& t, stop_token& stop) {
       *ranks, t.serve.jobs, t.serve.socket, feeds->slots(), feeds->layout().slot_bytes,
       t.serve.resume ? "; the pipeline starts once every rank has attached (serve.resume)" : "");
   auto start = std::chrono::steady_clock::now();
-  const serve_setup setup{t.serve, *run, *key ? &**key : nullptr};
+  const serve_setup setup{t.serve, run, *key ? &**key : nullptr};
   auto outcome = serve_clients(setup, p, open, *feeds, listener->fd(), stop);
   listener->close();
   auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

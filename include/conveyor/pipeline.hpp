@@ -47,7 +47,7 @@ namespace conveyor {
 
 struct topology;
 class pipeline_runtime;
-struct external_slots;
+struct pipeline_opening;
 
 /// How a pipeline was set up, with every "auto" resolved.
 struct pipeline_info {
@@ -139,8 +139,7 @@ class pipeline {
  private:
   struct shared_state;
   struct gpu_stream;
-  friend expected<pipeline> create_pipeline(const topology& t, std::vector<external_slots>,
-                                            const run_state* resume, const std::string& source);
+  friend expected<pipeline> create_pipeline(const topology& t, pipeline_opening how);
   explicit pipeline(std::shared_ptr<pipeline_runtime> runtime);
   static expected<batch> next_of(shared_state& s, int gpu);
 

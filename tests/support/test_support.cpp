@@ -123,6 +123,15 @@ void merge_into(epoch_ids& into, const epoch_ids& from) {
   }
 }
 
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + needle.size())) {
+    ++n;
+  }
+  return n;
+}
+
 void expect_quarantined(const std::vector<std::string>& quarantined,
                         const std::map<std::string, std::string>& reasons) {
   for (const auto& [key, reason] : reasons) {

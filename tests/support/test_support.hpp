@@ -57,4 +57,7 @@ void expect_each_sample_once(const epoch_ids& seen, int images, int epochs);
 /// `from`'s ids added to `into`'s, epoch by epoch.
 void merge_into(epoch_ids& into, const epoch_ids& from);
 
+/// How often `needle` (not empty) occurs in `text`, occurrences not overlapping.
+std::size_t count_of(const std::string& text, const std::string& needle);
+
 }  // namespace conveyor::testing
