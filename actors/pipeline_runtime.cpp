@@ -98,7 +98,7 @@ void complete_settings(pipeline_spec& spec) {
   s.readers = spec.readers;
   s.stragglers = s.hand_off ? spec.stragglers : 0;
   if (s.window_samples == 0) {
-    s.window_samples = default_window(spec.prefetch_batches, s);
+    s.window_samples = default_window(spec.prefetch_batches, spec.policy, s);
   }
 }
 

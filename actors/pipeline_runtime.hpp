@@ -49,7 +49,7 @@ struct pipeline_spec {
   /// float32 there.
   std::shared_ptr<const sample_schema> batch_schema;
   /// dataset_size is taken from `source`; window_samples, when 0, becomes
-  /// default_window(prefetch_batches, settings).
+  /// default_window(prefetch_batches, policy, settings).
   batcher_settings settings;
   batching_policy policy = batching_policy::in_order;
   int readers = 1;

@@ -145,8 +145,9 @@ TEST_P(BatcherCore, EachGpuGetsOneEndOfEpochPerEpoch) {
 INSTANTIATE_TEST_SUITE_P(Gpus, BatcherCore, ::testing::Values(1, 2, 4));
 
 // A pool larger than the batches ahead (batch 2 on 16 cores, as the UNet3D recipe runs): the
-// default window still lets every preprocessor hold its per_worker_limit, and leaves as many
-// samples again for the later batches while the oldest one waits for its slowest sample.
+// default window still lets every preprocessor hold its per_worker_limit, and leaves room for
+// later samples while the oldest batch waits for its slowest one (more under in_order, which
+// holds them all until that batch is complete).
 TEST(DefaultWindow, KeepsEveryPreprocessorOfALargePoolBusy) {
   batcher_settings s;
   s.dataset_size = 1000;
@@ -154,8 +155,10 @@ TEST(DefaultWindow, KeepsEveryPreprocessorOfALargePoolBusy) {
   s.workers = 16;
   s.per_worker_limit = 2;
   const std::uint64_t prefetch = 2;
-  s.window_samples = default_window(prefetch, s);
-  EXPECT_EQ(s.window_samples, (prefetch + 1) * 2 + 2 * 16 * 2);
+  s.window_samples = default_window(prefetch, batching_policy::in_order, s);
+  EXPECT_EQ(s.window_samples, (prefetch + 1) * 2 + 6 * 16 * 2);
+  EXPECT_EQ(default_window(prefetch, batching_policy::latency_aware, s),
+            (prefetch + 1) * 2 + 2 * 16 * 2);
   batcher_core core(s,
                     make_batch_policy(batching_policy::in_order, {s.batch_size, 1, false, 0, {}}));
   core.on_credit(0, prefetch + 1);

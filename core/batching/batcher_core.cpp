@@ -7,11 +7,13 @@
 
 namespace conveyor {
 
-std::uint64_t default_window(std::uint64_t prefetch_batches, const batcher_settings& s) {
+std::uint64_t default_window(std::uint64_t prefetch_batches, batching_policy policy,
+                             const batcher_settings& s) {
   const auto waiting = s.buckets.enabled() ? s.buckets.buckets() * (s.batch_size - 1) : 0;
   const auto held = static_cast<std::uint64_t>(s.workers) * s.per_worker_limit;
+  const std::uint64_t lookahead = policy == batching_policy::in_order ? 6 : 2;
   return (prefetch_batches + 1) * s.batch_size * static_cast<std::uint64_t>(s.gpus) + waiting +
-         2 * held;
+         lookahead * held;
 }
 
 batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_policy> policy,

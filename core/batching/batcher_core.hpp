@@ -71,15 +71,19 @@ struct batcher_settings {
 };
 
 /// The credit window of a pipeline of `s` (batch_size, gpus, workers, per_worker_limit,
-/// buckets): `prefetch_batches` + 1 batches per GPU; with buckets, room for what can wait in
-/// buckets that are not full (buckets x (batch_size - 1) samples), so that bucketed batches
-/// rarely need mixing for lack of room; and twice what the preprocessors hold (2 x workers x
-/// per_worker_limit): the samples queued at the workers count against the window, and as many
-/// again finish while the oldest batch waits for its slowest sample. Without that share a
-/// heavy tail leaves a large pool idle under in_order (bench/results/scaling_model.md: 16
-/// preprocessors at 0.86-0.92 of the pool's rate with batch 64, 0.97-0.99 with it), and a
-/// window smaller than the pool (batch 2, the UNet3D recipe) can never keep every worker busy.
-std::uint64_t default_window(std::uint64_t prefetch_batches, const batcher_settings& s);
+/// buckets) under `policy`: `prefetch_batches` + 1 batches per GPU; with buckets, room for
+/// what can wait in buckets that are not full (buckets x (batch_size - 1) samples), so that
+/// bucketed batches rarely need mixing for lack of room; and the pool's lookahead, a multiple
+/// of what the preprocessors hold (workers x per_worker_limit): those samples count against
+/// the window, and the pool goes on finishing later ones while the oldest batch waits for its
+/// slowest sample. latency_aware lets fast samples pass, so twice what they hold is enough;
+/// in_order holds every later sample until the oldest batch is complete, and needs six times
+/// (bench/results/scaling_model.md: 16 preprocessors, a tail of samples 5x the mean, reach
+/// 0.98 of the pool's rate from about 200 samples of lookahead whatever the batch size; with
+/// the batches alone, 0.90 at batch 64 and 0.14 at batch 2, where the window of 6 samples
+/// could never keep 16 workers busy).
+std::uint64_t default_window(std::uint64_t prefetch_batches, batching_policy policy,
+                             const batcher_settings& s);
 
 /// Send `ticket` to preprocessor `worker` through reader `reader`.
 struct dispatch_order {

@@ -63,7 +63,7 @@ class batcher_world {
  public:
   batcher_world(const world_params& p, batching_policy kind, std::uint64_t seed)
       : p_(p),
-        core_(settings(p, seed),
+        core_(settings(p, kind, seed),
               make_batch_policy(kind, {p.batch, p.gpus, p.balanced, 0, p.buckets})),
         rng_(seed) {
     for (int g = 0; g < p.gpus; ++g) {
@@ -93,7 +93,8 @@ class batcher_world {
   }
 
  private:
-  static batcher_settings settings(const world_params& p, std::uint64_t seed) {
+  static batcher_settings settings(const world_params& p, batching_policy kind,
+                                   std::uint64_t seed) {
     batcher_settings s;
     s.dataset_size = p.samples;
     s.seed = seed;  // the sampler's order, hence where the stragglers sit
@@ -103,7 +104,7 @@ class batcher_world {
     s.workers = p.workers;
     s.max_sample_retries = p.max_sample_retries;
     s.buckets = p.buckets;
-    s.window_samples = p.window != 0 ? p.window : default_window(p.prefetch, s);
+    s.window_samples = p.window != 0 ? p.window : default_window(p.prefetch, kind, s);
     return s;
   }
 
