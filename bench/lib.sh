@@ -90,6 +90,18 @@ json_field() {
   "$PYTHON" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"
 }
 
+# measure_and_report ROUNDS RESULT: the calling script's run_round for rounds 1 to ROUNDS, then
+# its report (handed the machine's description, taken before the first round) into RESULT and
+# on stdout.
+measure_and_report() {
+  local machine round
+  machine=$(machine_description)
+  for ((round = 1; round <= $1; round++)); do
+    run_round "$round"
+  done
+  report "$machine" | tee "$2"
+}
+
 # median N...: the median of the numbers given.
 median() {
   printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {

@@ -144,17 +144,12 @@ report() {
 }
 
 main() {
-  local machine round
   build_tools bench_modelled_work
   mkdir -p "$LOG_DIR" "$(dirname "$RESULT")"
   ensure_made "$DATASET" "$IMAGES tiny JPEGs" "$PYTHON" "$BENCH_ROOT/bench/tiny_images.py" \
     "$IMAGES" 0.10
   write_model_topology
-  machine=$(machine_description)
-  for ((round = 1; round <= ROUNDS; round++)); do
-    run_round "$round"
-  done
-  report "$machine" | tee "$RESULT"
+  measure_and_report "$ROUNDS" "$RESULT"
 }
 
 main

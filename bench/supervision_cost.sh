@@ -101,12 +101,7 @@ main() {
   build_tools
   write_topologies
   ensure_dataset "$DATASET" "$IMAGES" 0.1
-  local machine round
-  machine=$(machine_description)
-  for ((round = 1; round <= ROUNDS; round++)); do
-    run_round "$round"
-  done
-  report "$machine" | tee "$RESULT"
+  measure_and_report "$ROUNDS" "$RESULT"
 }
 
 main
