@@ -260,7 +260,9 @@ TEST(EmbeddingApiMisuse, HoldingEveryBufferGetsAnErrorNotAHang) {
 
 TEST(EmbeddingApiMisuse, ANextWaitIsBoundedWhenAnotherGpuIsNotConsumed) {
   temp_dir dir;
-  auto p = pipeline::open(setup(dir), {"gpus=2", "pipeline.next_timeout_s=0.2"});
+  // A window of two batches per GPU, far less than the run: GPU 1's batches fill it.
+  auto p = pipeline::open(setup(dir),
+                          {"gpus=2", "pipeline.next_timeout_s=0.2", "pipeline.window_samples=12"});
   ASSERT_TRUE(p) << p.error().what();
   EXPECT_DOUBLE_EQ(p->info().next_timeout_s, 0.2);
   // GPU 1's trainer never comes; GPU 0 releases every batch, yet soon waits on GPU 1.
@@ -278,7 +280,7 @@ TEST(EmbeddingApiMisuse, ANextWaitIsBoundedWhenAnotherGpuIsNotConsumed) {
 
 TEST(EmbeddingApiLive, TheReportCountsWhatTheTrainerHasBeenHanded) {
   temp_dir dir;
-  auto p = pipeline::open(setup(dir));
+  auto p = pipeline::open(setup(dir), {"pipeline.window_samples=6"});
   ASSERT_TRUE(p) << p.error().what();
   std::multiset<std::uint64_t> seen;
   drain(p->epoch(0, 0), seen);
