@@ -101,15 +101,28 @@ pct() {
   if [[ $(show "$1") == n/a ]]; then echo n/a; else awk -v v="$1" 'BEGIN { printf "%.1f%%", 100 * v }'; fi
 }
 per() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1f\n", a / b; else print "n/a" }'; }
+# run_bundled RAW CMD...: CMD under the step's remaining time, its output into RAW; its exit code.
+run_bundled() {
+  local raw=$1
+  shift
+  timeout -k 3 "$(remaining)" "$@" >"$raw" 2>&1 </dev/null
+}
+# command_line SHOWN RC RAW: a section's first line: the command as shown, its exit code, and
+# the last line of its output RAW.
+command_line() {
+  echo "Command: \`$1\` (exit $2$( (($2 == 124)) && echo ": cut off at the step's limit")); its last line: \`$(tail -n 1 "$3")\`"
+}
+# cut_off RC: whether the step's limit ended the command.
+cut_off() { (($1 == 124 || $1 == 137)); }
 
 step_tests() {
   local raw=$logs/run-tests.txt rc
-  timeout -k 3 "$(remaining)" "$bundle/run-tests" >"$raw" 2>&1 </dev/null
+  run_bundled "$raw" "$bundle/run-tests"
   rc=$?
   local failed
   failed=$(sed -n 's/^FAILED: //p' "$raw")
   {
-    echo "Command: \`CONVEYOR_REQUIRE_GPU=${CONVEYOR_REQUIRE_GPU:-1} ./run-tests\` (exit $rc$( ((rc == 124)) && echo ": cut off at the step's limit")); its last line: \`$(tail -n 1 "$raw")\`"
+    command_line "CONVEYOR_REQUIRE_GPU=${CONVEYOR_REQUIRE_GPU:-1} ./run-tests" "$rc" "$raw"
     echo
     echo "| program | result | tests | passed | skipped | failed |"
     echo "|---|---|---|---|---|---|"
@@ -131,7 +144,7 @@ step_tests() {
         }
       }' "$raw"
   } | section
-  if ((rc == 124 || rc == 137)); then
+  if cut_off "$rc"; then
     verdict "cut off at the step's limit (${limit[tests]} s)${failed:+; failed: $failed}"
   elif ((rc != 0)); then
     verdict "failed: ${failed:-exit $rc}"
@@ -143,12 +156,12 @@ step_tests() {
 
 step_sanitizer() {
   local raw=$logs/run-sanitizer.txt rc tests=(test_cuda_slot_ring test_cuda_feeder)
-  timeout -k 3 "$(remaining)" "$bundle/run-sanitizer" "${tests[@]}" >"$raw" 2>&1 </dev/null
+  run_bundled "$raw" "$bundle/run-sanitizer" "${tests[@]}"
   rc=$?
   local reported
   reported=$(sed -n 's/^REPORTED: //p' "$raw")
   {
-    echo "Command: \`./run-sanitizer ${tests[*]}\` (exit $rc$( ((rc == 124)) && echo ": cut off at the step's limit")); its last line: \`$(tail -n 1 "$raw")\`"
+    command_line "./run-sanitizer ${tests[*]}" "$rc" "$raw"
     echo
     echo "| tool | test | result | summary line |"
     echo "|---|---|---|---|"
@@ -163,7 +176,7 @@ step_sanitizer() {
         }
       }' "$raw"
   } | section
-  if ((rc == 124 || rc == 137)); then
+  if cut_off "$rc"; then
     verdict "cut off at the step's limit (${limit[sanitizer]} s)${reported:+; reported: $reported}"
   elif ((rc != 0)); then
     verdict "failed: ${reported:-$(tail -n 1 "$raw")}"
