@@ -9,7 +9,9 @@
 ///   order of first use). The readers then find them fetched, and fill the cache with them;
 ///   later epochs read them from the cache and make no request.
 ///
-/// Samples the cache holds already are not fetched. Thread-safe.
+/// Samples the cache holds already are not fetched, and a sample the cache will hold is fetched
+/// once: a later epoch's window that reaches it before the cache has taken it in (a window
+/// that spans an epoch boundary) does not fetch it again. Thread-safe.
 
 #include <cstdint>
 #include <memory>
@@ -40,14 +42,20 @@ class read_ahead {
   void want(std::uint64_t id, fetch_priority p, std::vector<range_want>& wants) const;
   /// The cache's samples in the block of s3.read_size bytes around sample `id`'s first extent,
   /// once per block.
-  void fill_block(std::uint64_t id, const storage_extent& at, std::vector<range_want>& wants);
+  void fill_block(std::uint64_t id, std::uint64_t epoch, const storage_extent& at,
+                  std::vector<range_want>& wants);
   bool wanted_for_cache(std::uint64_t id) const;
+  /// False for a sample the cache will hold that an earlier epoch fetched; true otherwise (the
+  /// first epoch to fetch it is noted).
+  bool fetch_once(std::uint64_t id, std::uint64_t epoch);
 
   std::shared_ptr<remote_store> store_;
   const sample_source& dataset_;
   std::shared_ptr<const minio_cache> cache_;
   std::mutex mutex_;
   std::set<std::pair<std::uint64_t, std::uint64_t>> blocks_;  ///< (file, block) filled
+  /// By sample id: 1 + the epoch that first fetched a sample the cache will hold; 0: none yet.
+  std::vector<std::uint64_t> fetched_in_;
 };
 
 }  // namespace conveyor
