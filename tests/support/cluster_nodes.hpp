@@ -48,7 +48,9 @@ inline std::filesystem::path cluster_topology(const temp_dir& dir,
   return write_topology(
       dir, "gpus = 1\n[dataset]\npath = \"" + dataset.string() + "\"\nformat = \"" + format +
                "\"\nseed = 5\n"
-               "[pipeline]\nbatch_size = 2\npreprocessors = 1\n"
+               // The window these tests were written for ((prefetch 2 + 1) x batch 2): the default
+               // one reaches into the next epoch before the holders have cached this one.
+               "[pipeline]\nbatch_size = 2\npreprocessors = 1\nwindow_samples = 6\n"
                "[trainer]\nstep_ms = 10\nepochs = " +
                std::to_string(cluster_epochs) +
                "\n[monitor]\ninterval_ms = 50\n"
