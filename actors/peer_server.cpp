@@ -114,18 +114,16 @@ peer_record serve_fetch(const peer_server_options& opts, std::uint64_t epoch, st
     return refusal(peer_status::not_held,
                    "sample " + std::to_string(id) + " is not one this node caches");
   }
-  if (auto hit = opts.cache->find(id)) {
-    opts.status->reads().served(epoch);
-    return found(std::move(*hit));
+  auto read = opts.cache->read_through(
+      id, [&] { return opts.source->read(id); }, opts.deadline);
+  if (!read.got) {
+    return refusal(peer_status::read_failed, read.got.error().what());
   }
-  auto r = opts.source->read(id);
-  if (!r) {
-    return refusal(peer_status::read_failed, r.error().what());
+  if (read.from_storage) {
+    opts.status->reads().stored(epoch, read.got->payload.size());
   }
-  opts.status->reads().stored(epoch, r->payload.size());
-  opts.cache->fill(id, *r);
   opts.status->reads().served(epoch);
-  return found(std::move(*r));
+  return found(std::move(*read.got));
 }
 
 peer_cache_actor spawn_peer_server(caf::actor_system& sys, peer_server_options options) {

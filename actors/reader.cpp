@@ -14,18 +14,21 @@ struct reader_state {
 
 using reader_pointer = reader_actor::stateful_pointer<reader_state>;
 
-// The sample from this node's cache, or a peer's; nullopt when neither has it.
-std::optional<record> cached_record(const reader_options& opts, const sample_ticket& ticket) {
-  if (!opts.cache) {
-    return std::nullopt;
+// A sample of this node's cache: from the cache, or read from storage (once, whichever
+// threads ask for it at once) and kept.
+expected<record> read_member(const reader_options& opts, const sample_ticket& ticket) {
+  const auto id = ticket.sample_id;
+  auto read = opts.cache->read_through(
+      id, [&] { return opts.source->read(id); }, opts.fill_wait);
+  if (!read.got) {
+    return read.got;
   }
-  if (auto hit = opts.cache->find(ticket.sample_id)) {
-    opts.status->reads().hit(ticket.epoch,
-                             opts.cache->layout().tier(ticket.sample_id) == cache_tier::disk);
-    return hit;
+  if (read.from_storage) {
+    opts.status->reads().stored(ticket.epoch, read.got->payload.size());
+  } else {
+    opts.status->reads().hit(ticket.epoch, opts.cache->layout().tier(id) == cache_tier::disk);
   }
-  return opts.peers ? opts.peers->fetch(ticket.epoch, ticket.sample_id, opts.status->reads())
-                    : std::nullopt;
+  return read.got;
 }
 
 // The read (from the caches, or storage), or the injected I/O error of a drill.
@@ -35,15 +38,17 @@ expected<record> read_record(const reader_options& opts, const sample_ticket& ti
     return error{errc::io_error, opts.source->locate(ticket.sample_id) +
                                      ": injected read error (faults.read_error)"};
   }
-  if (auto cached = cached_record(opts, ticket)) {
-    return std::move(*cached);
+  if (opts.cache && opts.cache->member(ticket.sample_id)) {
+    return read_member(opts, ticket);
+  }
+  if (opts.peers) {
+    if (auto fetched = opts.peers->fetch(ticket.epoch, ticket.sample_id, opts.status->reads())) {
+      return std::move(*fetched);
+    }
   }
   auto r = opts.source->read(ticket.sample_id);
   if (r) {
     opts.status->reads().stored(ticket.epoch, r->payload.size());
-    if (opts.cache) {
-      opts.cache->fill(ticket.sample_id, *r);
-    }
   }
   return r;
 }

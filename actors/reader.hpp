@@ -6,6 +6,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include <chrono>
 #include <memory>
 
 #include "actors/peer_fetcher.hpp"
@@ -29,6 +30,9 @@ struct reader_options {
   /// The partitioned cache: a sample another node's cache holds is fetched from that node
   /// before storage. Null: no peers.
   std::shared_ptr<const peer_fetcher> peers{};
+  /// The longest a reader waits for another thread's read of the same cached sample (then it
+  /// reads the sample itself).
+  std::chrono::milliseconds fill_wait{10000};
 };
 
 reader_actor spawn_reader(caf::actor_system& sys, reader_options options);

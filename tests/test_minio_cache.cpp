@@ -4,10 +4,13 @@
 // tier (a real file in a real directory) gives back exactly the bytes it was given.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include "core/storage/dataset_writer.hpp"
+#include "core/storage/fill_claims.hpp"
 #include "core/storage/minio_cache.hpp"
 #include "core/storage/record_parts.hpp"
 #include "core/storage/sample_source.hpp"
@@ -42,23 +45,38 @@ std::vector<bool> members_of(const minio_cache& c, std::uint64_t n) {
   return out;
 }
 
-// 4 threads read every sample through `cache` at once, as a node's readers do.
-void read_through_from_racing_readers(minio_cache& cache, const sample_source& source) {
+// 4 threads read every sample through `cache` at once, as a node's readers do; the number of
+// storage reads they made.
+int read_through_from_racing_readers(minio_cache& cache, const sample_source& source) {
+  std::atomic<int> reads{0};
   std::vector<std::thread> readers;
   for (int t = 0; t < 4; ++t) {
     readers.emplace_back([&] {
       for (std::uint64_t id = 0; id < images; ++id) {
-        if (!cache.find(id)) {
-          auto r = source.read(id);
-          ASSERT_TRUE(r);
-          cache.fill(id, *r);
-        }
+        auto r = cache.read_through(
+            id, [&] { return source.read(id); }, std::chrono::seconds(60));
+        ASSERT_TRUE(r.got);
+        reads += r.from_storage ? 1 : 0;
       }
     });
   }
   for (auto& t : readers) {
     t.join();
   }
+  return reads;
+}
+
+// Until `done` is true or a minute has passed (a hung thread fails the test, never the run).
+template <typename Done>
+bool within_a_minute(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 TEST(MinioCache, ThePlanIsAFunctionOfTheSeedAndFitsTheCapacity) {
@@ -117,12 +135,106 @@ TEST(MinioCache, RacingReadersFillEveryMemberOnceWithinTheCapacity) {
   temp_dir dir;
   auto source = folder(dir);
   auto cache = minio_cache::plan(*source, total_bytes(*source) * 3 / 4, 11);
-  read_through_from_racing_readers(*cache, *source);
+  const auto reads = read_through_from_racing_readers(*cache, *source);
   EXPECT_EQ(cache->cached_samples(), cache->member_count());
   EXPECT_LE(cache->cached_bytes(), cache->capacity());
+  // Each member from storage once; each other sample by every reader.
+  EXPECT_EQ(static_cast<std::uint64_t>(reads),
+            cache->member_count() + 4 * (images - cache->member_count()));
   for (std::uint64_t id = 0; id < images; ++id) {
     EXPECT_EQ(cache->find(id).has_value(), cache->member(id)) << "sample " << id;
   }
+}
+
+// Two threads ask for one member sample at once: the second waits for the first's read and
+// takes the sample from the cache; it never reads storage.
+TEST(MinioCache, AReaderThatFindsTheSampleBeingReadWaitsForThatRead) {
+  temp_dir dir;
+  auto source = folder(dir);
+  auto cache = minio_cache::plan(*source, total_bytes(*source), 2);
+  std::promise<void> reading;
+  std::promise<void> go;
+  auto first = std::async(std::launch::async, [&] {
+    return cache->read_through(
+        0,
+        [&] {
+          reading.set_value();
+          go.get_future().wait_for(std::chrono::minutes(1));
+          return source->read(0);
+        },
+        std::chrono::minutes(1));
+  });
+  ASSERT_EQ(reading.get_future().wait_for(std::chrono::minutes(1)), std::future_status::ready);
+  std::atomic<int> second_reads{0};
+  auto second = std::async(std::launch::async, [&] {
+    return cache->read_through(
+        0,
+        [&] {
+          ++second_reads;
+          return source->read(0);
+        },
+        std::chrono::minutes(1));
+  });
+  ASSERT_TRUE(within_a_minute([&] { return cache->waiting_readers() == 1; }));
+  go.set_value();
+  auto a = first.get();
+  auto b = second.get();
+  ASSERT_TRUE(a.got && b.got);
+  EXPECT_TRUE(a.from_storage);
+  EXPECT_FALSE(b.from_storage);
+  EXPECT_EQ(second_reads, 0);
+  EXPECT_EQ(b.got->payload, a.got->payload);
+}
+
+// The wait is bounded: past it, a reader reads for itself rather than stall; and a read that
+// failed leaves the next reader to read the sample.
+TEST(MinioCache, AReaderWaitsForAnothersReadOnlyUntilItsDeadline) {
+  temp_dir dir;
+  auto source = folder(dir);
+  auto cache = minio_cache::plan(*source, total_bytes(*source), 2);
+  std::promise<void> reading;
+  std::promise<void> go;
+  auto first = std::async(std::launch::async, [&] {
+    return cache->read_through(
+        1,
+        [&]() -> expected<record> {
+          reading.set_value();
+          go.get_future().wait_for(std::chrono::minutes(1));
+          return error{errc::io_error, "the disk went away"};
+        },
+        std::chrono::minutes(1));
+  });
+  ASSERT_EQ(reading.get_future().wait_for(std::chrono::minutes(1)), std::future_status::ready);
+  auto impatient = cache->read_through(
+      1, [&] { return source->read(1); }, std::chrono::milliseconds(0));
+  ASSERT_TRUE(impatient.got);
+  EXPECT_TRUE(impatient.from_storage);  // its own read: the first still holds the claim
+  go.set_value();
+  auto failed = first.get();
+  ASSERT_FALSE(failed.got);
+  EXPECT_NE(failed.got.error().message().find("the disk went away"), std::string::npos);
+  auto later = cache->read_through(
+      1, [&] { return source->read(1); }, std::chrono::minutes(1));
+  ASSERT_TRUE(later.got);
+  EXPECT_FALSE(later.from_storage);  // the impatient reader's read filled it
+}
+
+// Claims one at a time per sample; a claim taken past its deadline is empty; a released claim
+// can be taken again.
+TEST(FillClaims, OneHolderPerSampleAndABoundedWait) {
+  fill_claims claims;
+  const auto now = fill_claims::clock::now();
+  auto a = claims.take(7, now);
+  EXPECT_TRUE(a.held());
+  EXPECT_FALSE(claims.take(7, now).held());
+  EXPECT_TRUE(claims.take(8, now).held());
+  auto waiter = std::async(std::launch::async, [&] {
+    return claims.take(7, fill_claims::clock::now() + std::chrono::minutes(1)).held();
+  });
+  ASSERT_TRUE(within_a_minute([&] { return claims.waiting() == 1; }));
+  a = fill_claims::claim{};  // released: the waiter gets it
+  EXPECT_TRUE(waiter.get());
+  EXPECT_EQ(claims.waiting(), 0u);
 }
 
 // A cache of this node alone with `memory` bytes in memory and `disk` on the disk tier in
@@ -201,7 +313,7 @@ TEST(MinioCache, RacingReadersFillTheDiskTierOnce) {
   temp_dir dir;
   auto source = folder(dir);
   auto cache = tiered(*source, 0, total_bytes(*source), dir.path());
-  read_through_from_racing_readers(*cache, *source);
+  EXPECT_EQ(read_through_from_racing_readers(*cache, *source), images);
   EXPECT_EQ(cache->cached_samples(), static_cast<std::uint64_t>(images));
   EXPECT_EQ(cache->disk_bytes(), total_bytes(*source));  // no sample written twice
 }

@@ -53,13 +53,15 @@ TEST(NodePeers, ThreeNodesFetchFromEachOtherAndDeliverEverySampleOnce) {
     EXPECT_EQ(json_number(out, "epoch_samples"), images / 3) << out;
     EXPECT_GT(sum(json_array(out, "peer_fetches")), 0) << "rank " << rank << ": " << out;
     EXPECT_GT(sum(json_array(out, "peer_served")), 0) << "rank " << rank << ": " << out;
-    // By the last epoch every sample is cached by its holder: storage is read only for a
-    // peer that already ended its run.
+    // Each sample is read from storage once by the node that caches it, whichever node asks
+    // for it first and however far the nodes' epochs drift apart; every other storage read
+    // is a fallback (a peer that had ended its run).
     auto reads = json_array(out, "storage_reads");
     auto fallbacks = json_array(out, "peer_fallbacks");
     ASSERT_EQ(reads.size(), static_cast<std::size_t>(epochs)) << out;
     ASSERT_EQ(fallbacks.size(), static_cast<std::size_t>(epochs)) << out;
-    EXPECT_EQ(reads.back(), fallbacks.back()) << "rank " << rank << ": " << out;
+    EXPECT_LE(sum(reads) - sum(fallbacks), json_number(out, "cached_samples"))
+        << "rank " << rank << ": " << out;
     EXPECT_NE(out.find("\"failed_peers\":[]"), std::string::npos) << out;
     EXPECT_NE(node.err().find("every peer answered; reading starts"), std::string::npos)
         << node.err();

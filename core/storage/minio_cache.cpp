@@ -73,6 +73,26 @@ bool minio_cache::fill(std::uint64_t id, const record& r) {
   return false;
 }
 
+cache_read minio_cache::read_through(std::uint64_t id,
+                                     const std::function<expected<record>()>& read,
+                                     std::chrono::milliseconds wait) {
+  if (auto hit = find(id)) {
+    return {std::move(*hit), false};
+  }
+  fill_claims::claim claim;
+  if (member(id)) {
+    claim = reading_.take(id, fill_claims::clock::now() + wait);
+    if (auto hit = find(id)) {  // the read this one waited for filled it
+      return {std::move(*hit), false};
+    }
+  }
+  cache_read out{read(), true};
+  if (out.got) {
+    fill(id, *out.got);
+  }
+  return out;  // the claim is released once the sample is cached
+}
+
 bool minio_cache::fill_memory(std::uint64_t id, const record& r) {
   std::unique_lock<std::shared_mutex> lock(mutex_);
   if (entries_.count(id) != 0 || bytes_ + r.payload.size() > capacity_.memory) {

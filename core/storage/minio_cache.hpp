@@ -9,7 +9,9 @@
 /// (core/storage/cache_plan.hpp): so a run (or another node) can tell what is cached without
 /// asking, and the cache holds the same samples whatever order the first epoch reads them in.
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -18,10 +20,18 @@
 
 #include "core/storage/cache_plan.hpp"
 #include "core/storage/disk_tier.hpp"
+#include "core/storage/fill_claims.hpp"
 #include "core/storage/record.hpp"
 #include "core/storage/sample_source.hpp"
 
 namespace conveyor {
+
+/// What minio_cache::read_through gave: the record (or why there is none), and whether this
+/// call read it from storage (else it came from the cache).
+struct cache_read {
+  expected<record> got;
+  bool from_storage = false;
+};
 
 /// Thread-safe: readers find and fill concurrently.
 class minio_cache {
@@ -46,6 +56,16 @@ class minio_cache {
   /// Sample `id` was read from storage: kept when it is a member not cached yet and fits.
   /// False when it was not kept (also when the disk tier failed to write it).
   bool fill(std::uint64_t id, const record& r);
+  /// Sample `id` from the cache, else from `read` (storage), filled when it is a member. A
+  /// member not cached yet is read from storage once whichever threads ask for it at once (a
+  /// node's readers, its peer server's workers): one reads and fills, the others wait for that
+  /// (each at most `wait`: past it, it reads for itself) and take the sample from the cache.
+  /// A read that fails, or a sample that does not fit, leaves the next caller to read it.
+  cache_read read_through(std::uint64_t id, const std::function<expected<record>()>& read,
+                          std::chrono::milliseconds wait);
+  /// How many read_through calls wait now for another's read (a test tells from it that one
+  /// waits).
+  std::size_t waiting_readers() const { return reading_.waiting(); }
 
   std::uint64_t capacity() const noexcept { return capacity_.memory + capacity_.disk; }
   std::uint64_t member_count() const noexcept;
@@ -73,6 +93,7 @@ class minio_cache {
   std::shared_ptr<const cache_plan> layout_;
   cache_capacity capacity_;
   std::unique_ptr<disk_tier> disk_;
+  fill_claims reading_;  ///< the members being read from storage now
   mutable std::shared_mutex mutex_;
   std::unordered_map<std::uint64_t, record> entries_;
   std::unordered_map<std::uint64_t, disk_entry> on_disk_;
