@@ -21,6 +21,7 @@ struct batcher_state {
   std::deque<handoff> parked;  ///< handed off, waiting for a straggler actor to come up
   std::size_t reported = 0;    ///< quarantine entries written to the report file
   std::unordered_map<std::uint64_t, std::chrono::steady_clock::time_point> dispatched_at;
+  window_time window;  ///< the window's time full, as last told to the status
 };
 
 using batcher_pointer = batcher_actor::stateful_pointer<batcher_state>;
@@ -148,6 +149,10 @@ void pump(batcher_pointer self, const batcher_options& opts) {
     // Published before the batches go out, so the figures a trainer reads (report()) count
     // every batch it has been handed, the last one included.
     opts.status->publish_progress(figures_of(*st.core, false));
+  }
+  if (auto window = st.core->window_full(); window != st.window) {
+    st.window = window;
+    opts.status->note_window(window);
   }
   for (auto& plan : plans) {
     record_assembly(st.assembly, plan, now);

@@ -2,9 +2,11 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <numeric>
 
 #include "core/base/log.hpp"
+#include "core/base/monotonic_clock.hpp"
 
 namespace conveyor {
 namespace {
@@ -17,7 +19,7 @@ struct totals {
   double trainer_wait_s = 0;
   double prep_busy_s = 0;
   double read_busy_s = 0;
-  std::uint64_t in_flight = 0;
+  double window_full_s = 0;
   std::uint64_t delivered = 0;
 };
 
@@ -32,7 +34,7 @@ totals take_totals(const diagnosis_options& opts) {
                                                       figures.step_ns.end(), std::int64_t{0})) /
                   1e9;
   t.read_busy_s = static_cast<double>(status.read_ns()) / 1e9;
-  t.in_flight = figures.in_flight;
+  t.window_full_s = static_cast<double>(status.window().full_until(monotonic_ns())) / 1e9;
   t.delivered = figures.totals.delivered;
   return t;
 }
@@ -47,7 +49,7 @@ analysis::interval_figures between(const totals& a, const totals& b,
   f.prep_workers = opts.preprocessors;
   f.read_busy_s = b.read_busy_s - a.read_busy_s;
   f.readers = opts.readers;
-  f.window_fill = static_cast<double>(b.in_flight) / static_cast<double>(opts.window);
+  f.window_full_s = b.window_full_s - a.window_full_s;
   return f;
 }
 
@@ -55,9 +57,9 @@ void tell(analysis::bottleneck b, const analysis::interval_figures& f) {
   log("diagnosis")
       ->info(
           "now {}: in the last {:.1f} s the trainers waited {:.0f}% of the time; preprocessors "
-          "busy {:.0f}%, readers {:.0f}%; window {:.0f}% full",
+          "busy {:.0f}%, readers {:.0f}%; the window full {:.0f}% of the time",
           analysis::bound_name(b), f.seconds, 100 * f.wait_share(), 100 * f.prep_share(),
-          100 * f.read_share(), 100 * f.window_fill);
+          100 * f.read_share(), 100 * std::min(1.0, f.window_full_share()));
 }
 
 struct diagnosis_state {

@@ -25,7 +25,6 @@ struct diagnosis_options {
   int gpus = 1;           ///< trainers (one per channel)
   int preprocessors = 1;  ///< the capacity of the transform steps
   int readers = 1;
-  std::uint64_t window = 1;  ///< samples the window lets be in flight
   std::chrono::milliseconds every{1000};
 };
 

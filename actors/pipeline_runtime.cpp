@@ -233,8 +233,8 @@ void pipeline_runtime::impl::spawn_all() {
     monitor = spawn_monitor(system);
     report = {monitor, spec.monitor_interval};
     const auto& s = spec.settings;
-    diagnosis = spawn_diagnosis(
-        system, {status, s.gpus, s.workers, s.readers, s.window_samples, spec.monitor_interval});
+    diagnosis =
+        spawn_diagnosis(system, {status, s.gpus, s.workers, s.readers, spec.monitor_interval});
   }
   auto source = spec.source;
   batcher = spawn_batcher(

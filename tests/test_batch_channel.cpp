@@ -32,6 +32,25 @@ TEST(BatchChannel, ATrainerHoldingEveryBufferIsToldAtOnceInsteadOfWaiting) {
   EXPECT_EQ(channel.pop_until(far).batch->slot, 1u);
 }
 
+// The live diagnosis reads the trainers' wait interval by interval: a wait still going on
+// counts up to now, not only once it ends (a trainer waiting for a second would otherwise
+// look idle-free for a second, then waiting ten times the interval).
+TEST(BatchChannel, AWaitStillGoingOnCountsUpToNow) {
+  batch_channel channel(2);
+  EXPECT_EQ(channel.waited().count(), 0);
+  std::thread trainer([&] { EXPECT_NE(channel.pop(), nullptr); });
+  const auto give_up = batch_channel::clock::now() + std::chrono::minutes(1);
+  while (channel.waited().count() == 0 && batch_channel::clock::now() < give_up) {
+    std::this_thread::yield();
+  }
+  EXPECT_GT(channel.waited().count(), 0) << "the trainer is still waiting";
+  channel.push(batch_in(0));
+  trainer.join();
+  const auto after = channel.waited();
+  EXPECT_GT(after.count(), 0);
+  EXPECT_EQ(channel.waited(), after) << "nobody waits now: the total stands";
+}
+
 TEST(BatchChannel, ASecondReleaseOfOneBufferIsRefused) {
   batch_channel channel(3);
   channel.push(batch_in(2));

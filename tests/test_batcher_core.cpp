@@ -176,6 +176,44 @@ TEST(DefaultWindow, KeepsEveryPreprocessorOfALargePoolBusy) {
   }
 }
 
+// The window's time full is counted over its spells, whatever happens in between, and a spell
+// still going on is extrapolated by its reader up to the moment asked about.
+TEST(WindowOccupancy, CountsTheTimeEveryCreditWasHeld) {
+  window_occupancy w(4);
+  w.update(3, 100);  // not full
+  EXPECT_EQ(w.time().full_until(1000), 0u);
+  w.update(4, 200);  // full from 200
+  w.update(4, 250);  // still the same spell
+  EXPECT_EQ(w.time().full_since_ns, 200u);
+  EXPECT_EQ(w.time().full_until(260), 60u);
+  w.update(2, 300);  // 100 ns full
+  EXPECT_EQ(w.time().full_until(1000), 100u);
+  w.update(5, 400);
+  EXPECT_EQ(w.time().full_until(450), 150u);
+  w.update(0, 500);
+  EXPECT_EQ(w.time(), (window_time{200, 0}));
+}
+
+// The batcher's window fills when it dispatches as much as the window lets it: a spell begins.
+TEST(WindowOccupancy, TheBatcherTellsWhenItsWindowFills) {
+  batcher_settings s;
+  s.dataset_size = 100;
+  s.batch_size = 2;
+  s.workers = 4;
+  s.per_worker_limit = 2;
+  s.window_samples = 6;
+  batcher_core core(s,
+                    make_batch_policy(batching_policy::in_order, {s.batch_size, 1, false, 0, {}}));
+  EXPECT_EQ(core.window_full().full_since_ns, 0u);
+  core.on_credit(0, 3);
+  core.on_worker_up(worker_role::reader, 0);
+  for (int w = 0; w < s.workers; ++w) {
+    core.on_worker_up(worker_role::preprocessor, w);
+  }
+  EXPECT_EQ(core.take_dispatches().size(), 6u);
+  EXPECT_NE(core.window_full().full_since_ns, 0u);
+}
+
 TEST(EpochOrder, IsAPermutationThatDependsOnSeedAndEpochOnly) {
   auto a = epoch_order(1000, 5, 0);
   auto sorted = a;

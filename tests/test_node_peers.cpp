@@ -44,6 +44,7 @@ TEST(NodePeers, ThreeNodesFetchFromEachOtherAndDeliverEverySampleOnce) {
   for (int rank = 0; rank < 3; ++rank) {
     nodes.push_back(start_node(dir, file, rank));
   }
+  testing::cluster_logs_on_failure logs(nodes);
   testing::epoch_ids all;
   for (int rank = 0; rank < 3; ++rank) {
     auto& node = *nodes[static_cast<std::size_t>(rank)];
@@ -92,6 +93,7 @@ TEST(NodePeers, ANodeKilledMidRunLeavesTheOthersToFinishAndNamesIt) {
   for (int rank = 0; rank < 3; ++rank) {
     nodes.push_back(start_node(dir, file, rank, {"--set", "trainer.step_ms=60"}));
   }
+  testing::cluster_logs_on_failure logs(nodes);
   // Every node has reached every other, and rank 1 reports its fetches: it is mid-run.
   for (const auto& node : nodes) {
     ASSERT_TRUE(node->wait_for_log("every peer answered", std::chrono::seconds(120)))

@@ -11,7 +11,8 @@ bottleneck classify(const interval_figures& f) {
   }
   const double prep = f.prep_share();
   const double read = f.read_share();
-  if (f.window_fill >= full_window && prep <= idle_workers && read <= idle_workers) {
+  if (prep < saturated && read < saturated &&
+      f.window_full_share() >= idle_explained * (1 - prep)) {
     return bottleneck::window;
   }
   return read > prep ? bottleneck::fetch : bottleneck::prep;

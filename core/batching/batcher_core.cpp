@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "core/base/monotonic_clock.hpp"
 #include "core/batching/epoch_order.hpp"
 
 namespace conveyor {
@@ -27,6 +28,7 @@ batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_poli
       straggler_load_(static_cast<std::size_t>(settings.stragglers), 0),
       permit_held_(static_cast<std::size_t>(settings.workers), false),
       credits_(static_cast<std::size_t>(settings.gpus), 0),
+      occupancy_(settings.window_samples),
       budget_(settings.budget) {
   if (settings_.resume) {
     begun_ = settings_.resume->first_epoch;
@@ -174,6 +176,7 @@ std::vector<dispatch_order> batcher_core::take_dispatches() {
     ++in_flight_;
   }
   peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
+  occupancy_.update(in_flight_, monotonic_ns());
   return out;
 }
 
@@ -392,6 +395,7 @@ void batcher_core::on_credit(int gpu, std::uint64_t batches) {
 
 void batcher_core::on_released(std::uint64_t samples) {
   in_flight_ -= std::min(samples, in_flight_);
+  occupancy_.update(in_flight_, monotonic_ns());
 }
 
 void batcher_core::record_delivery(const batch_plan& plan) {

@@ -36,6 +36,7 @@
 #include "core/batching/latency_budget.hpp"
 #include "core/batching/prepared_sample.hpp"
 #include "core/batching/resume_state.hpp"
+#include "core/batching/window_occupancy.hpp"
 #include "core/metrics/latency_tracker.hpp"
 
 namespace conveyor {
@@ -168,6 +169,8 @@ class batcher_core {
   const batcher_settings& settings() const noexcept { return settings_; }
   std::uint64_t in_flight() const noexcept { return in_flight_; }
   std::uint64_t peak_in_flight() const noexcept { return peak_in_flight_; }
+  /// How long the window has been full (every credit held), up to the last change.
+  window_time window_full() const noexcept { return occupancy_.time(); }
   std::string_view policy_name() const noexcept { return policy_->name(); }
   std::uint64_t handoffs() const noexcept { return handoffs_; }
   std::uint64_t retries() const noexcept { return retries_; }
@@ -232,6 +235,7 @@ class batcher_core {
   std::vector<std::uint64_t> credits_;
   std::uint64_t in_flight_ = 0;
   std::uint64_t peak_in_flight_ = 0;
+  window_occupancy occupancy_;
   std::uint64_t ended_epochs_ = 0;  ///< (gpu, epoch) pairs whose last batch went out
   latency_budget budget_;
   budget_figures sent_budget_;

@@ -19,7 +19,11 @@ bool batch_channel::wait_settled(std::unique_lock<std::mutex>& lock, Wait wait) 
     return true;
   }
   const auto start = clock::now();
+  ++waiting_;
+  waiting_since_ += start.time_since_epoch();
   const bool settled = wait(lock, [this] { return settled_locked(); });
+  --waiting_;
+  waiting_since_ -= start.time_since_epoch();
   waited_ += clock::now() - start;
   return settled;
 }
@@ -46,7 +50,9 @@ batch_channel::item batch_channel::pop() {
 
 std::chrono::nanoseconds batch_channel::waited() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return waited_;
+  const auto ongoing =
+      clock::now().time_since_epoch() * static_cast<long>(waiting_) - waiting_since_;
+  return waited_ + std::chrono::duration_cast<std::chrono::nanoseconds>(ongoing);
 }
 
 batch_channel::popped batch_channel::take_locked() {

@@ -54,8 +54,9 @@ class batch_channel {
   void close();
   bool closed() const;
   std::size_t size() const;
-  /// How long pop_until() and pop() have waited for a batch so far, over every caller: the
-  /// trainers' wait (the node's live diagnosis reads it).
+  /// How long pop_until() and pop() have waited for a batch so far, over every caller, the
+  /// waits still going on included up to now: the trainers' wait (the node's live diagnosis
+  /// reads it interval by interval, so a long wait counts in the intervals it spans).
   std::chrono::nanoseconds waited() const;
 
  private:
@@ -74,7 +75,9 @@ class batch_channel {
   std::deque<item> queue_;
   std::set<std::uint64_t> held_;
   bool closed_ = false;
-  std::chrono::nanoseconds waited_{0};
+  std::chrono::nanoseconds waited_{0};  ///< by the waits that ended
+  std::size_t waiting_ = 0;             ///< callers waiting now
+  clock::duration waiting_since_{0};    ///< the sum of their waits' starts (since the epoch)
 };
 
 }  // namespace conveyor

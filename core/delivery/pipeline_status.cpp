@@ -50,4 +50,14 @@ analysis::bottleneck_tally pipeline_status::bottlenecks() const {
   return bottlenecks_;
 }
 
+void pipeline_status::note_window(window_time t) {
+  std::lock_guard<std::mutex> lock(window_mutex_);
+  window_ = t;
+}
+
+window_time pipeline_status::window() const {
+  std::lock_guard<std::mutex> lock(window_mutex_);
+  return window_;
+}
+
 }  // namespace conveyor

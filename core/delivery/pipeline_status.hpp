@@ -13,6 +13,7 @@
 #include "conveyor/error.hpp"
 #include "core/analysis/live_diagnosis.hpp"
 #include "core/batching/epoch_ledger.hpp"
+#include "core/batching/window_occupancy.hpp"
 #include "core/delivery/batch_channel.hpp"
 #include "core/metrics/latency_tracker.hpp"
 #include "core/metrics/read_counts.hpp"
@@ -74,6 +75,10 @@ class pipeline_status {
   /// A supervisor declared a worker hung.
   void count_hang() noexcept { hangs_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t hangs() const noexcept { return hangs_.load(std::memory_order_relaxed); }
+  /// How long the window has been full, as the batcher tells it each time it acts (so that
+  /// the live diagnosis sees a spell the moment it begins or ends, not at the next batch).
+  void note_window(window_time t);
+  window_time window() const;
   /// The live diagnosis (actors/diagnosis.hpp): `seconds` more of class `b`, in which the
   /// trainers took `samples`.
   void note_bottleneck(analysis::bottleneck b, double seconds, std::uint64_t samples);
@@ -101,6 +106,8 @@ class pipeline_status {
   std::atomic<std::uint64_t> collated_{0};
   read_counts reads_;
   analysis::bottleneck_tally bottlenecks_;  ///< guarded by mutex_
+  mutable std::mutex window_mutex_;
+  window_time window_;  ///< guarded by window_mutex_
 };
 
 }  // namespace conveyor

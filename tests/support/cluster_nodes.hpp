@@ -8,8 +8,10 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -79,6 +81,34 @@ inline std::unique_ptr<node_process> start_node(const temp_dir& dir,
   args.insert(args.end(), extra.begin(), extra.end());
   return std::make_unique<node_process>(std::move(args));
 }
+
+/// On leaving a test that has failed (an ASSERT's return included): each node's [cluster] log
+/// lines, on stderr. A cluster's failure is often told by a node whose own checks passed (the
+/// peer that lost a connection). Declared after the nodes, so that it outlives none of them.
+class cluster_logs_on_failure {
+ public:
+  explicit cluster_logs_on_failure(const std::vector<std::unique_ptr<node_process>>& nodes)
+      : nodes_(nodes) {}
+  cluster_logs_on_failure(const cluster_logs_on_failure&) = delete;
+  cluster_logs_on_failure& operator=(const cluster_logs_on_failure&) = delete;
+  ~cluster_logs_on_failure() {
+    if (!::testing::Test::HasFailure()) {
+      return;
+    }
+    for (std::size_t rank = 0; rank < nodes_.size(); ++rank) {
+      std::cerr << "rank " << rank << "'s [cluster] lines:\n";
+      std::istringstream lines(nodes_[rank]->err());
+      for (std::string line; std::getline(lines, line);) {
+        if (line.find("[cluster]") != std::string::npos) {
+          std::cerr << "  " << line << "\n";
+        }
+      }
+    }
+  }
+
+ private:
+  const std::vector<std::unique_ptr<node_process>>& nodes_;
+};
 
 inline double sum(const std::vector<double>& v) {
   return std::accumulate(v.begin(), v.end(), 0.0);
