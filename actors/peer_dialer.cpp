@@ -34,7 +34,9 @@ void dial(caf::blocking_actor* self, dial_order order) {
   auto fail = [&](const std::string& why) {
     self->send(order.links, atoms::failed::value, order.rank, why);
   };
-  if (auto probe = tcp_probe(order.address, order.timeout); !probe) {
+  // Held open (core/cluster/held_probes.hpp says why).
+  auto probe = tcp_probe(order.address, order.timeout);
+  if (!probe) {
     fail(probe.error().message());
     return;
   }
@@ -48,6 +50,7 @@ void dial(caf::blocking_actor* self, dial_order order) {
                 caf::actor_cast<caf::strong_actor_ptr>(order.server))
       .receive(
           [&](const peer_identity& theirs) {
+            order.probes->keep(order.rank, std::move(*probe));
             self->send(order.links, atoms::greeted::value, order.rank, theirs, *peer);
           },
           [&](const caf::error& e) {

@@ -1,7 +1,8 @@
 #pragma once
 /// One attempt to reach a peer the node dials: probe its address (a bounded TCP connect,
-/// core/cluster/tcp_probe.hpp), connect through CAF's middleman (or its TLS manager), and
-/// greet it with this node's identity and cache server; then tell the links actor how it went
+/// core/cluster/tcp_probe.hpp; held open, in `probes` once the peer answered), connect through
+/// CAF's middleman (or its TLS manager), and greet it with this node's identity and cache server;
+/// then tell the links actor how it went
 /// (`greeted` with the peer's identity and server, or `failed` with why) and end. A blocking
 /// actor of its own, bounded by `timeout` at each of the three steps: the links actor never
 /// waits on a slow peer, and (unlike a detached event-based actor, which CAF 0.17 sometimes kept
@@ -13,7 +14,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 
+#include "core/cluster/held_probes.hpp"
 #include "core/cluster/peer_address.hpp"
 #include "messages/peer_cache.hpp"
 #include "messages/peer_links.hpp"
@@ -28,6 +31,7 @@ struct dial_order {
   peer_cache_actor server;             ///< this node's, introduced in hello
   peer_links_actor links;              ///< told how it went
   std::chrono::milliseconds timeout{1000};
+  std::shared_ptr<held_probes> probes;  ///< where a probe of a peer that answered is held
 };
 
 void spawn_peer_dialer(caf::actor_system& sys, dial_order order);

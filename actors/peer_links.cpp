@@ -26,6 +26,7 @@ struct links_state {
   std::vector<std::string> told;  ///< per rank: the last reason logged for not reaching it
   std::vector<std::chrono::milliseconds> backoff;  ///< per rank: until the next attempt
   std::vector<clock::time_point> next_attempt;     ///< per rank
+  std::shared_ptr<held_probes> probes = std::make_shared<held_probes>();
   bool wait_over = false;
   bool ready = false;
 
@@ -135,7 +136,7 @@ void dial(links_pointer self, std::uint64_t rank) {
   s.attempting.insert(rank);
   spawn_peer_dialer(self->system(),
                     {rank, s.health().address(rank), s.opts.connector, identity_for(s, rank),
-                     s.server, self, s.opts.attempt_timeout});
+                     s.server, self, s.opts.attempt_timeout, s.probes});
 }
 
 // A node dialed this node and introduced itself with `theirs` and its server: admitted when it

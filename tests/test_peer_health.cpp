@@ -1,13 +1,16 @@
 // What a node knows of its peers (core/cluster/peer_health.hpp) as plain code with the clock
 // passed in: who may be asked when, what start-up waits for, and what the run's report says
 // about each peer that failed; how a peer's pace rests it (core/cluster/peer_pace.hpp); and
-// the addresses of cluster.peers.
+// the addresses of cluster.peers; the probe connections and how long they are held.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <memory>
+
 #include "core/base/unique_fd.hpp"
+#include "core/cluster/held_probes.hpp"
 #include "core/cluster/peer_health.hpp"
 #include "core/cluster/peer_pace.hpp"
 #include "core/cluster/tcp_probe.hpp"
@@ -208,7 +211,16 @@ TEST(TcpProbe, AnswersWhetherAnythingListens) {
   ASSERT_EQ(listen(listener.get(), 1), 0);
   ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
   auto open = tcp_probe({"127.0.0.1", ntohs(a.sin_port)}, 1000ms);
-  EXPECT_TRUE(open) << open.error().what();
+  ASSERT_TRUE(open) << open.error().what();
+  // The probe's connection stays open while the caller holds it (so that the real one made
+  // next gets another socket number on the peer), and closes when it is dropped.
+  unique_fd accepted(accept(listener.get(), nullptr, nullptr));
+  ASSERT_TRUE(accepted);
+  char byte = 0;
+  EXPECT_EQ(recv(accepted.get(), &byte, 1, MSG_DONTWAIT), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  *open = unique_fd{};
+  EXPECT_EQ(recv(accepted.get(), &byte, 1, 0), 0) << "closed once dropped";
   // A port nothing listens on: refused at once, naming the address.
   auto refused = tcp_probe({"127.0.0.1", 1}, 1000ms);
   ASSERT_FALSE(refused);
@@ -217,6 +229,36 @@ TEST(TcpProbe, AnswersWhetherAnythingListens) {
   auto unknown = tcp_probe({"no-such-host.invalid", 7100}, 1000ms);
   ASSERT_FALSE(unknown);
   EXPECT_NE(unknown.error().message().find("no-such-host.invalid"), std::string::npos);
+}
+
+// A peer's probe is held until a later attempt's replaces it, or the holder goes (the run's
+// end): only then does the peer see it close.
+TEST(HeldProbes, HoldOneProbePerPeerUntilTheEnd) {
+  unique_fd listener(socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr*>(&a), len), 0);
+  ASSERT_EQ(listen(listener.get(), 4), 0);
+  ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const peer_address to{"127.0.0.1", ntohs(a.sin_port)};
+  auto probes = std::make_unique<held_probes>();
+  auto first = tcp_probe(to, 1000ms);
+  ASSERT_TRUE(first);
+  unique_fd first_end(accept(listener.get(), nullptr, nullptr));
+  probes->keep(1, std::move(*first));
+  auto second = tcp_probe(to, 1000ms);
+  ASSERT_TRUE(second);
+  unique_fd second_end(accept(listener.get(), nullptr, nullptr));
+  char byte = 0;
+  EXPECT_EQ(recv(first_end.get(), &byte, 1, MSG_DONTWAIT), -1) << "held";
+  probes->keep(1, std::move(*second));
+  EXPECT_EQ(probes->size(), 1u);
+  EXPECT_EQ(recv(first_end.get(), &byte, 1, 0), 0) << "replaced by the later attempt's: closed";
+  EXPECT_EQ(recv(second_end.get(), &byte, 1, MSG_DONTWAIT), -1) << "held";
+  probes.reset();
+  EXPECT_EQ(recv(second_end.get(), &byte, 1, 0), 0) << "closed with the holder";
 }
 
 }  // namespace

@@ -8,8 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-
-#include "core/base/unique_fd.hpp"
+#include <utility>
 
 namespace conveyor {
 namespace {
@@ -35,21 +34,22 @@ int wait_connected(int fd, std::chrono::milliseconds deadline) {
   return err;
 }
 
-// One address: 0 when a connection opened, else an errno value.
-int try_connect(const addrinfo& a, std::chrono::milliseconds deadline) {
+// One address: the open connection, or why not (an errno value).
+std::pair<unique_fd, int> try_connect(const addrinfo& a, std::chrono::milliseconds deadline) {
   unique_fd fd(::socket(a.ai_family, a.ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a.ai_protocol));
   if (!fd) {
-    return errno;
+    return {unique_fd{}, errno};
   }
-  if (::connect(fd.get(), a.ai_addr, a.ai_addrlen) == 0) {
-    return 0;
+  int err = ::connect(fd.get(), a.ai_addr, a.ai_addrlen) == 0 ? 0 : errno;
+  if (err == EINPROGRESS) {
+    err = wait_connected(fd.get(), deadline);
   }
-  return errno == EINPROGRESS ? wait_connected(fd.get(), deadline) : errno;
+  return {err == 0 ? std::move(fd) : unique_fd{}, err};
 }
 
 }  // namespace
 
-expected<void> tcp_probe(const peer_address& to, std::chrono::milliseconds deadline) {
+expected<unique_fd> tcp_probe(const peer_address& to, std::chrono::milliseconds deadline) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -61,9 +61,11 @@ expected<void> tcp_probe(const peer_address& to, std::chrono::milliseconds deadl
   addresses list(found, &::freeaddrinfo);
   int last = ECONNREFUSED;
   for (const addrinfo* a = list.get(); a != nullptr; a = a->ai_next) {
-    if ((last = try_connect(*a, deadline)) == 0) {
-      return {};
+    auto [fd, err] = try_connect(*a, deadline);
+    if (err == 0) {
+      return std::move(fd);
     }
+    last = err;
   }
   return error{last == ETIMEDOUT ? errc::timed_out : errc::disconnected,
                to.text() + ": " + std::strerror(last)};
