@@ -32,7 +32,9 @@ std::optional<peer_cache_actor> connect(caf::blocking_actor* self, const dial_or
 
 void dial(caf::blocking_actor* self, dial_order order) {
   auto fail = [&](const std::string& why) {
-    self->send(order.links, atoms::failed::value, order.rank, why);
+    if (order.greet) {
+      self->send(order.links, atoms::failed::value, order.rank, why);
+    }
   };
   // Held open (core/cluster/held_probes.hpp says why).
   auto probe = tcp_probe(order.address, order.timeout);
@@ -44,6 +46,10 @@ void dial(caf::blocking_actor* self, dial_order order) {
   auto peer = connect(self, order, why);
   if (!peer) {
     fail(why);
+    return;
+  }
+  if (!order.greet) {
+    order.probes->keep(order.rank, std::move(*probe));
     return;
   }
   self->request(*peer, order.timeout, atoms::hello::value, order.identity,

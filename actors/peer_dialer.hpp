@@ -32,6 +32,12 @@ struct dial_order {
   peer_links_actor links;              ///< told how it went
   std::chrono::milliseconds timeout{1000};
   std::shared_ptr<held_probes> probes;  ///< where a probe of a peer that answered is held
+  /// False: connect only, greet nobody, tell the links actor nothing. For a peer of lower rank
+  /// that went down while it may be up: a connection closed near the moment its connection
+  /// was accepted here can make CAF 0.17 drop the route to it (core/cluster/held_probes.hpp;
+  /// a local port scanner does it), and the peer, still sending fine, cannot tell. A
+  /// connection from this node makes the route again; the peer's next hello is then answered.
+  bool greet = true;
 };
 
 void spawn_peer_dialer(caf::actor_system& sys, dial_order order);

@@ -131,12 +131,23 @@ void greeted(links_pointer self, std::uint64_t rank, const peer_identity& theirs
   admit(self, rank, handle, theirs);
 }
 
-void dial(links_pointer self, std::uint64_t rank) {
+// An attempt at `rank`: greeting it (a peer this node dials), or only connecting to it.
+dial_order order_for(links_pointer self, std::uint64_t rank, bool greet) {
   auto& s = self->state;
-  s.attempting.insert(rank);
-  spawn_peer_dialer(self->system(),
-                    {rank, s.health().address(rank), s.opts.connector, identity_for(s, rank),
-                     s.server, self, s.opts.attempt_timeout, s.probes});
+  return {rank,
+          s.health().address(rank),
+          s.opts.connector,
+          identity_for(s, rank),
+          s.server,
+          self,
+          s.opts.attempt_timeout,
+          s.probes,
+          greet};
+}
+
+void dial(links_pointer self, std::uint64_t rank) {
+  self->state.attempting.insert(rank);
+  spawn_peer_dialer(self->system(), order_for(self, rank, true));
 }
 
 // A node dialed this node and introduced itself with `theirs` and its server: admitted when it
@@ -206,6 +217,9 @@ void peer_down(links_pointer self, const caf::down_msg& down) {
     log("cluster")->warn("cluster: {} went down ({}): its samples are read from storage{}",
                          s.health().name(*rank), reason,
                          s.dials(*rank) ? "; dialing it again" : " until it dials again");
+    if (!s.dials(*rank)) {
+      spawn_peer_dialer(self->system(), order_for(self, *rank, false));  // see dial_order::greet
+    }
   }
   check_ready(self);  // it was reached: start need not wait for it
 }
