@@ -5,7 +5,10 @@
 /// middleman (or its TLS manager), and greeted with this node's identity and cache server;
 /// peers of lower rank dial it and are introduced by the node's own server (`hello`). Each
 /// attempt runs in a dialer of its own (actors/peer_dialer.hpp), so that this actor stays free
-/// to hear of peers going down while a peer is slow to answer. A peer that agrees on the run
+/// to hear of peers going down while a peer is slow to answer. A peer of lower rank that goes
+/// down with its connection is connected to once (no hello): CAF 0.17 can drop the route to a
+/// peer whose connection is still up (actors/peer_dialer.hpp, dial_order::greet), and a
+/// connection from this side makes it again. A peer that agrees on the run
 /// and the cache plan is monitored and used; one that disagrees is refused for good, with an
 /// error that names the setting. A peer that goes down is marked so at once (readers stop
 /// asking it); one this node dials is tried again, first after 50 ms, then ever less often, up
