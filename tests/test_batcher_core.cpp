@@ -144,16 +144,22 @@ TEST_P(BatcherCore, EachGpuGetsOneEndOfEpochPerEpoch) {
 
 INSTANTIATE_TEST_SUITE_P(Gpus, BatcherCore, ::testing::Values(1, 2, 4));
 
+// Batches of 2 over `dataset` samples, `workers` preprocessors holding 2 samples each.
+batcher_settings pool_of(int workers, std::uint64_t dataset) {
+  batcher_settings s;
+  s.dataset_size = dataset;
+  s.batch_size = 2;
+  s.workers = workers;
+  s.per_worker_limit = 2;
+  return s;
+}
+
 // A pool larger than the batches ahead (batch 2 on 16 cores, as the UNet3D recipe runs): the
 // default window still lets every preprocessor hold its per_worker_limit, and leaves room for
 // later samples while the oldest batch waits for its slowest one (more under in_order, which
 // holds them all until that batch is complete).
 TEST(DefaultWindow, KeepsEveryPreprocessorOfALargePoolBusy) {
-  batcher_settings s;
-  s.dataset_size = 1000;
-  s.batch_size = 2;
-  s.workers = 16;
-  s.per_worker_limit = 2;
+  auto s = pool_of(16, 1000);
   const std::uint64_t prefetch = 2;
   s.window_samples = default_window(prefetch, batching_policy::in_order, s);
   EXPECT_EQ(s.window_samples, (prefetch + 1) * 2 + 6 * 16 * 2);
@@ -196,11 +202,7 @@ TEST(WindowOccupancy, CountsTheTimeEveryCreditWasHeld) {
 
 // The batcher's window fills when it dispatches as much as the window lets it: a spell begins.
 TEST(WindowOccupancy, TheBatcherTellsWhenItsWindowFills) {
-  batcher_settings s;
-  s.dataset_size = 100;
-  s.batch_size = 2;
-  s.workers = 4;
-  s.per_worker_limit = 2;
+  auto s = pool_of(4, 100);
   s.window_samples = 6;
   batcher_core core(s,
                     make_batch_policy(batching_policy::in_order, {s.batch_size, 1, false, 0, {}}));

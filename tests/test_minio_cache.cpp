@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -146,25 +147,45 @@ TEST(MinioCache, RacingReadersFillEveryMemberOnceWithinTheCapacity) {
   }
 }
 
+// A read_through of sample `id` on its own thread whose storage read begins, then waits until
+// release() before it gives `result()`: another reader can find it under way.
+class held_read {
+ public:
+  held_read(minio_cache& cache, std::uint64_t id, std::function<expected<record>()> result) {
+    done_ = std::async(std::launch::async, [this, &cache, id, result = std::move(result)] {
+      return cache.read_through(
+          id,
+          [&] {
+            reading_.set_value();
+            go_.get_future().wait_for(std::chrono::minutes(1));
+            return result();
+          },
+          std::chrono::minutes(1));
+    });
+  }
+  /// Its storage read has begun (false when it did not within a minute).
+  bool reading() {
+    return reading_.get_future().wait_for(std::chrono::minutes(1)) == std::future_status::ready;
+  }
+  cache_read release() {
+    go_.set_value();
+    return done_.get();
+  }
+
+ private:
+  std::promise<void> reading_;
+  std::promise<void> go_;
+  std::future<cache_read> done_;
+};
+
 // Two threads ask for one member sample at once: the second waits for the first's read and
 // takes the sample from the cache; it never reads storage.
 TEST(MinioCache, AReaderThatFindsTheSampleBeingReadWaitsForThatRead) {
   temp_dir dir;
   auto source = folder(dir);
   auto cache = minio_cache::plan(*source, total_bytes(*source), 2);
-  std::promise<void> reading;
-  std::promise<void> go;
-  auto first = std::async(std::launch::async, [&] {
-    return cache->read_through(
-        0,
-        [&] {
-          reading.set_value();
-          go.get_future().wait_for(std::chrono::minutes(1));
-          return source->read(0);
-        },
-        std::chrono::minutes(1));
-  });
-  ASSERT_EQ(reading.get_future().wait_for(std::chrono::minutes(1)), std::future_status::ready);
+  held_read first(*cache, 0, [&] { return source->read(0); });
+  ASSERT_TRUE(first.reading());
   std::atomic<int> second_reads{0};
   auto second = std::async(std::launch::async, [&] {
     return cache->read_through(
@@ -176,8 +197,7 @@ TEST(MinioCache, AReaderThatFindsTheSampleBeingReadWaitsForThatRead) {
         std::chrono::minutes(1));
   });
   ASSERT_TRUE(within_a_minute([&] { return cache->waiting_readers() == 1; }));
-  go.set_value();
-  auto a = first.get();
+  auto a = first.release();
   auto b = second.get();
   ASSERT_TRUE(a.got && b.got);
   EXPECT_TRUE(a.from_storage);
@@ -192,25 +212,15 @@ TEST(MinioCache, AReaderWaitsForAnothersReadOnlyUntilItsDeadline) {
   temp_dir dir;
   auto source = folder(dir);
   auto cache = minio_cache::plan(*source, total_bytes(*source), 2);
-  std::promise<void> reading;
-  std::promise<void> go;
-  auto first = std::async(std::launch::async, [&] {
-    return cache->read_through(
-        1,
-        [&]() -> expected<record> {
-          reading.set_value();
-          go.get_future().wait_for(std::chrono::minutes(1));
-          return error{errc::io_error, "the disk went away"};
-        },
-        std::chrono::minutes(1));
+  held_read first(*cache, 1, []() -> expected<record> {
+    return error{errc::io_error, "the disk went away"};
   });
-  ASSERT_EQ(reading.get_future().wait_for(std::chrono::minutes(1)), std::future_status::ready);
+  ASSERT_TRUE(first.reading());
   auto impatient = cache->read_through(
       1, [&] { return source->read(1); }, std::chrono::milliseconds(0));
   ASSERT_TRUE(impatient.got);
   EXPECT_TRUE(impatient.from_storage);  // its own read: the first still holds the claim
-  go.set_value();
-  auto failed = first.get();
+  auto failed = first.release();
   ASSERT_FALSE(failed.got);
   EXPECT_NE(failed.got.error().message().find("the disk went away"), std::string::npos);
   auto later = cache->read_through(

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <memory>
+#include <utility>
 
 #include "core/base/unique_fd.hpp"
 #include "core/cluster/held_probes.hpp"
@@ -201,16 +202,26 @@ TEST(PeerAddress, ParsesHostAndPortAndSaysWhatIsWrong) {
   }
 }
 
-TEST(TcpProbe, AnswersWhetherAnythingListens) {
+// A socket listening on a free port of the loopback interface, and that port (0 when it could
+// not listen).
+std::pair<unique_fd, std::uint16_t> loopback_listener() {
   unique_fd listener(socket(AF_INET, SOCK_STREAM, 0));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
-  ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr*>(&a), len), 0);
-  ASSERT_EQ(listen(listener.get(), 1), 0);
-  ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
-  auto open = tcp_probe({"127.0.0.1", ntohs(a.sin_port)}, 1000ms);
+  if (bind(listener.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+      listen(listener.get(), 4) != 0 ||
+      getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    return {unique_fd{}, 0};
+  }
+  return {std::move(listener), ntohs(a.sin_port)};
+}
+
+TEST(TcpProbe, AnswersWhetherAnythingListens) {
+  auto [listener, port] = loopback_listener();
+  ASSERT_NE(port, 0);
+  auto open = tcp_probe({"127.0.0.1", port}, 1000ms);
   ASSERT_TRUE(open) << open.error().what();
   // The probe's connection stays open while the caller holds it (so that the real one made
   // next gets another socket number on the peer), and closes when it is dropped.
@@ -234,15 +245,9 @@ TEST(TcpProbe, AnswersWhetherAnythingListens) {
 // A peer's probe is held until a later attempt's replaces it, or the holder goes (the run's
 // end): only then does the peer see it close.
 TEST(HeldProbes, HoldOneProbePerPeerUntilTheEnd) {
-  unique_fd listener(socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(bind(listener.get(), reinterpret_cast<sockaddr*>(&a), len), 0);
-  ASSERT_EQ(listen(listener.get(), 4), 0);
-  ASSERT_EQ(getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
-  const peer_address to{"127.0.0.1", ntohs(a.sin_port)};
+  auto [listener, port] = loopback_listener();
+  ASSERT_NE(port, 0);
+  const peer_address to{"127.0.0.1", port};
   auto probes = std::make_unique<held_probes>();
   auto first = tcp_probe(to, 1000ms);
   ASSERT_TRUE(first);
