@@ -174,6 +174,12 @@ caf::result<peer_identity> introduced(links_pointer self, const peer_identity& t
     return refusal("hello refused: no proof of rank " + std::to_string(rank));
   }
   if (s.opts.peers->up(rank)) {
+    if (s.opts.peers->speaks_for(rank, self->current_sender())) {
+      // The same node again: its dialer did not hear the answer (CAF 0.17 can drop a route
+      // while the connection stays up, core/cluster/held_probes.hpp). Answered again.
+      log("cluster")->info("cluster: {} said hello again (it did not hear the answer)", name);
+      return identity_for(s, rank);
+    }
     log("cluster")->warn(
         "cluster: a second hello as {} was refused: that rank is up, and its connection is kept",
         name);

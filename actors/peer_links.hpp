@@ -19,8 +19,9 @@
 /// not refused for good: its real node may still come), and a dialed peer whose answer does
 /// not is tried again later; only a peer that proves its rank and then disagrees on the run is
 /// refused for good. Without one, ranks are taken on their word (logged once). A second hello
-/// for a rank that is up is refused (the live connection is kept), and `leave(rank)` counts
-/// only when its sender is on that rank's node.
+/// for a rank that is up is refused (the live connection is kept) unless it comes from that
+/// rank's own node (answered again: its dialer did not hear the first answer), and
+/// `leave(rank)` counts only when its sender is on that rank's node.
 ///
 /// At start, `on_ready` is called once every peer is up or refused, or after `wait`, whichever
 /// comes first: the pipeline starts reading then, so that the first epoch fills every node's
