@@ -21,7 +21,6 @@ struct batcher_state {
   std::deque<handoff> parked;  ///< handed off, waiting for a straggler actor to come up
   std::size_t reported = 0;    ///< quarantine entries written to the report file
   std::unordered_map<std::uint64_t, std::chrono::steady_clock::time_point> dispatched_at;
-  window_time window;  ///< the window's time full, as last told to the status
 };
 
 using batcher_pointer = batcher_actor::stateful_pointer<batcher_state>;
@@ -150,10 +149,7 @@ void pump(batcher_pointer self, const batcher_options& opts) {
     // every batch it has been handed, the last one included.
     opts.status->publish_progress(figures_of(*st.core, false));
   }
-  if (auto window = st.core->window_full(); window != st.window) {
-    st.window = window;
-    opts.status->note_window(window);
-  }
+  opts.status->note_window(st.core->window_full());
   for (auto& plan : plans) {
     record_assembly(st.assembly, plan, now);
     auto gpu = static_cast<std::size_t>(plan.gpu);

@@ -1,9 +1,9 @@
 #pragma once
 /// One attempt to reach a peer the node dials: probe its address (a bounded TCP connect,
 /// core/cluster/tcp_probe.hpp; held open, in `probes` once the peer answered), connect through
-/// CAF's middleman (or its TLS manager), and greet it with this node's identity and cache server;
-/// then tell the links actor how it went
-/// (`greeted` with the peer's identity and server, or `failed` with why) and end. A blocking
+/// CAF's middleman (or its TLS manager), and greet it with this node's identity and cache
+/// server; then tell the links actor how it went (`greeted` with the peer's identity and
+/// server, or `failed` with why) and end. A blocking
 /// actor of its own, bounded by `timeout` at each of the three steps: the links actor never
 /// waits on a slow peer, and (unlike a detached event-based actor, which CAF 0.17 sometimes kept
 /// from being destroyed after it had talked to another node, holding the node's shutdown

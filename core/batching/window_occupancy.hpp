@@ -18,7 +18,6 @@ struct window_time {
   bool operator==(const window_time& o) const noexcept {
     return full_ns == o.full_ns && full_since_ns == o.full_since_ns;
   }
-  bool operator!=(const window_time& o) const noexcept { return !(*this == o); }
 
   /// Nanoseconds full up to `now_ns` (a monotonic_ns() reading at or after the publish).
   std::uint64_t full_until(std::uint64_t now_ns) const noexcept {

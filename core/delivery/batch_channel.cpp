@@ -51,7 +51,7 @@ batch_channel::item batch_channel::pop() {
 std::chrono::nanoseconds batch_channel::waited() const {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto ongoing =
-      clock::now().time_since_epoch() * static_cast<long>(waiting_) - waiting_since_;
+      clock::now().time_since_epoch() * static_cast<clock::rep>(waiting_) - waiting_since_;
   return waited_ + std::chrono::duration_cast<std::chrono::nanoseconds>(ongoing);
 }
 

@@ -103,7 +103,8 @@ bool minio_cache::fill_memory(std::uint64_t id, const record& r) {
   return true;
 }
 
-// Claims the entry, writes outside the lock (other readers meanwhile read from storage), then
+// Claims the entry, writes outside the lock (meanwhile find() misses it; read_through callers
+// wait on the reader's fill claim), then
 // marks it written; a failed write gives the entry up, its reserved space lost (logged once).
 bool minio_cache::fill_disk(std::uint64_t id, const record& r) {
   std::optional<std::uint64_t> offset;
