@@ -2,6 +2,10 @@
 
 #include "core/transforms/normalize_placement.hpp"
 
+#if CONVEYOR_HAVE_CUDA
+#include "core/cuda/nvjpeg_offload.hpp"
+#endif
+
 namespace conveyor {
 namespace {
 
@@ -29,6 +33,9 @@ expected<sample_schema> with_collates(const topology& t, sample_schema schema) {
 }  // namespace
 
 expected<resolved_fields> resolve_fields(const topology& t, bool normalize_on_device) {
+#if CONVEYOR_HAVE_CUDA
+  cuda::install_jpeg_offload();  // decode.on = "gpu" / "auto" finds nvJPEG through it
+#endif
   auto placed = move_normalize_to_feeder(t.transforms);
   auto chain = transform_chain::build(placed.cpu_chain);
   if (!chain) {

@@ -98,6 +98,10 @@ void read_params(table_reader& table, decode_spec& spec, transform_list& /*list*
   spec.strict = table.boolean("strict", spec.strict);
   spec.scaled = table.boolean("scaled", spec.scaled);
   spec.roi = table.boolean("roi", spec.roi);
+  spec.on = table.choice("on", spec.on,
+                         {decode_device::cpu, decode_device::gpu, decode_device::automatic});
+  spec.gpu = table.integer<int>("gpu", spec.gpu, closed(0, 63));
+  spec.gpu_lanes = table.integer<int>("gpu_lanes", spec.gpu_lanes, closed(1, 64));
 }
 
 void read_fields(table_reader& table, geometry_fields& fields) {

@@ -5,13 +5,16 @@
 
 namespace conveyor::cuda {
 
-expected<cuda_event> cuda_event::create(int device, timing t) {
+expected<cuda_event> cuda_event::create(int device, timing t, waiting w) {
   auto guard = device_guard::enter(device);
   if (!guard) {
     return std::move(guard).error();
   }
   cudaEvent_t event = nullptr;
   unsigned flags = t == timing::on ? cudaEventDefault : cudaEventDisableTiming;
+  if (w == waiting::sleep) {
+    flags |= cudaEventBlockingSync;
+  }
   CONVEYOR_CUDA_TRY(device, cudaEventCreateWithFlags(&event, flags));
   return cuda_event(event, device);
 }

@@ -22,9 +22,13 @@ struct event_destroyer {
 class cuda_event {
  public:
   enum class timing : bool { off = false, on = true };
+  /// How synchronize() waits: spinning on a core (CUDA's default: the soonest return), or
+  /// asleep (cudaEventBlockingSync), leaving the core to other threads meanwhile.
+  enum class waiting : bool { spin = false, sleep = true };
 
   /// An event on `device`; with timing::on it can measure elapsed time (and costs more).
-  static expected<cuda_event> create(int device, timing t = timing::off);
+  static expected<cuda_event> create(int device, timing t = timing::off,
+                                     waiting w = waiting::spin);
 
   cuda_event() = default;
   CUevent_st* get() const noexcept { return event_.get(); }

@@ -11,6 +11,7 @@
 #include "core/codecs/png_decoder.hpp"
 #include "core/transforms/array_decode_step.hpp"
 #include "core/transforms/crop_geometry.hpp"
+#include "core/transforms/offloaded_decode.hpp"
 #include "core/transforms/resampler.hpp"
 #include "core/transforms/sample_parts.hpp"
 #include "core/transforms/spec_checks.hpp"
@@ -25,11 +26,13 @@ using reducible_step = std::variant<std::monostate, random_resized_crop_spec, re
 /// A record's image part -> an RGB image in field `to`.
 class decode_step final : public transform_step {
  public:
-  decode_step(const decode_spec& spec, std::size_t to, reducible_step next)
+  decode_step(const decode_spec& spec, std::size_t to, reducible_step next,
+              std::shared_ptr<offloaded_decode> gpu)
       : from_(spec.from),
         to_(to),
         next_(std::move(next)),
-        roi_(spec.roi && std::holds_alternative<random_resized_crop_spec>(next_)) {
+        roi_(spec.roi && std::holds_alternative<random_resized_crop_spec>(next_)),
+        gpu_(std::move(gpu)) {
     options_.strict = spec.strict;
   }
 
@@ -46,7 +49,9 @@ class decode_step final : public transform_step {
       options.scale_num = plan->decode_scale.num;
       options.scale_denom = plan->decode_scale.denom;
     }
-    auto image = decode_planned(*part, options, plan);
+    auto image = gpu_ && is_jpeg(part->data, part->size)
+                     ? decode_shared(*part, options, plan, sample.sample_id)
+                     : decode_planned(*part, options, plan);
     if (!image) {
       return sample_error(image.error().code(), sample, name(),
                           "part '" + part->name + "': " + image.error().message());
@@ -108,6 +113,55 @@ class decode_step final : public transform_step {
     return decode_image(part.data, part.size, options);
   }
 
+  /// A JPEG decoded by the GPU or the CPU, whichever the share picks (offloaded_decode.hpp):
+  /// the same region and size either way, so the steps that follow see the same plan.
+  expected<cv::Mat> decode_shared(const part_ref& part, const decode_options& options,
+                                  std::optional<planned_crop>& plan,
+                                  std::uint64_t sample_id) const {
+    auto request = gpu_request(part, options, plan);
+    if (!request) {
+      return decode_planned(part, options, plan);
+    }
+    if (auto image = gpu_->try_gpu(part.data, part.size, *request, sample_id)) {
+      if (plan) {
+        const auto& r = request->region;
+        plan->decoded = {r.left, r.top, r.width, r.height};
+      }
+      return std::move(*image);
+    }
+    return gpu_->decode_on_cpu(offloaded_decode::pixels_of(*request),
+                               [&] { return decode_planned(part, options, plan); });
+  }
+
+  /// What the GPU is asked for: the region decode_planned would decode (the crop's at the
+  /// plan's scale, or the whole image) at a scale of 1/1, 1/2, 1/4 or 1/8; nullopt for
+  /// another scale or an unreadable header (the CPU's decode reports it).
+  std::optional<offload_request> gpu_request(const part_ref& part, const decode_options& options,
+                                             const std::optional<planned_crop>& plan) const {
+    if (options.scale_num != 1 || (options.scale_denom & (options.scale_denom - 1)) != 0 ||
+        options.scale_denom > 8) {
+      return std::nullopt;
+    }
+    offload_request request;
+    request.reduce = options.scale_denom;
+    if (plan) {
+      request.width = plan->source.width;
+      request.height = plan->source.height;
+      crop_box r = roi_ ? decoded_region_of(plan->source_box, plan->source, plan->decode_scale)
+                        : plan->decoded;
+      request.region = {r.left, r.top, r.width, r.height};
+      return request;
+    }
+    auto info = probe_image(part.data, part.size);
+    if (!info) {
+      return std::nullopt;
+    }
+    request.width = info->width;
+    request.height = info->height;
+    request.region = {0, 0, info->width, info->height};
+    return request;
+  }
+
   /// A PNG as an 8-bit RGB image (PIL's convert("RGB")); a 16-bit one is an error (decode it
   /// as an array: dtype = "int32").
   static expected<cv::Mat> decode_png_image(const part_ref& part) {
@@ -132,6 +186,7 @@ class decode_step final : public transform_step {
   decode_options options_;
   reducible_step next_;
   bool roi_ = true;  ///< decode.roi, and a crop follows: only its region is decoded
+  std::shared_ptr<offloaded_decode> gpu_;  ///< decode.on = "gpu" or "auto": null for the CPU alone
 };
 
 // What follows `spec`, when a reduced decode may serve it: a crop or resize of the image it
@@ -189,6 +244,14 @@ expected<void> check_params(const decode_spec& spec) {
   if (!(spec.max_duration >= 0.0 && spec.max_duration < 1e9)) {
     return invalid_spec(decode_spec::op, "max_duration must be >= 0 seconds (0: no limit)");
   }
+  if (spec.gpu < 0 || spec.gpu > 63 || spec.gpu_lanes < 1 || spec.gpu_lanes > 64) {
+    return invalid_spec(decode_spec::op, "gpu must be in [0, 63] and gpu_lanes in [1, 64]");
+  }
+  if (spec.on != decode_device::cpu && !decodes_to_image(*kind, spec)) {
+    return invalid_spec(decode_spec::op,
+                        "on = \"gpu\" or \"auto\" decodes JPEG images; this part is decoded to "
+                        "an array, on the CPU (leave on out)");
+  }
   return {};
 }
 
@@ -201,9 +264,14 @@ expected<step_ptr> make_step(const decode_spec& spec, chain_fields& fields,
   if (!decodes_to_image(kind, spec)) {
     return make_array_decode_step(spec, kind, fields);
   }
+  auto gpu = offloaded_decode::open(spec);
+  if (!gpu) {
+    return std::move(gpu).error();
+  }
   auto to = fields.write(spec.to, {field_kind::tensor, dtype::uint8, 3, {varies, varies, 3, 0}},
                          /*image=*/true);
-  return step_ptr(std::make_unique<decode_step>(spec, to, reducible(spec, next)));
+  return step_ptr(
+      std::make_unique<decode_step>(spec, to, reducible(spec, next), std::move(*gpu)));
 }
 
 }  // namespace conveyor

@@ -4,6 +4,18 @@
 #include <utility>
 
 namespace conveyor {
+
+std::string_view to_string(decode_device where) noexcept {
+  switch (where) {
+    case decode_device::gpu:
+      return "gpu";
+    case decode_device::automatic:
+      return "auto";
+    case decode_device::cpu:
+      break;
+  }
+  return "cpu";
+}
 namespace {
 
 /// "decode, random_resized_crop, ..." for error messages.

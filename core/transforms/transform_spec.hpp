@@ -27,6 +27,12 @@ namespace conveyor {
 /// a little faster, and it aliases where the image shrinks more than 2x.
 enum class interpolation : std::uint8_t { nearest, bilinear, bicubic, area, opencv_bilinear };
 
+/// Where the decode step decodes JPEG images (decode_spec::on).
+enum class decode_device : std::uint8_t { cpu, gpu, automatic };
+
+/// "cpu", "gpu", "auto": the topology's names.
+std::string_view to_string(decode_device where) noexcept;
+
 /// The default image field.
 inline constexpr std::string_view image_field_name = "image";
 
@@ -70,6 +76,13 @@ struct decode_spec {
   /// With scaled, for a random_resized_crop: decode only the rows and columns of the JPEG its
   /// box needs (the same pixels as the whole scaled decode; core/codecs/jpeg_region.hpp).
   bool roi = true;
+  /// Which decoder takes a JPEG image: the preprocessor's CPU, or also the GPU's (nvJPEG,
+  /// core/transforms/jpeg_offload.hpp), each image going where it is measured to finish
+  /// sooner for images of its size (core/transforms/decode_share.hpp). gpu: nvJPEG must load and
+  /// `gpu` must be a device, or start-up stops; auto: the CPU alone where either is missing.
+  decode_device on = decode_device::cpu;
+  int gpu = 0;        ///< the CUDA device that decodes, with on = gpu or auto
+  int gpu_lanes = 4;  ///< how many JPEGs the GPU decodes at once (each holds device memory)
 };
 
 /// The area and aspect-ratio ranges torchvision's RandomResizedCrop draws from.

@@ -1,0 +1,357 @@
+#include "core/cuda/nvjpeg_offload.hpp"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "core/cuda/box_reduce_kernel.hpp"
+#include "core/cuda/cuda_buffer.hpp"
+#include "core/cuda/cuda_check.hpp"
+#include "core/cuda/cuda_event.hpp"
+#include "core/cuda/cuda_stream.hpp"
+#include "core/cuda/device_guard.hpp"
+#include "core/cuda/device_query.hpp"
+
+namespace conveyor::cuda {
+namespace {
+
+/// "CUDA device 0: nvjpegDecodeJpeg failed: NVJPEG_STATUS_BAD_JPEG".
+error nvjpeg_failure(int status, const char* call, int device) {
+  return {status == nvjpeg::bad_jpeg || status == nvjpeg::incomplete_bitstream ||
+                  status == nvjpeg::jpeg_not_supported
+              ? errc::decode_error
+              : errc::device_error,
+          "CUDA device " + std::to_string(device) + ": " + call +
+              " failed: " + nvjpeg::status_name(status)};
+}
+
+#define CONVEYOR_NVJPEG_TRY(device, call)                           \
+  do {                                                              \
+    if (int conveyor_status_ = (call); conveyor_status_ != 0) {     \
+      return nvjpeg_failure(conveyor_status_, #call, (device));     \
+    }                                                               \
+  } while (false)
+
+/// A device buffer of at least `bytes`, grown (never shrunk) as images need.
+expected<void> reserve(device_buffer& buffer, int device, std::size_t bytes) {
+  if (buffer.size() >= bytes) {
+    return {};
+  }
+  buffer = device_buffer();  // the old one first: both need not fit at once
+  auto grown = device_buffer::allocate(device, bytes);
+  if (!grown) {
+    return std::move(grown).error();
+  }
+  buffer = std::move(*grown);
+  return {};
+}
+
+/// The source pixels a request covers: its region scaled back up, clipped to the image.
+struct source_roi {
+  int left = 0;
+  int top = 0;
+  int width = 0;
+  int height = 0;
+  bool whole = false;  ///< the whole image: nvJPEG is asked for no ROI
+};
+
+expected<source_roi> roi_of(const offload_request& r) {
+  const int k = r.reduce;
+  const auto& g = r.region;
+  if ((k != 1 && k != 2 && k != 4 && k != 8) || r.width < 1 || r.height < 1 || g.left < 0 ||
+      g.top < 0 || g.width < 1 || g.height < 1 ||
+      g.left + g.width > reduced_length(r.width, k) ||
+      g.top + g.height > reduced_length(r.height, k)) {
+    return error{errc::invalid_argument,
+                 "nvJPEG: region " + std::to_string(g.width) + "x" + std::to_string(g.height) +
+                     "+" + std::to_string(g.left) + "+" + std::to_string(g.top) + " at 1/" +
+                     std::to_string(k) + " is not inside a " + std::to_string(r.width) + "x" +
+                     std::to_string(r.height) + " image"};
+  }
+  source_roi s;
+  s.left = g.left * k;
+  s.top = g.top * k;
+  s.width = std::min(g.width * k, r.width - s.left);
+  s.height = std::min(g.height * k, r.height - s.top);
+  s.whole = s.left == 0 && s.top == 0 && s.width == r.width && s.height == r.height;
+  return s;
+}
+
+}  // namespace
+
+/// One decode at a time: a state per decoder (sharing one pinned and one device buffer), the
+/// parsed stream and parameters, a CUDA stream, an event the caller sleeps on, and the device
+/// images (full size, reduced), grown as JPEGs need.
+struct nvjpeg_offload::lane {
+  const nvjpeg::api* api = nullptr;
+  nvjpeg::state_t gpu_hybrid_state = nullptr;
+  nvjpeg::state_t hybrid_state = nullptr;
+  nvjpeg::pinned_buffer_t pinned = nullptr;
+  nvjpeg::device_buffer_t device_scratch = nullptr;
+  nvjpeg::jpeg_stream_t jpeg = nullptr;
+  nvjpeg::params_t params = nullptr;
+  cuda_stream stream;
+  cuda_event done;
+  device_buffer full;
+  device_buffer reduced;
+
+  ~lane() {
+    // Streams' and events' owners release themselves; nvJPEG's objects go state first.
+    for (auto* s : {gpu_hybrid_state, hybrid_state}) {
+      if (s != nullptr) {
+        api->JpegStateDestroy(s);
+      }
+    }
+    if (jpeg != nullptr) {
+      api->JpegStreamDestroy(jpeg);
+    }
+    if (params != nullptr) {
+      api->DecodeParamsDestroy(params);
+    }
+    if (pinned != nullptr) {
+      api->BufferPinnedDestroy(pinned);
+    }
+    if (device_scratch != nullptr) {
+      api->BufferDeviceDestroy(device_scratch);
+    }
+  }
+};
+
+nvjpeg_offload::nvjpeg_offload(const nvjpeg_library& library, int device)
+    : library_(library), device_(device) {}
+
+nvjpeg_offload::~nvjpeg_offload() {
+  auto guard = enter_for_release(device_);
+  idle_.clear();
+  const auto& api = library_.api;
+  for (auto* d : {gpu_hybrid_, hybrid_}) {
+    if (d != nullptr) {
+      api.DecoderDestroy(d);
+    }
+  }
+  if (handle_ != nullptr) {
+    api.Destroy(handle_);
+  }
+}
+
+expected<std::shared_ptr<nvjpeg_offload>> nvjpeg_offload::open(int device, int lanes) {
+  if (lanes < 1 || lanes > 64) {
+    return error{errc::invalid_argument, "nvJPEG: lanes must be in [1, 64]"};
+  }
+  auto library = load_nvjpeg();
+  if (!library) {
+    return std::move(library).error();
+  }
+  if (auto ok = check_device(device, "nvjpegCreateEx"); !ok) {
+    return std::move(ok).error();
+  }
+  auto guard = device_guard::enter(device);
+  if (!guard) {
+    return std::move(guard).error();
+  }
+  std::shared_ptr<nvjpeg_offload> offload(new nvjpeg_offload(**library, device));
+  if (auto ok = offload->make(lanes); !ok) {
+    return std::move(ok).error();
+  }
+  return offload;
+}
+
+expected<void> nvjpeg_offload::make(int lanes) {
+  const auto& api = library_.api;
+  CONVEYOR_NVJPEG_TRY(device_,
+                      api.CreateEx(nvjpeg::backend_default, nullptr, nullptr, 0, &handle_));
+  CONVEYOR_NVJPEG_TRY(device_, api.DecoderCreate(handle_, nvjpeg::gpu_hybrid, &gpu_hybrid_));
+  CONVEYOR_NVJPEG_TRY(device_, api.DecoderCreate(handle_, nvjpeg::hybrid, &hybrid_));
+  for (int i = 0; i < lanes; ++i) {
+    auto l = std::make_unique<lane>();
+    l->api = &api;
+    CONVEYOR_NVJPEG_TRY(device_, api.DecoderStateCreate(handle_, gpu_hybrid_, &l->gpu_hybrid_state));
+    CONVEYOR_NVJPEG_TRY(device_, api.DecoderStateCreate(handle_, hybrid_, &l->hybrid_state));
+    CONVEYOR_NVJPEG_TRY(device_, api.BufferPinnedCreate(handle_, nullptr, &l->pinned));
+    CONVEYOR_NVJPEG_TRY(device_, api.BufferDeviceCreate(handle_, nullptr, &l->device_scratch));
+    for (auto* s : {l->gpu_hybrid_state, l->hybrid_state}) {
+      CONVEYOR_NVJPEG_TRY(device_, api.StateAttachPinnedBuffer(s, l->pinned));
+      CONVEYOR_NVJPEG_TRY(device_, api.StateAttachDeviceBuffer(s, l->device_scratch));
+    }
+    CONVEYOR_NVJPEG_TRY(device_, api.JpegStreamCreate(handle_, &l->jpeg));
+    CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsCreate(handle_, &l->params));
+    CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsSetOutputFormat(l->params, nvjpeg::rgbi));
+    auto stream = cuda_stream::create(device_);
+    if (!stream) {
+      return std::move(stream).error();
+    }
+    l->stream = std::move(*stream);
+    auto done = cuda_event::create(device_, cuda_event::timing::off, cuda_event::waiting::sleep);
+    if (!done) {
+      return std::move(done).error();
+    }
+    l->done = std::move(*done);
+    idle_.push_back(std::move(l));
+  }
+  lanes_ = lanes;
+  return {};
+}
+
+std::unique_ptr<nvjpeg_offload::lane> nvjpeg_offload::take_lane() {
+  std::lock_guard lock(mutex_);
+  if (idle_.empty()) {
+    return nullptr;
+  }
+  auto l = std::move(idle_.back());
+  idle_.pop_back();
+  return l;
+}
+
+void nvjpeg_offload::give_back(std::unique_ptr<lane> l) {
+  std::lock_guard lock(mutex_);
+  idle_.push_back(std::move(l));
+}
+
+std::string nvjpeg_offload::describe() const {
+  return "nvJPEG " + (library_.version.empty() ? std::string("?") : library_.version) +
+         " on CUDA device " + std::to_string(device_) + " (" + std::to_string(lanes_) + " lanes)";
+}
+
+namespace {
+
+/// The decoder of the two that takes `jpeg` with `params` (GPU Huffman first); null for none.
+expected<nvjpeg::decoder_t> pick_decoder(const nvjpeg::api& api, int device,
+                                         std::initializer_list<nvjpeg::decoder_t> decoders,
+                                         nvjpeg::jpeg_stream_t jpeg, nvjpeg::params_t params) {
+  for (auto* d : decoders) {
+    int unsupported = 1;
+    CONVEYOR_NVJPEG_TRY(device, api.DecoderJpegSupported(d, jpeg, params, &unsupported));
+    if (unsupported == 0) {  // nvJPEG's convention: 0 means supported
+      return d;
+    }
+  }
+  return nvjpeg::decoder_t{nullptr};
+}
+
+/// What one decode works with.
+struct decode_job {
+  const nvjpeg::api& api;
+  nvjpeg::handle_t handle;
+  int device;
+  nvjpeg::decoder_t decoder;
+  nvjpeg::state_t state;
+};
+
+/// Decodes the lane's parsed JPEG (its parameters set) into the host image the request asks
+/// for: full size into lane.full, reduced into lane.reduced, then copied out; returns once the
+/// pixels are in host memory (the calling thread sleeps on the lane's event).
+expected<std::optional<cv::Mat>> decode_on(nvjpeg_offload::lane& l, const decode_job& job,
+                                           const offload_request& request,
+                                           const source_roi& roi) {
+  const std::size_t full_pitch = 3 * static_cast<std::size_t>(roi.width);
+  if (auto ok = reserve(l.full, job.device, full_pitch * static_cast<std::size_t>(roi.height));
+      !ok) {
+    return std::move(ok).error();
+  }
+  nvjpeg::image destination{};
+  destination.channel[0] = l.full.data();
+  destination.pitch[0] = full_pitch;
+  CONVEYOR_NVJPEG_TRY(job.device, job.api.DecodeJpeg(job.handle, job.decoder, job.state, l.jpeg,
+                                                     &destination, l.params, l.stream.get()));
+  device_rgb out{l.full.data(), roi.width, roi.height, full_pitch};
+  if (request.reduce > 1) {
+    const auto& g = request.region;
+    device_rgb reduced{nullptr, g.width, g.height, 3 * static_cast<std::size_t>(g.width)};
+    if (auto ok = reserve(l.reduced, job.device, reduced.pitch * static_cast<std::size_t>(g.height));
+        !ok) {
+      return std::move(ok).error();
+    }
+    reduced.data = l.reduced.data();
+    if (auto ok = launch_box_reduce(out, reduced, request.reduce, l.stream); !ok) {
+      return std::move(ok).error();
+    }
+    out = reduced;
+  }
+  cv::Mat image(out.height, out.width, CV_8UC3);
+  CONVEYOR_CUDA_TRY(job.device,
+                    cudaMemcpy2DAsync(image.data, image.step, out.data, out.pitch,
+                                      3 * static_cast<std::size_t>(out.width),
+                                      static_cast<std::size_t>(out.height),
+                                      cudaMemcpyDeviceToHost, l.stream.get()));
+  if (auto ok = l.done.record(l.stream); !ok) {
+    return std::move(ok).error();
+  }
+  if (auto ok = l.done.synchronize(); !ok) {
+    return std::move(ok).error();
+  }
+  return std::optional<cv::Mat>(std::move(image));
+}
+
+}  // namespace
+
+expected<std::optional<cv::Mat>> nvjpeg_offload::decode(const std::uint8_t* data,
+                                                        std::size_t size,
+                                                        const offload_request& request) {
+  auto roi = roi_of(request);
+  if (!roi) {
+    return std::move(roi).error();
+  }
+  auto l = take_lane();
+  if (!l) {
+    return std::optional<cv::Mat>{};  // every lane busy: the CPU takes it
+  }
+  struct returner {
+    nvjpeg_offload* self;
+    std::unique_ptr<lane>& l;
+    ~returner() { self->give_back(std::move(l)); }
+  } back{this, l};
+  auto guard = device_guard::enter(device_);
+  if (!guard) {
+    return std::move(guard).error();
+  }
+  const auto& api = library_.api;
+  CONVEYOR_NVJPEG_TRY(device_, api.JpegStreamParse(handle_, data, size, 0, 0, l->jpeg));
+  unsigned width = 0;
+  unsigned height = 0;
+  CONVEYOR_NVJPEG_TRY(device_, api.JpegStreamGetFrameDimensions(l->jpeg, &width, &height));
+  if (width != static_cast<unsigned>(request.width) ||
+      height != static_cast<unsigned>(request.height)) {
+    return error{errc::decode_error, "nvJPEG reads the JPEG as " + std::to_string(width) + "x" +
+                                         std::to_string(height) + ", its header probe as " +
+                                         std::to_string(request.width) + "x" +
+                                         std::to_string(request.height)};
+  }
+  if (roi->whole) {
+    CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsSetROI(l->params, 0, 0, -1, -1));
+  } else {
+    CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsSetROI(l->params, roi->left, roi->top,
+                                                        roi->width, roi->height));
+  }
+  auto decoder = pick_decoder(api, device_, {gpu_hybrid_, hybrid_}, l->jpeg, l->params);
+  if (!decoder) {
+    return std::move(decoder).error();
+  }
+  if (*decoder == nullptr) {
+    return std::optional<cv::Mat>{};  // a JPEG nvJPEG does not take (CMYK, ...): the CPU's
+  }
+  decode_job job{api, handle_, device_, *decoder,
+                 *decoder == gpu_hybrid_ ? l->gpu_hybrid_state : l->hybrid_state};
+  return decode_on(*l, job, request, *roi);
+}
+
+void install_jpeg_offload() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    set_jpeg_offload_provider([](int device, int lanes) -> expected<std::shared_ptr<jpeg_offload>> {
+      static std::mutex mutex;
+      static std::map<int, std::weak_ptr<nvjpeg_offload>> open;
+      std::lock_guard lock(mutex);
+      if (auto held = open[device].lock()) {
+        return std::shared_ptr<jpeg_offload>(std::move(held));
+      }
+      auto made = nvjpeg_offload::open(device, lanes);
+      if (!made) {
+        return std::move(made).error();
+      }
+      open[device] = *made;
+      return std::shared_ptr<jpeg_offload>(std::move(*made));
+    });
+  });
+}
+
+}  // namespace conveyor::cuda

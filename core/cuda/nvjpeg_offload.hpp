@@ -1,0 +1,65 @@
+#pragma once
+/// The GPU's JPEG decoder behind decode.on = "gpu" and "auto" (core/transforms/jpeg_offload.hpp):
+/// nvJPEG's decoupled API, loaded at run time (nvjpeg_library.hpp). A JPEG's region is decoded
+/// at full size (nvJPEG decodes only the MCUs the region covers), shrunk on the GPU by 2, 4 or 8
+/// where the CPU would have decoded at that DCT scale (box_reduce_kernel.hpp), and copied into a
+/// host image: the steps that follow see the size and region the CPU's decode would give. The
+/// Huffman decoding runs on the GPU (nvJPEG's GPU_HYBRID backend) where nvJPEG takes the JPEG
+/// so, else on the calling thread (HYBRID: progressive JPEGs, ...); a JPEG neither takes is
+/// declined. `lanes` JPEGs are decoded at once, each lane with its own nvJPEG state, buffers and
+/// CUDA stream; a caller that finds every lane busy is declined at once (the CPU decodes
+/// instead), never queued.
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "conveyor/error.hpp"
+#include "core/cuda/nvjpeg_library.hpp"
+#include "core/transforms/jpeg_offload.hpp"
+
+namespace conveyor::cuda {
+
+class nvjpeg_offload final : public jpeg_offload {
+ public:
+  /// nvJPEG on `device` with `lanes` lanes (1..64), made now: errors name what is missing (the
+  /// library, the device, an nvJPEG call and its status).
+  static expected<std::shared_ptr<nvjpeg_offload>> open(int device, int lanes);
+
+  ~nvjpeg_offload() override;
+  nvjpeg_offload(const nvjpeg_offload&) = delete;
+  nvjpeg_offload& operator=(const nvjpeg_offload&) = delete;
+
+  /// Thread-safe (see jpeg_offload). Makes the device current on the calling thread for the
+  /// call, and restores what was current.
+  expected<std::optional<cv::Mat>> decode(const std::uint8_t* data, std::size_t size,
+                                          const offload_request& request) override;
+  std::string describe() const override;
+
+  int device() const noexcept { return device_; }
+
+  struct lane;  ///< one decode at a time: nvJPEG states, buffers, a stream (nvjpeg_offload.cpp)
+
+ private:
+  nvjpeg_offload(const nvjpeg_library& library, int device);
+  expected<void> make(int lanes);
+  std::unique_ptr<lane> take_lane();
+  void give_back(std::unique_ptr<lane> l);
+
+  const nvjpeg_library& library_;
+  int device_;
+  int lanes_ = 0;
+  nvjpeg::handle_t handle_ = nullptr;
+  nvjpeg::decoder_t gpu_hybrid_ = nullptr;  ///< Huffman on the GPU
+  nvjpeg::decoder_t hybrid_ = nullptr;      ///< Huffman on the calling thread
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<lane>> idle_;
+};
+
+/// Makes nvjpeg_offload the process's jpeg_offload_provider: one decoder per device, shared by
+/// every chain that asks for it while one holds it (the first asker's lanes). Idempotent;
+/// thread-safe.
+void install_jpeg_offload();
+
+}  // namespace conveyor::cuda

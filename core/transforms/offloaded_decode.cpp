@@ -1,0 +1,79 @@
+#include "core/transforms/offloaded_decode.hpp"
+
+#include <chrono>
+#include <string>
+
+#include "core/base/log.hpp"
+
+namespace conveyor {
+
+expected<std::shared_ptr<offloaded_decode>> offloaded_decode::open(const decode_spec& spec) {
+  if (spec.on == decode_device::cpu) {
+    return std::shared_ptr<offloaded_decode>{};
+  }
+  auto offload = open_jpeg_offload(spec.gpu, spec.gpu_lanes);
+  if (!offload) {
+    std::string why = "on = \"" + std::string(to_string(spec.on)) +
+                      "\": no GPU decoder for CUDA device " + std::to_string(spec.gpu) + ": " +
+                      offload.error().message();
+    if (spec.on == decode_device::gpu) {
+      return error{errc::invalid_argument, "decode: " + why};
+    }
+    log("decode")->warn("decode {}; JPEGs are decoded on the CPU", why);
+    return std::shared_ptr<offloaded_decode>{};
+  }
+  log("decode")->info("decode: JPEGs go to {} or to the CPU, whichever measures faster for "
+                      "their size",
+                      (*offload)->describe());
+  return std::make_shared<offloaded_decode>(std::move(*offload), decode_share::options{});
+}
+
+offloaded_decode::offloaded_decode(std::shared_ptr<jpeg_offload> offload,
+                                   decode_share::options share)
+    : offload_(std::move(offload)), share_(share) {}
+
+std::int64_t offloaded_decode::now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::optional<cv::Mat> offloaded_decode::try_gpu(const std::uint8_t* data, std::size_t size,
+                                                 const offload_request& request,
+                                                 std::uint64_t sample_id) {
+  auto pixels = pixels_of(request);
+  if (share_.choose(pixels) != decode_share::decoder::gpu) {
+    return std::nullopt;
+  }
+  auto start = now_ns();
+  auto image = offload_->decode(data, size, request);
+  if (image && *image) {
+    share_.record(decode_share::decoder::gpu, pixels, now_ns() - start);
+    return std::move(**image);
+  }
+  if (!image) {
+    note_failure(image.error(), sample_id);
+  } else {
+    share_.gpu_missed(false);
+  }
+  return std::nullopt;
+}
+
+void offloaded_decode::note_failure(const error& e, std::uint64_t sample_id) {
+  bool gave_up = share_.gpu_missed(true);
+  std::lock_guard lock(log_mutex_);
+  std::uint64_t left_out = 0;
+  if (gave_up) {
+    log("decode")->error("decode: {} failed {} times in a row, the last on sample {} ({}): "
+                         "every JPEG is decoded on the CPU from now on",
+                         offload_->describe(), share_.give_up_after(), sample_id,
+                         e.message());
+  } else if (failures_logged_.allow(log_throttle::clock::now(), left_out)) {
+    log("decode")->warn("decode: {} failed on sample {} ({}); the CPU decodes it{}",
+                        offload_->describe(), sample_id, e.message(),
+                        left_out > 0 ? " (" + std::to_string(left_out) + " such lines left out)"
+                                     : std::string());
+  }
+}
+
+}  // namespace conveyor
