@@ -4,6 +4,7 @@
 #include "api/batch_source.hpp"
 #include "api/create_pipeline.hpp"
 #include "api/resolve_topology.hpp"
+#include "api/gpu_decoding.hpp"
 #include "config/load_topology.hpp"
 #include "core/base/log.hpp"
 #include "core/batching/delivery_tracker.hpp"
@@ -76,9 +77,25 @@ pipeline::~pipeline() {
   shutdown();
 }
 
+namespace {
+
+// The topology, loaded once the GPU's JPEG decoder can be found (its validation opens it).
+expected<topology> load_with_gpu_decoding(const std::filesystem::path& file,
+                                          const std::vector<std::string>& overrides) {
+  enable_gpu_decoding();
+  return load_topology_file(file, overrides);
+}
+expected<topology> load_with_gpu_decoding(std::string_view toml,
+                                          const std::vector<std::string>& overrides) {
+  enable_gpu_decoding();
+  return load_topology_string(toml, "", overrides);
+}
+
+}  // namespace
+
 expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
                                   const std::vector<std::string>& overrides) {
-  auto t = load_topology_file(topology_file, overrides);
+  auto t = load_with_gpu_decoding(topology_file, overrides);
   if (!t) {
     return std::move(t).error();
   }
@@ -87,7 +104,7 @@ expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
 
 expected<pipeline> pipeline::from_toml(std::string_view toml,
                                        const std::vector<std::string>& overrides) {
-  auto t = load_topology_string(toml, "", overrides);
+  auto t = load_with_gpu_decoding(toml, overrides);
   if (!t) {
     return std::move(t).error();
   }
@@ -103,7 +120,7 @@ constexpr const char* given_state = "the state given to open()";
 expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
                                   const std::vector<std::string>& overrides,
                                   const run_state& resume) {
-  auto t = load_topology_file(topology_file, overrides);
+  auto t = load_with_gpu_decoding(topology_file, overrides);
   if (!t) {
     return std::move(t).error();
   }
@@ -113,7 +130,7 @@ expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
 expected<pipeline> pipeline::from_toml(std::string_view toml,
                                        const std::vector<std::string>& overrides,
                                        const run_state& resume) {
-  auto t = load_topology_string(toml, "", overrides);
+  auto t = load_with_gpu_decoding(toml, overrides);
   if (!t) {
     return std::move(t).error();
   }

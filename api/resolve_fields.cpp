@@ -1,10 +1,7 @@
 #include "api/resolve_fields.hpp"
 
+#include "api/gpu_decoding.hpp"
 #include "core/transforms/normalize_placement.hpp"
-
-#if CONVEYOR_HAVE_CUDA
-#include "core/cuda/nvjpeg_offload.hpp"
-#endif
 
 namespace conveyor {
 namespace {
@@ -33,9 +30,7 @@ expected<sample_schema> with_collates(const topology& t, sample_schema schema) {
 }  // namespace
 
 expected<resolved_fields> resolve_fields(const topology& t, bool normalize_on_device) {
-#if CONVEYOR_HAVE_CUDA
-  cuda::install_jpeg_offload();  // decode.on = "gpu" / "auto" finds nvJPEG through it
-#endif
+  enable_gpu_decoding();  // for a topology not loaded through the API's loaders
   auto placed = move_normalize_to_feeder(t.transforms);
   auto chain = transform_chain::build(placed.cpu_chain);
   if (!chain) {

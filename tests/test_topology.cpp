@@ -488,6 +488,28 @@ TEST(Topology, BadEnumValuesListTheChoices) {
                  {"transform[2].interpolation: must be one of \"nearest\", \"bilinear\""});
 }
 
+TEST(Topology, DecodeOnSaysWhichDecoderTakesJpegs) {
+  auto with_decode = [](const std::string& keys) {
+    return load(std::string(dataset_table) + "[[transform]]\nop = \"decode\"\n" + keys +
+                "\n[[transform]]\nop = \"normalize\"\n");
+  };
+  auto node = with_decode("on = \"auto\"\ngpu = 1\ngpu_lanes = 2\n");
+  ASSERT_TRUE(node) << node.error().what();
+  const auto& decode = std::get<decode_spec>(node->transforms.front());
+  EXPECT_EQ(decode.on, decode_device::automatic);
+  EXPECT_EQ(decode.gpu, 1);
+  EXPECT_EQ(decode.gpu_lanes, 2);
+  EXPECT_EQ(std::get<decode_spec>(load(minimal)->transforms.front()).on, decode_device::cpu);
+  expect_invalid(with_decode("on = \"sometimes\"\n"),
+                 {"transform[0].on: must be one of \"cpu\", \"gpu\", \"auto\" (got "
+                  "\"sometimes\")"});
+  expect_invalid(with_decode("gpu_lanes = 0\n"), {"transform[0].gpu_lanes: must be"});
+  // This test links no GPU decoder: on = "gpu" stops start-up, naming the step and why.
+  expect_invalid(with_decode("on = \"gpu\"\n"),
+                 {"node.toml:", "transform 0 (decode): on = \"gpu\": no GPU decoder for CUDA "
+                                "device 0: this build has no CUDA"});
+}
+
 TEST(Topology, GpusMustBeDistinctAndNonNegative) {
   expect_invalid(load_with("gpus = [0, 0]\n"),
                  {"node.toml:1:12: gpus[1]: device 0 is listed twice"});

@@ -16,6 +16,7 @@
 #include "apps/conveyor-analyze/analysis_report.hpp"
 #include "apps/conveyor-analyze/measurements.hpp"
 #include "apps/conveyor-analyze/stall_chart.hpp"
+#include "api/gpu_decoding.hpp"
 #include "config/load_topology.hpp"
 #include "core/base/log.hpp"
 
@@ -35,6 +36,7 @@ struct arguments {
 
 int analyse_topology(const arguments& args) {
   auto logger = log("analyze");
+  enable_gpu_decoding();  // before loading: its validation opens decode.on's GPU decoder
   auto t = load_topology_file(args.topology_file, args.overrides);
   if (!t) {
     logger->error("{}", t.error().what());

@@ -19,6 +19,7 @@
 #include "apps/conveyor-node/serve_mode.hpp"
 #include "apps/conveyor-node/simulated_trainer.hpp"
 #include "apps/conveyor-node/stop_signals.hpp"
+#include "api/gpu_decoding.hpp"
 #include "config/load_topology.hpp"
 #include "conveyor/pipeline.hpp"
 #include "core/base/allocator_tuning.hpp"
@@ -195,6 +196,7 @@ int outcome_code(const arguments& args, const run_records& records, bool saved,
 
 int run(const arguments& args, stop_token& stop) {
   auto logger = log("node");
+  enable_gpu_decoding();  // before loading: its validation opens decode.on's GPU decoder
   auto t = load_topology_file(args.topology_file, args.overrides);
   if (!t) {
     logger->error("{}", t.error().what());

@@ -17,7 +17,7 @@ expected<std::shared_ptr<offloaded_decode>> offloaded_decode::open(const decode_
                       "\": no GPU decoder for CUDA device " + std::to_string(spec.gpu) + ": " +
                       offload.error().message();
     if (spec.on == decode_device::gpu) {
-      return error{errc::invalid_argument, "decode: " + why};
+      return error{errc::invalid_argument, why};
     }
     log("decode")->warn("decode {}; JPEGs are decoded on the CPU", why);
     return std::shared_ptr<offloaded_decode>{};
