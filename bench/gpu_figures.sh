@@ -11,17 +11,18 @@
 #                  --generate on every core; 3000 JPEGs, 10% of them 1800-3200 px), kept in
 #                  work/data/heavy-3000 for later runs and for step 6                    (30)
 #   4b node        per round (--rounds): bench_ceiling on every core, conveyor-node with the
-#                  CUDA feeder (gpus = [0]), with a host feeder (gpus = 1), and with the
+#                  CUDA feeder (gpus = [0]), with a host feeder (gpus = 1), with the
 #                  CUDA feeder and the window of batches alone (pipeline.window_samples =
-#                  192, the default before the pool's share), in_order, batch 64,
+#                  192, the default before the pool's share), and with the CUDA feeder and
+#                  decode.on = "auto" (JPEGs shared with nvJPEG), in_order, batch 64,
 #                  trainer.step_ms 0, 2 epochs (lib.sh's run_ceiling, run_node);
-#                  node / ceiling for each                                               (55)
+#                  node / ceiling for each, nvJPEG's run / the CUDA feeder's             (65)
 #   5  policies    latency_aware vs in_order, batch 64, 2 epochs, at a demand of 85% of step
 #                  4b's node rate (trainer.step_ms = 64 x 1000 / (0.85 x samples/s), as
 #                  bench/contended.sh sets it): stall fraction and samples/s             (30)
 #   6  train       ./run-train --steps 50 --warmup 10 --images 3000 --workers $(nproc):
-#                  ResNet-50 fed four ways, its table                                   (140)
-# The limits add up to 7 min 10 s, and each step gets 5 s more to die after its TERM: the run
+#                  ResNet-50 fed four ways, its table                                   (125)
+# The limits add up to 7 min 15 s, and each step gets 5 s more to die after its TERM: the run
 # stays under 8 minutes (expected on 16 cores: 3 to 4 minutes). The Python module for step 6 is
 # compiled (./build-python) in the background during steps 1 and 2, which measure no CPU time;
 # step 3 waits for it.
@@ -71,8 +72,8 @@ print(p.stdout.strip()[:-1] + ",\"cpu_s\":%.3f}" % (r.ru_utime + r.ru_stime))' "
 fi
 
 all_steps=(tests sanitizer cuda-bench dataset node policies train)
-declare -A limit=([tests]=45 [sanitizer]=90 [cuda-bench]=50 [dataset]=30 [node]=55
-                  [policies]=30 [train]=130)
+declare -A limit=([tests]=45 [sanitizer]=90 [cuda-bench]=50 [dataset]=30 [node]=65
+                  [policies]=30 [train]=125)
 declare -A title=(
   [tests]="1. Tests (./run-tests)"
   [sanitizer]="2. compute-sanitizer (./run-sanitizer test_cuda_slot_ring test_cuda_feeder)"
@@ -277,6 +278,21 @@ node_cmd() {
   cmd="tools/conveyor-node --topology config/default.toml --set dataset.path=$(rel "$dataset") --set dataset.format=folder$(printf -- ' --set %s' "$@")"
   echo "$cmd"
 }
+# gpu_decode_topology: config/default.toml with decode.on = "auto" (JPEGs shared with nvJPEG),
+# written once into the work folder; prints its path.
+gpu_decode_topology() {
+  local path=$out/gpu-decode.toml
+  [[ -s $path ]] || sed 's/^op = "decode"$/op = "decode"\non = "auto"/' \
+    "$bundle/config/default.toml" >"$path"
+  echo "$path"
+}
+# gpu_decode_note LOG: how a decode.on = "auto" run shared its JPEGs, or why nvJPEG was not used.
+gpu_decode_note() {
+  local line
+  line=$(grep -o 'decode: [0-9]* JPEGs on .*' "$1" | tail -n 1)
+  [[ -n $line ]] || line=$(grep -o 'no GPU decoder for .*' "$1" | head -n 1 | cut -c1-160)
+  echo "${line:-no decode line in the log}" | tr '\t|`' '   '
+}
 # stood_in LOG: whether the node's log says host feeders stood in for the CUDA devices asked for.
 stood_in() { grep -q 'host feeders stand in' "$1"; }
 
@@ -291,12 +307,8 @@ step_node() {
   local common=(trainer.step_ms=0 pipeline.batch_size=64 trainer.epochs=2 batching.policy=in_order)
   for ((r = 1; r <= FIG_ROUNDS; r++)); do
     # Which runs first turns from round to round, so that no one always runs on a warmer machine.
-    case $((r % 4)) in
-      1) kinds=(ceiling cuda host batches) ;;
-      2) kinds=(cuda host batches ceiling) ;;
-      3) kinds=(host batches ceiling cuda) ;;
-      0) kinds=(batches ceiling cuda host) ;;
-    esac
+    local all=(ceiling cuda host batches nvjpeg) turn=$(((r - 1) % 5))
+    kinds=("${all[@]:turn}" "${all[@]:0:turn}")
     for k in "${kinds[@]}"; do
       if (($(remaining) < 5)); then
         verdict "cut short: no time left for round $r's $k run (the step's limit is ${limit[node]} s)"
@@ -309,14 +321,17 @@ step_node() {
         host) json=$(run_node "$dataset" "$log" "${common[@]}" gpus=1) ;;
         batches) json=$(run_node "$dataset" "$log" "${common[@]}" "gpus=[0]" \
           pipeline.window_samples=$((3 * 64))) ;;
+        nvjpeg) json=$(TOPOLOGY=$(gpu_decode_topology) run_node "$dataset" "$log" \
+          "${common[@]}" "gpus=[0]") ;;
       esac || {
         log "round $r $k failed: $(tail -n 1 "$log")"
         printf '%s\t%s\tfailed\t%s\n' "$r" "$k" "$(tail -n 1 "$log" | tr '\t|`' '   ' | cut -c1-150)" >>"$tsv"
         continue
       }
       note=""
-      [[ $k == cuda || $k == batches ]] && stood_in "$log" &&
+      [[ $k == cuda || $k == batches || $k == nvjpeg ]] && stood_in "$log" &&
         note="host feeders stood in: no usable CUDA device"
+      [[ $k == nvjpeg ]] && note+="${note:+; }$(gpu_decode_note "$log")"
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$k" "$(json_field "$json" samples_per_s)" \
         "$(json_field "$json" cpu_s)" "$(json_field "$json" samples)" \
         "$(json_field "$json" wall_s)" "$(json_field "$json" peak_rss_mb)" "$note" >>"$tsv"
@@ -356,7 +371,7 @@ kind_median() {
 
 # node_section: step 4b's section (and step 5's demand) from node.tsv as it stands.
 node_section() {
-  local tsv=$logs/node.tsv r k rate cpu samples wall rss note c cu h b
+  local tsv=$logs/node.tsv r k rate cpu samples wall rss note c cu h b nv
   node_rate
   {
     echo "- dataset: $(rel "$dataset") ($FIG_IMAGES JPEGs, 10% of them 1800-3200 px), 2 epochs;" \
@@ -366,6 +381,8 @@ node_section() {
     echo "- node, host feeder: the same with \`--set gpus=1\`"
     echo "- batches: the CUDA feeder's run with the window of batches alone" \
       "(\`--set pipeline.window_samples=192\`, the default before the pool's share joined it)"
+    echo "- nvjpeg: the CUDA feeder's run with decode.on = \"auto\" (\`--topology $(rel "$out")/gpu-decode.toml\`):" \
+      "JPEGs shared between the CPU and nvJPEG by measured rates (issue 34 item 4: target > 1.5x the CPU-only rate)"
     echo
     echo "| round | run | samples/s | / ceiling of the round | cpu_s | samples/CPU-s | wall_s | peak RSS (MB) | note |"
     echo "|---|---|---|---|---|---|---|---|---|"
@@ -378,11 +395,13 @@ node_section() {
       fi
     done <"$tsv"
     c=$(kind_median ceiling) cu=$(kind_median cuda) h=$(kind_median host) b=$(kind_median batches)
+    nv=$(kind_median nvjpeg)
     echo
     echo "Medians over the rounds: ceiling ${c:-n/a} samples/s; node with the CUDA feeder" \
       "${cu:-n/a} (**$([[ -n $c && -n $cu ]] && ratio "$cu" "$c" || echo n/a)** of the ceiling)," \
       "with the host feeder ${h:-n/a} (**$([[ -n $c && -n $h ]] && ratio "$h" "$c" || echo n/a)**)," \
-      "with the window of batches alone ${b:-n/a} (**$([[ -n $c && -n $b ]] && ratio "$b" "$c" || echo n/a)**). Target >= 0.95."
+      "with the window of batches alone ${b:-n/a} (**$([[ -n $c && -n $b ]] && ratio "$b" "$c" || echo n/a)**). Target >= 0.95." \
+      "With decode.on = \"auto\": ${nv:-n/a} samples/s, **$([[ -n $cu && -n $nv ]] && ratio "$nv" "$cu" || echo n/a)x** the CUDA feeder's CPU-only run (target > 1.5)."
   } | section
 }
 

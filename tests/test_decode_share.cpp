@@ -11,13 +11,12 @@ namespace {
 
 using decoder = decode_share::decoder;
 
-constexpr std::int64_t small = 500 * 375;   // an ImageNet-sized JPEG
+constexpr std::int64_t small = 500 * 375;    // an ImageNet-sized JPEG
 constexpr std::int64_t large = 3000 * 2000;  // one of the heavy tail
 
 /// Chooses for `n` images of `pixels`, recording `cpu_ns` / `gpu_ns` for each as measured;
 /// returns how many went to the GPU.
-int run(decode_share& share, std::int64_t pixels, int n, std::int64_t cpu_ns,
-        std::int64_t gpu_ns) {
+int run(decode_share& share, std::int64_t pixels, int n, std::int64_t cpu_ns, std::int64_t gpu_ns) {
   int gpu = 0;
   for (int i = 0; i < n; ++i) {
     auto d = share.choose(pixels);
@@ -70,21 +69,46 @@ TEST(DecodeShare, FailuresInARowEndTheGpusShareAndDeclinesDoNot) {
   o.give_up_after = 4;
   decode_share share(o);
   for (int i = 0; i < 10; ++i) {
-    EXPECT_FALSE(share.gpu_missed(false));  // declines: busy lanes, a JPEG it does not take
+    EXPECT_FALSE(share.gpu_missed(large, false));  // declines: busy lanes, a JPEG it won't read
   }
-  EXPECT_FALSE(share.gpu_missed(true));
-  EXPECT_FALSE(share.gpu_missed(true));
+  EXPECT_FALSE(share.gpu_missed(large, true));
+  EXPECT_FALSE(share.gpu_missed(large, true));
   share.record(decoder::gpu, large, 1000);  // a success breaks the run
-  EXPECT_FALSE(share.gpu_missed(true));
-  EXPECT_FALSE(share.gpu_missed(true));
-  EXPECT_FALSE(share.gpu_missed(true));
-  EXPECT_TRUE(share.gpu_missed(true));   // the fourth in a row
-  EXPECT_FALSE(share.gpu_missed(true));  // said once
+  EXPECT_FALSE(share.gpu_missed(large, true));
+  EXPECT_FALSE(share.gpu_missed(large, true));
+  EXPECT_FALSE(share.gpu_missed(large, true));
+  EXPECT_TRUE(share.gpu_missed(large, true));   // the fourth in a row
+  EXPECT_FALSE(share.gpu_missed(large, true));  // said once
   EXPECT_EQ(run(share, large, 100, 40'000'000, 1), 0);
   auto t = share.totals();
   EXPECT_TRUE(t.gpu_given_up);
   EXPECT_EQ(t.gpu_declined, 10);
   EXPECT_EQ(t.gpu_failed, 7);
+}
+
+TEST(DecodeShare, AGroupTheGpuDeclinesTurnsToTheCpuUntilAnExplorationFindsItFree) {
+  decode_share share;
+  // Every lane busy: the first tries are declined (and the CPU decodes those).
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(share.choose(large), decoder::gpu);
+    share.gpu_missed(large, false);
+    share.record(decoder::cpu, large, 40'000'000);
+  }
+  // Counted as twice the CPU's time: the group is the CPU's, but for the explorations.
+  int gpu = 0;
+  for (int i = 0; i < 64; ++i) {
+    auto d = share.choose(large);
+    if (d == decoder::gpu) {
+      ++gpu;
+      share.gpu_missed(large, false);
+    } else {
+      share.record(decoder::cpu, large, 40'000'000);
+    }
+  }
+  EXPECT_EQ(gpu, 2);
+  // The lanes free up: explorations that succeed bring the GPU back.
+  EXPECT_GT(run(share, large, 32 * 12, 40'000'000, 2'000'000), 32 * 6);
+  EXPECT_FALSE(share.totals().gpu_given_up);
 }
 
 }  // namespace

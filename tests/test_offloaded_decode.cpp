@@ -3,8 +3,8 @@
 // CPU's own decode would (the region, at 1/reduce). What is tested is the step's part: which
 // region and scale it asks for, that the steps after it see the same plan whichever decoder
 // took the JPEG (the same output bytes), that what the GPU declines or fails on is decoded on
-// the CPU, that it gives the GPU up after failures in a row, and that on = "gpu" without a GPU
-// decoder stops the chain naming the key. nvJPEG itself is tested on the GPU machine
+// the CPU, that only the device's own failures in a row give the GPU up, and that on = "gpu"
+// without a GPU decoder stops the chain naming the key. nvJPEG itself is tested on the GPU machine
 // (tests/cuda/test_cuda_jpeg_decode.cpp).
 #include <gtest/gtest.h>
 
@@ -19,6 +19,7 @@
 #include "core/codecs/jpeg_region.hpp"
 #include "core/transforms/decode_share.hpp"
 #include "core/transforms/jpeg_offload.hpp"
+#include "core/transforms/offloaded_decode.hpp"
 #include "core/transforms/transform_chain.hpp"
 #include "support/jpeg_fixtures.hpp"
 #include "support/step_harness.hpp"
@@ -31,7 +32,8 @@ enum class answer { decode, decline, fail };
 /// The GPU's stand-in: decodes what it is asked on the CPU, or declines, or fails; counts.
 class cpu_offload final : public jpeg_offload {
  public:
-  explicit cpu_offload(answer a) : answer_(a) {}
+  explicit cpu_offload(answer a, errc failure = errc::device_error)
+      : answer_(a), failure_(failure) {}
 
   expected<std::optional<cv::Mat>> decode(const std::uint8_t* data, std::size_t size,
                                           const offload_request& r) override {
@@ -44,7 +46,7 @@ class cpu_offload final : public jpeg_offload {
       return std::optional<cv::Mat>{};
     }
     if (answer_ == answer::fail) {
-      return error{errc::device_error, "CUDA device 0: an injected failure"};
+      return error{failure_, "CUDA device 0: an injected failure"};
     }
     decode_options o;
     o.scale_denom = r.reduce;
@@ -67,6 +69,7 @@ class cpu_offload final : public jpeg_offload {
 
  private:
   answer answer_;
+  errc failure_;
 };
 
 /// Installs `offload` as every device's decoder for the test's scope.
@@ -151,9 +154,9 @@ TEST(OffloadedDecode, WhatTheGpuDecodesReachesTheNextStepsAsTheCpusDecodeWould) 
   for (const auto& r : offload->requests) {
     reduced = reduced || r.reduce > 1;
     EXPECT_TRUE(r.reduce == 1 || r.reduce == 2 || r.reduce == 4 || r.reduce == 8);
-    EXPECT_LE(std::int64_t{r.region.width} * r.region.height,
-              std::int64_t{(r.width + r.reduce - 1) / r.reduce} *
-                  ((r.height + r.reduce - 1) / r.reduce));
+    EXPECT_LE(
+        std::int64_t{r.region.width} * r.region.height,
+        std::int64_t{(r.width + r.reduce - 1) / r.reduce} * ((r.height + r.reduce - 1) / r.reduce));
   }
   EXPECT_TRUE(reduced) << "no large JPEG was asked for at a reduced scale";
 }
@@ -163,7 +166,7 @@ TEST(OffloadedDecode, AResizeOrNoPlanAsksForTheWholeImage) {
   installed scope(offload);
   resize_spec resize;
   resize.size = 200;
-  expect_same_as_cpu({resize}, true);  // whole image at a DCT scale
+  expect_same_as_cpu({resize}, true);      // whole image at a DCT scale
   expect_same_as_cpu({crop(224)}, false);  // scaled = false: no plan, whole, 1/1
   for (const auto& r : offload->requests) {
     EXPECT_EQ(r.region.left, 0);
@@ -179,7 +182,7 @@ TEST(OffloadedDecode, WhatTheGpuDeclinesTheCpuDecodes) {
   EXPECT_GT(offload->calls.load(), 0);
 }
 
-TEST(OffloadedDecode, WhatTheGpuFailsOnTheCpuDecodesAndFailuresInARowEndTheGpusShare) {
+TEST(OffloadedDecode, WhatTheGpuFailsOnTheCpuDecodes) {
   auto offload = std::make_shared<cpu_offload>(answer::fail);
   installed scope(offload);
   auto on_cpu = chain_of(decode_device::cpu, {crop(224)});
@@ -189,8 +192,30 @@ TEST(OffloadedDecode, WhatTheGpuFailsOnTheCpuDecodesAndFailuresInARowEndTheGpusS
     const auto& jpeg = files[i % files.size()];
     ASSERT_EQ(output(on_gpu, jpeg, i), output(on_cpu, jpeg, i)) << "sample " << i;
   }
-  // 16 failures in a row (decode_share's give_up_after): none asked after them.
-  EXPECT_EQ(offload->calls.load(), decode_share::options{}.give_up_after);
+  EXPECT_GT(offload->calls.load(), 0);
+}
+
+TEST(OffloadedDecode, OnlyTheDevicesOwnFailuresCountTowardsGivingItUp) {
+  decode_share::options o;
+  o.first_tries = 1000;  // every JPEG goes to the GPU first
+  o.give_up_after = 3;
+  auto jpeg = jpegs().front();
+  auto info = probe_image(jpeg);
+  ASSERT_TRUE(info);
+  offload_request r;
+  r.width = info->width;
+  r.height = info->height;
+  r.region = {0, 0, info->width, info->height};
+  for (errc e : {errc::decode_error, errc::invalid_argument, errc::device_error}) {
+    offloaded_decode d(std::make_shared<cpu_offload>(answer::fail, e), o);
+    for (std::uint64_t i = 0; i < 10; ++i) {
+      EXPECT_FALSE(d.try_gpu(jpeg.data(), jpeg.size(), r, i));
+    }
+    auto t = d.totals();
+    EXPECT_EQ(t.gpu_given_up, e == errc::device_error) << to_string(e);
+    EXPECT_EQ(t.gpu_failed, e == errc::device_error ? 3 : 0) << to_string(e);
+    EXPECT_EQ(t.gpu_declined, e == errc::device_error ? 0 : 10) << to_string(e);
+  }
 }
 
 TEST(OffloadedDecode, OnGpuWithoutAGpuDecoderStopsTheChainNamingTheKeyAndAutoUsesTheCpu) {

@@ -506,8 +506,9 @@ TEST(Topology, DecodeOnSaysWhichDecoderTakesJpegs) {
   expect_invalid(with_decode("gpu_lanes = 0\n"), {"transform[0].gpu_lanes: must be"});
   // This test links no GPU decoder: on = "gpu" stops start-up, naming the step and why.
   expect_invalid(with_decode("on = \"gpu\"\n"),
-                 {"node.toml:", "transform 0 (decode): on = \"gpu\": no GPU decoder for CUDA "
-                                "device 0: this build has no CUDA"});
+                 {"node.toml:",
+                  "transform 0 (decode): on = \"gpu\": no GPU decoder for CUDA "
+                  "device 0: this build has no CUDA"});
 }
 
 TEST(Topology, GpusMustBeDistinctAndNonNegative) {

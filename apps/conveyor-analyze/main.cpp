@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "api/gpu_decoding.hpp"
 #include "api/resolve_topology.hpp"
 #include "apps/common/command_line.hpp"
 #include "apps/conveyor-analyze/analysis_report.hpp"
 #include "apps/conveyor-analyze/measurements.hpp"
 #include "apps/conveyor-analyze/stall_chart.hpp"
-#include "api/gpu_decoding.hpp"
 #include "config/load_topology.hpp"
 #include "core/base/log.hpp"
 

@@ -13,13 +13,13 @@
 #include <thread>
 
 #include "api/create_pipeline.hpp"
+#include "api/gpu_decoding.hpp"
 #include "apps/common/progress_bar.hpp"
 #include "apps/conveyor-node/checkpointer.hpp"
 #include "apps/conveyor-node/run_summary.hpp"
 #include "apps/conveyor-node/serve_mode.hpp"
 #include "apps/conveyor-node/simulated_trainer.hpp"
 #include "apps/conveyor-node/stop_signals.hpp"
-#include "api/gpu_decoding.hpp"
 #include "config/load_topology.hpp"
 #include "conveyor/pipeline.hpp"
 #include "core/base/allocator_tuning.hpp"

@@ -59,8 +59,8 @@ expected<void> launch_box_reduce(const device_rgb& src, const device_rgb& dst, i
   device_rgb d = dst;
   void* args[] = {&s, &d, &factor};
   // The launch's own status: cudaGetLastError could return an earlier call's leftover error.
-  return cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(&box_reduce_kernel), grid,
-                                     block, args, 0, stream.get()),
+  return cuda_check(cudaLaunchKernel(reinterpret_cast<const void*>(&box_reduce_kernel), grid, block,
+                                     args, 0, stream.get()),
                     "cudaLaunchKernel (box_reduce_kernel)", stream.device());
 }
 

@@ -27,8 +27,7 @@ class cuda_event {
   enum class waiting : bool { spin = false, sleep = true };
 
   /// An event on `device`; with timing::on it can measure elapsed time (and costs more).
-  static expected<cuda_event> create(int device, timing t = timing::off,
-                                     waiting w = waiting::spin);
+  static expected<cuda_event> create(int device, timing t = timing::off, waiting w = waiting::spin);
 
   cuda_event() = default;
   CUevent_st* get() const noexcept { return event_.get(); }

@@ -10,13 +10,17 @@ namespace conveyor::cuda {
 namespace nvjpeg {
 
 const char* status_name(int s) noexcept {
-  static constexpr const char* names[] = {
-      "NVJPEG_STATUS_SUCCESS",           "NVJPEG_STATUS_NOT_INITIALIZED",
-      "NVJPEG_STATUS_INVALID_PARAMETER", "NVJPEG_STATUS_BAD_JPEG",
-      "NVJPEG_STATUS_JPEG_NOT_SUPPORTED", "NVJPEG_STATUS_ALLOCATOR_FAILURE",
-      "NVJPEG_STATUS_EXECUTION_FAILED",  "NVJPEG_STATUS_ARCH_MISMATCH",
-      "NVJPEG_STATUS_INTERNAL_ERROR",    "NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED",
-      "NVJPEG_STATUS_INCOMPLETE_BITSTREAM"};
+  static constexpr const char* names[] = {"NVJPEG_STATUS_SUCCESS",
+                                          "NVJPEG_STATUS_NOT_INITIALIZED",
+                                          "NVJPEG_STATUS_INVALID_PARAMETER",
+                                          "NVJPEG_STATUS_BAD_JPEG",
+                                          "NVJPEG_STATUS_JPEG_NOT_SUPPORTED",
+                                          "NVJPEG_STATUS_ALLOCATOR_FAILURE",
+                                          "NVJPEG_STATUS_EXECUTION_FAILED",
+                                          "NVJPEG_STATUS_ARCH_MISMATCH",
+                                          "NVJPEG_STATUS_INTERNAL_ERROR",
+                                          "NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED",
+                                          "NVJPEG_STATUS_INCOMPLETE_BITSTREAM"};
   if (s < 0 || s >= static_cast<int>(std::size(names))) {
     return "an nvJPEG status this build does not know";
   }
@@ -38,9 +42,9 @@ expected<void> bind(void* handle, const std::string& path, const char* name, Fn&
   return {};
 }
 
-#define CONVEYOR_NVJPEG_BIND(field)                                                  \
-  if (auto ok = bind(handle, path, "nvjpeg" #field, out.api.field); !ok) {           \
-    return std::move(ok).error();                                                    \
+#define CONVEYOR_NVJPEG_BIND(field)                                        \
+  if (auto ok = bind(handle, path, "nvjpeg" #field, out.api.field); !ok) { \
+    return std::move(ok).error();                                          \
   }
 
 expected<nvjpeg_library> bind_all(void* handle, const std::string& path) {
@@ -92,7 +96,8 @@ std::vector<std::string> nvjpeg_candidates() {
   for (const char* name : {"libnvjpeg.so.13", "libnvjpeg.so.12", "libnvjpeg.so"}) {
     out.emplace_back(name);
   }
-  for (const char* folder : {"/usr/local/cuda/lib64/", "/usr/local/cuda/targets/x86_64-linux/lib/"}) {
+  for (const char* folder :
+       {"/usr/local/cuda/lib64/", "/usr/local/cuda/targets/x86_64-linux/lib/"}) {
     for (const char* name : {"libnvjpeg.so.13", "libnvjpeg.so.12"}) {
       out.push_back(std::string(folder) + name);
     }

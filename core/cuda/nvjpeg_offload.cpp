@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "core/codecs/jpeg_decoder.hpp"
 #include "core/cuda/box_reduce_kernel.hpp"
 #include "core/cuda/cuda_buffer.hpp"
 #include "core/cuda/cuda_check.hpp"
@@ -25,11 +26,11 @@ error nvjpeg_failure(int status, const char* call, int device) {
               " failed: " + nvjpeg::status_name(status)};
 }
 
-#define CONVEYOR_NVJPEG_TRY(device, call)                           \
-  do {                                                              \
-    if (int conveyor_status_ = (call); conveyor_status_ != 0) {     \
-      return nvjpeg_failure(conveyor_status_, #call, (device));     \
-    }                                                               \
+#define CONVEYOR_NVJPEG_TRY(device, call)                       \
+  do {                                                          \
+    if (int conveyor_status_ = (call); conveyor_status_ != 0) { \
+      return nvjpeg_failure(conveyor_status_, #call, (device)); \
+    }                                                           \
   } while (false)
 
 /// A device buffer of at least `bytes`, grown (never shrunk) as images need.
@@ -59,14 +60,18 @@ expected<source_roi> roi_of(const offload_request& r) {
   const int k = r.reduce;
   const auto& g = r.region;
   if ((k != 1 && k != 2 && k != 4 && k != 8) || r.width < 1 || r.height < 1 || g.left < 0 ||
-      g.top < 0 || g.width < 1 || g.height < 1 ||
-      g.left + g.width > reduced_length(r.width, k) ||
+      g.top < 0 || g.width < 1 || g.height < 1 || g.left + g.width > reduced_length(r.width, k) ||
       g.top + g.height > reduced_length(r.height, k)) {
     return error{errc::invalid_argument,
                  "nvJPEG: region " + std::to_string(g.width) + "x" + std::to_string(g.height) +
                      "+" + std::to_string(g.left) + "+" + std::to_string(g.top) + " at 1/" +
                      std::to_string(k) + " is not inside a " + std::to_string(r.width) + "x" +
                      std::to_string(r.height) + " image"};
+  }
+  if (std::int64_t{r.width} * r.height > max_image_pixels) {
+    return error{errc::decode_error, "nvJPEG: a " + std::to_string(r.width) + "x" +
+                                         std::to_string(r.height) + " JPEG is over " +
+                                         std::to_string(max_image_pixels) + " pixels"};
   }
   source_roi s;
   s.left = g.left * k;
@@ -165,7 +170,8 @@ expected<void> nvjpeg_offload::make(int lanes) {
   for (int i = 0; i < lanes; ++i) {
     auto l = std::make_unique<lane>();
     l->api = &api;
-    CONVEYOR_NVJPEG_TRY(device_, api.DecoderStateCreate(handle_, gpu_hybrid_, &l->gpu_hybrid_state));
+    CONVEYOR_NVJPEG_TRY(device_,
+                        api.DecoderStateCreate(handle_, gpu_hybrid_, &l->gpu_hybrid_state));
     CONVEYOR_NVJPEG_TRY(device_, api.DecoderStateCreate(handle_, hybrid_, &l->hybrid_state));
     CONVEYOR_NVJPEG_TRY(device_, api.BufferPinnedCreate(handle_, nullptr, &l->pinned));
     CONVEYOR_NVJPEG_TRY(device_, api.BufferDeviceCreate(handle_, nullptr, &l->device_scratch));
@@ -241,8 +247,7 @@ struct decode_job {
 /// for: full size into lane.full, reduced into lane.reduced, then copied out; returns once the
 /// pixels are in host memory (the calling thread sleeps on the lane's event).
 expected<std::optional<cv::Mat>> decode_on(nvjpeg_offload::lane& l, const decode_job& job,
-                                           const offload_request& request,
-                                           const source_roi& roi) {
+                                           const offload_request& request, const source_roi& roi) {
   const std::size_t full_pitch = 3 * static_cast<std::size_t>(roi.width);
   if (auto ok = reserve(l.full, job.device, full_pitch * static_cast<std::size_t>(roi.height));
       !ok) {
@@ -257,7 +262,8 @@ expected<std::optional<cv::Mat>> decode_on(nvjpeg_offload::lane& l, const decode
   if (request.reduce > 1) {
     const auto& g = request.region;
     device_rgb reduced{nullptr, g.width, g.height, 3 * static_cast<std::size_t>(g.width)};
-    if (auto ok = reserve(l.reduced, job.device, reduced.pitch * static_cast<std::size_t>(g.height));
+    if (auto ok =
+            reserve(l.reduced, job.device, reduced.pitch * static_cast<std::size_t>(g.height));
         !ok) {
       return std::move(ok).error();
     }
@@ -268,11 +274,10 @@ expected<std::optional<cv::Mat>> decode_on(nvjpeg_offload::lane& l, const decode
     out = reduced;
   }
   cv::Mat image(out.height, out.width, CV_8UC3);
-  CONVEYOR_CUDA_TRY(job.device,
-                    cudaMemcpy2DAsync(image.data, image.step, out.data, out.pitch,
-                                      3 * static_cast<std::size_t>(out.width),
-                                      static_cast<std::size_t>(out.height),
-                                      cudaMemcpyDeviceToHost, l.stream.get()));
+  CONVEYOR_CUDA_TRY(job.device, cudaMemcpy2DAsync(image.data, image.step, out.data, out.pitch,
+                                                  3 * static_cast<std::size_t>(out.width),
+                                                  static_cast<std::size_t>(out.height),
+                                                  cudaMemcpyDeviceToHost, l.stream.get()));
   if (auto ok = l.done.record(l.stream); !ok) {
     return std::move(ok).error();
   }
@@ -284,12 +289,14 @@ expected<std::optional<cv::Mat>> decode_on(nvjpeg_offload::lane& l, const decode
 
 }  // namespace
 
-expected<std::optional<cv::Mat>> nvjpeg_offload::decode(const std::uint8_t* data,
-                                                        std::size_t size,
+expected<std::optional<cv::Mat>> nvjpeg_offload::decode(const std::uint8_t* data, std::size_t size,
                                                         const offload_request& request) {
   auto roi = roi_of(request);
   if (!roi) {
     return std::move(roi).error();
+  }
+  if (std::int64_t{roi->width} * roi->height > max_gpu_pixels) {
+    return std::optional<cv::Mat>{};  // a lane would hold too much of the trainer's memory
   }
   auto l = take_lane();
   if (!l) {
@@ -319,8 +326,8 @@ expected<std::optional<cv::Mat>> nvjpeg_offload::decode(const std::uint8_t* data
   if (roi->whole) {
     CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsSetROI(l->params, 0, 0, -1, -1));
   } else {
-    CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsSetROI(l->params, roi->left, roi->top,
-                                                        roi->width, roi->height));
+    CONVEYOR_NVJPEG_TRY(
+        device_, api.DecodeParamsSetROI(l->params, roi->left, roi->top, roi->width, roi->height));
   }
   auto decoder = pick_decoder(api, device_, {gpu_hybrid_, hybrid_}, l->jpeg, l->params);
   if (!decoder) {

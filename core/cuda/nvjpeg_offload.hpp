@@ -8,8 +8,10 @@
 /// so, else on the calling thread (HYBRID: progressive JPEGs, ...); a JPEG neither takes is
 /// declined. `lanes` JPEGs are decoded at once, each lane with its own nvJPEG state, buffers and
 /// CUDA stream; a caller that finds every lane busy is declined at once (the CPU decodes
-/// instead), never queued.
+/// instead), never queued. Each lane keeps the device memory of the largest image it decoded
+/// (up to 3 x max_gpu_pixels bytes, twice where it reduced one) until the decoder is closed.
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -20,6 +22,10 @@
 #include "core/transforms/jpeg_offload.hpp"
 
 namespace conveyor::cuda {
+
+/// The largest region (in source pixels) the GPU decodes: a larger one is declined (the CPU
+/// decodes it), so that no lane grows past 3 x this many bytes of the trainer's GPU memory.
+inline constexpr std::int64_t max_gpu_pixels = std::int64_t{1} << 26;
 
 class nvjpeg_offload final : public jpeg_offload {
  public:

@@ -20,10 +20,10 @@ class decode_share {
   enum class decoder : std::uint8_t { cpu, gpu };
 
   struct options {
-    int first_tries = 3;       ///< per group and decoder, before the measurements decide
-    int explore_every = 32;    ///< per group: one image in this many goes to the slower one
-    double weight = 0.125;     ///< of a new measurement in a group's moving average
-    int give_up_after = 16;    ///< GPU failures in a row after which the GPU takes nothing
+    int first_tries = 3;     ///< per group and decoder, before the measurements decide
+    int explore_every = 32;  ///< per group: one image in this many goes to the slower one
+    double weight = 0.125;   ///< of a new measurement in a group's moving average
+    int give_up_after = 16;  ///< GPU failures in a row after which the GPU takes nothing
   };
 
   /// What it did so far, for the logs and the tests.
@@ -45,10 +45,13 @@ class decode_share {
   /// thread, the wait for the GPU included). Thread-safe.
   void record(decoder d, std::int64_t pixels, std::int64_t ns);
 
-  /// The GPU declined or failed an image that choose() gave it; the CPU decodes it (and
-  /// records that). `failed`: an error, not a decline (all lanes busy, a JPEG it does not take).
-  /// Returns true when this failure made it give the GPU up. Thread-safe.
-  bool gpu_missed(bool failed);
+  /// The GPU declined or failed an image of `pixels` that choose() gave it; the CPU decodes it
+  /// (and records that). A miss counts in its group as a GPU decode that took twice the CPU's
+  /// time (0.1 s before the CPU has one), so that a group whose JPEGs the GPU does not take,
+  /// or takes with every lane busy, turns to the CPU until an exploration finds otherwise.
+  /// `failed`: the device failed, not a decline (lanes busy, a JPEG it does not read); returns
+  /// true when this failure made it give the GPU up. Thread-safe.
+  bool gpu_missed(std::int64_t pixels, bool failed);
 
   figures totals() const;
   int give_up_after() const noexcept { return options_.give_up_after; }
@@ -65,6 +68,7 @@ class decode_share {
   };
 
   decoder pick(group& g) const;
+  void measure(group& g, decoder d, double ns) const;
 
   options options_;
   mutable std::mutex mutex_;

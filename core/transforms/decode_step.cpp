@@ -270,8 +270,7 @@ expected<step_ptr> make_step(const decode_spec& spec, chain_fields& fields,
   }
   auto to = fields.write(spec.to, {field_kind::tensor, dtype::uint8, 3, {varies, varies, 3, 0}},
                          /*image=*/true);
-  return step_ptr(
-      std::make_unique<decode_step>(spec, to, reducible(spec, next), std::move(*gpu)));
+  return step_ptr(std::make_unique<decode_step>(spec, to, reducible(spec, next), std::move(*gpu)));
 }
 
 }  // namespace conveyor

@@ -22,7 +22,7 @@ namespace conveyor {
 /// What the decode step asks for: `region` of the JPEG decoded at 1/`reduce` of its size (the
 /// coordinates of that reduced image, inside it; sizes round up as libjpeg's do).
 struct offload_request {
-  int width = 0;   ///< the JPEG's full size, from its header
+  int width = 0;  ///< the JPEG's full size, from its header
   int height = 0;
   image_region region;
   int reduce = 1;  ///< 1, 2, 4 or 8
@@ -35,9 +35,11 @@ class jpeg_offload {
 
   /// The requested region as HWC uint8 RGB, region's size. nullopt: declined, the caller
   /// decodes it (every lane busy, a JPEG this decoder does not take: progressive where its
-  /// decoders cannot, CMYK, another scale). An error: it failed on this JPEG (the caller
-  /// decodes it on the CPU, which names what is wrong with it, if anything). Blocks the caller
-  /// until the pixels are in host memory.
+  /// decoders cannot, CMYK, another scale, too large). An error: it failed on this JPEG, and
+  /// the caller decodes it on the CPU, which names what is wrong with it, if anything:
+  /// errc::decode_error where the JPEG is the cause (damaged, unsupported),
+  /// errc::invalid_argument for a request outside the image, anything else (device_error) where
+  /// the device is. Blocks the caller until the pixels are in host memory.
   virtual expected<std::optional<cv::Mat>> decode(const std::uint8_t* data, std::size_t size,
                                                   const offload_request& request) = 0;
 

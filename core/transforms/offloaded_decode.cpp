@@ -22,15 +22,31 @@ expected<std::shared_ptr<offloaded_decode>> offloaded_decode::open(const decode_
     log("decode")->warn("decode {}; JPEGs are decoded on the CPU", why);
     return std::shared_ptr<offloaded_decode>{};
   }
-  log("decode")->info("decode: JPEGs go to {} or to the CPU, whichever measures faster for "
-                      "their size",
-                      (*offload)->describe());
+  log("decode")->info(
+      "decode: JPEGs go to {} or to the CPU, whichever measures faster for "
+      "their size",
+      (*offload)->describe());
   return std::make_shared<offloaded_decode>(std::move(*offload), decode_share::options{});
 }
 
 offloaded_decode::offloaded_decode(std::shared_ptr<jpeg_offload> offload,
                                    decode_share::options share)
     : offload_(std::move(offload)), share_(share) {}
+
+offloaded_decode::~offloaded_decode() {
+  auto t = share_.totals();
+  if (t.cpu_images + t.gpu_images == 0) {
+    return;  // a chain built to validate a topology, or never run
+  }
+  try {
+    log("decode")->info(
+        "decode: {} JPEGs on {}, {} on the CPU; {} declined by the GPU, {} failed "
+        "there{}",
+        t.gpu_images, offload_->describe(), t.cpu_images, t.gpu_declined, t.gpu_failed,
+        t.gpu_given_up ? " (it was given up)" : "");
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a failed log line must not end the process
+  }
+}
 
 std::int64_t offloaded_decode::now_ns() noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -51,28 +67,32 @@ std::optional<cv::Mat> offloaded_decode::try_gpu(const std::uint8_t* data, std::
     share_.record(decode_share::decoder::gpu, pixels, now_ns() - start);
     return std::move(**image);
   }
-  if (!image) {
-    note_failure(image.error(), sample_id);
+  // A JPEG the GPU's decoder will not read (CMYK, damaged, too large) is the CPU's, as a busy
+  // decoder's is: only the device's own failures count towards giving it up.
+  const bool device_failed = !image && image.error().code() != errc::decode_error &&
+                             image.error().code() != errc::invalid_argument;
+  if (device_failed) {
+    note_failure(image.error(), pixels, sample_id);
   } else {
-    share_.gpu_missed(false);
+    share_.gpu_missed(pixels, false);
   }
   return std::nullopt;
 }
 
-void offloaded_decode::note_failure(const error& e, std::uint64_t sample_id) {
-  bool gave_up = share_.gpu_missed(true);
+void offloaded_decode::note_failure(const error& e, std::int64_t pixels, std::uint64_t sample_id) {
+  bool gave_up = share_.gpu_missed(pixels, true);
   std::lock_guard lock(log_mutex_);
   std::uint64_t left_out = 0;
   if (gave_up) {
-    log("decode")->error("decode: {} failed {} times in a row, the last on sample {} ({}): "
-                         "every JPEG is decoded on the CPU from now on",
-                         offload_->describe(), share_.give_up_after(), sample_id,
-                         e.message());
+    log("decode")->error(
+        "decode: {} failed {} times in a row, the last on sample {} ({}): "
+        "every JPEG is decoded on the CPU from now on",
+        offload_->describe(), share_.give_up_after(), sample_id, e.message());
   } else if (failures_logged_.allow(log_throttle::clock::now(), left_out)) {
-    log("decode")->warn("decode: {} failed on sample {} ({}); the CPU decodes it{}",
-                        offload_->describe(), sample_id, e.message(),
-                        left_out > 0 ? " (" + std::to_string(left_out) + " such lines left out)"
-                                     : std::string());
+    log("decode")->warn(
+        "decode: {} failed on sample {} ({}); the CPU decodes it{}", offload_->describe(),
+        sample_id, e.message(),
+        left_out > 0 ? " (" + std::to_string(left_out) + " such lines left out)" : std::string());
   }
 }
 

@@ -29,6 +29,11 @@ class offloaded_decode {
   static expected<std::shared_ptr<offloaded_decode>> open(const decode_spec& spec);
 
   offloaded_decode(std::shared_ptr<jpeg_offload> offload, decode_share::options share);
+  /// Logs how the JPEGs were shared, where there were any: "decode: 812 JPEGs on nvJPEG ...,
+  /// 5188 on the CPU; 40 declined, 0 failed".
+  ~offloaded_decode();
+  offloaded_decode(const offloaded_decode&) = delete;
+  offloaded_decode& operator=(const offloaded_decode&) = delete;
 
   /// The requested pixels decoded by the GPU, when the share sends this JPEG there and the GPU
   /// takes it; nullopt: the caller decodes it, through decode_on_cpu.
@@ -56,7 +61,7 @@ class offloaded_decode {
 
  private:
   static std::int64_t now_ns() noexcept;
-  void note_failure(const error& e, std::uint64_t sample_id);
+  void note_failure(const error& e, std::int64_t pixels, std::uint64_t sample_id);
 
   std::shared_ptr<jpeg_offload> offload_;
   decode_share share_;
