@@ -27,8 +27,9 @@ enum status : int {
   incomplete_bitstream = 10,
 };
 
-/// nvjpegBackend_t: hybrid decodes the Huffman code on the CPU, gpu_hybrid on the GPU.
-enum backend : int { backend_default = 0, hybrid = 1, gpu_hybrid = 2 };
+/// nvjpegBackend_t: hybrid decodes the Huffman code on the CPU, gpu_hybrid on the GPU,
+/// hardware on the GPU's JPEG engines (A100, H100).
+enum backend : int { backend_default = 0, hybrid = 1, gpu_hybrid = 2, hardware = 3 };
 
 /// nvjpegOutputFormat_t: interleaved RGB in channel[0].
 enum output_format : int { rgbi = 5 };

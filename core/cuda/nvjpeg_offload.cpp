@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "core/base/log.hpp"
 #include "core/codecs/jpeg_decoder.hpp"
 #include "core/cuda/box_reduce_kernel.hpp"
 #include "core/cuda/cuda_buffer.hpp"
@@ -16,12 +17,17 @@
 namespace conveyor::cuda {
 namespace {
 
-/// "CUDA device 0: nvjpegDecodeJpeg failed: NVJPEG_STATUS_BAD_JPEG".
+/// Whether nvJPEG blames the JPEG (damaged, of a kind it does not read), not itself or the
+/// device.
+bool jpegs_fault(int status) {
+  return status == nvjpeg::bad_jpeg || status == nvjpeg::incomplete_bitstream ||
+         status == nvjpeg::jpeg_not_supported;
+}
+
+/// "CUDA device 0: nvjpegDecodeJpeg failed: NVJPEG_STATUS_BAD_JPEG"; errc::decode_error where
+/// the JPEG is at fault, errc::device_error otherwise.
 error nvjpeg_failure(int status, const char* call, int device) {
-  return {status == nvjpeg::bad_jpeg || status == nvjpeg::incomplete_bitstream ||
-                  status == nvjpeg::jpeg_not_supported
-              ? errc::decode_error
-              : errc::device_error,
+  return {jpegs_fault(status) ? errc::decode_error : errc::device_error,
           "CUDA device " + std::to_string(device) + ": " + call +
               " failed: " + nvjpeg::status_name(status)};
 }
@@ -47,16 +53,28 @@ expected<void> reserve(device_buffer& buffer, int device, std::size_t bytes) {
   return {};
 }
 
-/// The source pixels a request covers: its region scaled back up, clipped to the image.
-struct source_roi {
+struct backend_kind {
+  int kind;
+  const char* name;
+};
+/// The order backends are tried in: the JPEG engines, then Huffman on the GPU, then on the CPU.
+constexpr backend_kind backend_order[] = {
+    {nvjpeg::hardware, "HARDWARE"}, {nvjpeg::gpu_hybrid, "GPU_HYBRID"}, {nvjpeg::hybrid, "HYBRID"}};
+
+}  // namespace
+
+struct nvjpeg_offload::source_roi {
   int left = 0;
   int top = 0;
   int width = 0;
   int height = 0;
-  bool whole = false;  ///< the whole image: nvJPEG is asked for no ROI
+  bool whole = false;  ///< the whole image: nvJPEG is asked for no region
 };
 
-expected<source_roi> roi_of(const offload_request& r) {
+namespace {
+
+/// The source pixels `r` covers: its region scaled back up, clipped to the image.
+expected<nvjpeg_offload::source_roi> roi_of(const offload_request& r) {
   const int k = r.reduce;
   const auto& g = r.region;
   if ((k != 1 && k != 2 && k != 4 && k != 8) || r.width < 1 || r.height < 1 || g.left < 0 ||
@@ -73,7 +91,7 @@ expected<source_roi> roi_of(const offload_request& r) {
                                          std::to_string(r.height) + " JPEG is over " +
                                          std::to_string(max_image_pixels) + " pixels"};
   }
-  source_roi s;
+  nvjpeg_offload::source_roi s;
   s.left = g.left * k;
   s.top = g.top * k;
   s.width = std::min(g.width * k, r.width - s.left);
@@ -84,13 +102,12 @@ expected<source_roi> roi_of(const offload_request& r) {
 
 }  // namespace
 
-/// One decode at a time: a state per decoder (sharing one pinned and one device buffer), the
+/// One decode at a time: a state per backend (sharing one pinned and one device buffer), the
 /// parsed stream and parameters, a CUDA stream, an event the caller sleeps on, and the device
 /// images (full size, reduced), grown as JPEGs need.
 struct nvjpeg_offload::lane {
   const nvjpeg::api* api = nullptr;
-  nvjpeg::state_t gpu_hybrid_state = nullptr;
-  nvjpeg::state_t hybrid_state = nullptr;
+  std::array<nvjpeg::state_t, max_backends> states{};
   nvjpeg::pinned_buffer_t pinned = nullptr;
   nvjpeg::device_buffer_t device_scratch = nullptr;
   nvjpeg::jpeg_stream_t jpeg = nullptr;
@@ -100,9 +117,12 @@ struct nvjpeg_offload::lane {
   device_buffer full;
   device_buffer reduced;
 
+  lane() = default;
+  lane(const lane&) = delete;
+  lane& operator=(const lane&) = delete;
   ~lane() {
-    // Streams' and events' owners release themselves; nvJPEG's objects go state first.
-    for (auto* s : {gpu_hybrid_state, hybrid_state}) {
+    // The stream's and event's owners release themselves; nvJPEG's objects go states first.
+    for (auto* s : states) {
       if (s != nullptr) {
         api->JpegStateDestroy(s);
       }
@@ -128,14 +148,11 @@ nvjpeg_offload::nvjpeg_offload(const nvjpeg_library& library, int device)
 nvjpeg_offload::~nvjpeg_offload() {
   auto guard = enter_for_release(device_);
   idle_.clear();
-  const auto& api = library_.api;
-  for (auto* d : {gpu_hybrid_, hybrid_}) {
-    if (d != nullptr) {
-      api.DecoderDestroy(d);
-    }
+  for (std::size_t i = 0; i < backend_count_; ++i) {
+    library_.api.DecoderDestroy(backends_[i].decoder);
   }
   if (handle_ != nullptr) {
-    api.Destroy(handle_);
+    library_.api.Destroy(handle_);
   }
 }
 
@@ -155,29 +172,54 @@ expected<std::shared_ptr<nvjpeg_offload>> nvjpeg_offload::open(int device, int l
     return std::move(guard).error();
   }
   std::shared_ptr<nvjpeg_offload> offload(new nvjpeg_offload(**library, device));
-  if (auto ok = offload->make(lanes); !ok) {
+  if (auto ok = offload->make_backends(); !ok) {
+    return std::move(ok).error();
+  }
+  if (auto ok = offload->make_lanes(lanes); !ok) {
     return std::move(ok).error();
   }
   return offload;
 }
 
-expected<void> nvjpeg_offload::make(int lanes) {
+expected<void> nvjpeg_offload::make_backends() {
   const auto& api = library_.api;
   CONVEYOR_NVJPEG_TRY(device_,
                       api.CreateEx(nvjpeg::backend_default, nullptr, nullptr, 0, &handle_));
-  CONVEYOR_NVJPEG_TRY(device_, api.DecoderCreate(handle_, nvjpeg::gpu_hybrid, &gpu_hybrid_));
-  CONVEYOR_NVJPEG_TRY(device_, api.DecoderCreate(handle_, nvjpeg::hybrid, &hybrid_));
+  std::string missing;
+  for (const auto& b : backend_order) {
+    nvjpeg::decoder_t decoder = nullptr;
+    if (int status = api.DecoderCreate(handle_, b.kind, &decoder); status != nvjpeg::success) {
+      missing += std::string(missing.empty() ? "" : ", ") + b.name + " (" +
+                 nvjpeg::status_name(status) + ")";
+      continue;
+    }
+    auto& slot = backends_[backend_count_++];
+    slot.kind = b.kind;
+    slot.name = b.name;
+    slot.decoder = decoder;
+  }
+  if (backend_count_ == 0) {
+    return error{errc::device_error,
+                 "CUDA device " + std::to_string(device_) + ": nvJPEG has no backend: " + missing};
+  }
+  if (!missing.empty()) {
+    log("decode")->info("nvJPEG on CUDA device {}: without {}", device_, missing);
+  }
+  return {};
+}
+
+expected<void> nvjpeg_offload::make_lanes(int lanes) {
+  const auto& api = library_.api;
   for (int i = 0; i < lanes; ++i) {
     auto l = std::make_unique<lane>();
     l->api = &api;
-    CONVEYOR_NVJPEG_TRY(device_,
-                        api.DecoderStateCreate(handle_, gpu_hybrid_, &l->gpu_hybrid_state));
-    CONVEYOR_NVJPEG_TRY(device_, api.DecoderStateCreate(handle_, hybrid_, &l->hybrid_state));
     CONVEYOR_NVJPEG_TRY(device_, api.BufferPinnedCreate(handle_, nullptr, &l->pinned));
     CONVEYOR_NVJPEG_TRY(device_, api.BufferDeviceCreate(handle_, nullptr, &l->device_scratch));
-    for (auto* s : {l->gpu_hybrid_state, l->hybrid_state}) {
-      CONVEYOR_NVJPEG_TRY(device_, api.StateAttachPinnedBuffer(s, l->pinned));
-      CONVEYOR_NVJPEG_TRY(device_, api.StateAttachDeviceBuffer(s, l->device_scratch));
+    for (std::size_t b = 0; b < backend_count_; ++b) {
+      CONVEYOR_NVJPEG_TRY(device_,
+                          api.DecoderStateCreate(handle_, backends_[b].decoder, &l->states[b]));
+      CONVEYOR_NVJPEG_TRY(device_, api.StateAttachPinnedBuffer(l->states[b], l->pinned));
+      CONVEYOR_NVJPEG_TRY(device_, api.StateAttachDeviceBuffer(l->states[b], l->device_scratch));
     }
     CONVEYOR_NVJPEG_TRY(device_, api.JpegStreamCreate(handle_, &l->jpeg));
     CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsCreate(handle_, &l->params));
@@ -220,20 +262,6 @@ std::string nvjpeg_offload::describe() const {
 
 namespace {
 
-/// The decoder of the two that takes `jpeg` with `params` (GPU Huffman first); null for none.
-expected<nvjpeg::decoder_t> pick_decoder(const nvjpeg::api& api, int device,
-                                         std::initializer_list<nvjpeg::decoder_t> decoders,
-                                         nvjpeg::jpeg_stream_t jpeg, nvjpeg::params_t params) {
-  for (auto* d : decoders) {
-    int unsupported = 1;
-    CONVEYOR_NVJPEG_TRY(device, api.DecoderJpegSupported(d, jpeg, params, &unsupported));
-    if (unsupported == 0) {  // nvJPEG's convention: 0 means supported
-      return d;
-    }
-  }
-  return nvjpeg::decoder_t{nullptr};
-}
-
 /// What one decode works with.
 struct decode_job {
   const nvjpeg::api& api;
@@ -246,8 +274,8 @@ struct decode_job {
 /// Decodes the lane's parsed JPEG (its parameters set) into the host image the request asks
 /// for: full size into lane.full, reduced into lane.reduced, then copied out; returns once the
 /// pixels are in host memory (the calling thread sleeps on the lane's event).
-expected<std::optional<cv::Mat>> decode_on(nvjpeg_offload::lane& l, const decode_job& job,
-                                           const offload_request& request, const source_roi& roi) {
+expected<cv::Mat> decode_on(nvjpeg_offload::lane& l, const decode_job& job,
+                            const offload_request& request, const nvjpeg_offload::source_roi& roi) {
   const std::size_t full_pitch = 3 * static_cast<std::size_t>(roi.width);
   if (auto ok = reserve(l.full, job.device, full_pitch * static_cast<std::size_t>(roi.height));
       !ok) {
@@ -274,6 +302,8 @@ expected<std::optional<cv::Mat>> decode_on(nvjpeg_offload::lane& l, const decode
     out = reduced;
   }
   cv::Mat image(out.height, out.width, CV_8UC3);
+  // Into pageable memory: CUDA returns once the copy is done, so no failure below can leave
+  // a copy writing into a freed image.
   CONVEYOR_CUDA_TRY(job.device, cudaMemcpy2DAsync(image.data, image.step, out.data, out.pitch,
                                                   3 * static_cast<std::size_t>(out.width),
                                                   static_cast<std::size_t>(out.height),
@@ -284,10 +314,49 @@ expected<std::optional<cv::Mat>> decode_on(nvjpeg_offload::lane& l, const decode
   if (auto ok = l.done.synchronize(); !ok) {
     return std::move(ok).error();
   }
-  return std::optional<cv::Mat>(std::move(image));
+  return image;
 }
 
 }  // namespace
+
+expected<std::optional<cv::Mat>> nvjpeg_offload::decode_parsed(lane& l,
+                                                               const offload_request& request,
+                                                               const source_roi& roi) {
+  const auto& api = library_.api;
+  std::optional<error> failed;
+  for (std::size_t b = 0; b < backend_count_; ++b) {
+    auto& candidate = backends_[b];
+    if (!candidate.usable.load(std::memory_order_relaxed)) {
+      continue;
+    }
+    int unsupported = 1;
+    CONVEYOR_NVJPEG_TRY(
+        device_, api.DecoderJpegSupported(candidate.decoder, l.jpeg, l.params, &unsupported));
+    if (unsupported != 0) {  // nvJPEG's convention: 0 means it takes the JPEG
+      continue;
+    }
+    auto image =
+        decode_on(l, {api, handle_, device_, candidate.decoder, l.states[b]}, request, roi);
+    if (image) {
+      return std::optional<cv::Mat>(std::move(*image));
+    }
+    if (image.error().code() == errc::decode_error) {
+      return std::move(image).error();  // the JPEG's fault: the CPU's decode will say what
+    }
+    // It failed on a JPEG it said it takes: the next backend decodes this one and the rest.
+    if (candidate.usable.exchange(false)) {
+      log("decode")->warn(
+          "nvJPEG's {} backend on CUDA device {} failed ({}); it is not used "
+          "again",
+          candidate.name, device_, image.error().message());
+    }
+    failed = std::move(image).error();
+  }
+  if (failed) {
+    return std::move(*failed);
+  }
+  return std::optional<cv::Mat>{};  // no backend takes it (CMYK, ...): the CPU's
+}
 
 expected<std::optional<cv::Mat>> nvjpeg_offload::decode(const std::uint8_t* data, std::size_t size,
                                                         const offload_request& request) {
@@ -329,16 +398,7 @@ expected<std::optional<cv::Mat>> nvjpeg_offload::decode(const std::uint8_t* data
     CONVEYOR_NVJPEG_TRY(
         device_, api.DecodeParamsSetROI(l->params, roi->left, roi->top, roi->width, roi->height));
   }
-  auto decoder = pick_decoder(api, device_, {gpu_hybrid_, hybrid_}, l->jpeg, l->params);
-  if (!decoder) {
-    return std::move(decoder).error();
-  }
-  if (*decoder == nullptr) {
-    return std::optional<cv::Mat>{};  // a JPEG nvJPEG does not take (CMYK, ...): the CPU's
-  }
-  decode_job job{api, handle_, device_, *decoder,
-                 *decoder == gpu_hybrid_ ? l->gpu_hybrid_state : l->hybrid_state};
-  return decode_on(*l, job, request, *roi);
+  return decode_parsed(*l, request, *roi);
 }
 
 void install_jpeg_offload() {

@@ -3,14 +3,21 @@
 /// nvJPEG's decoupled API, loaded at run time (nvjpeg_library.hpp). A JPEG's region is decoded
 /// at full size (nvJPEG decodes only the MCUs the region covers), shrunk on the GPU by 2, 4 or 8
 /// where the CPU would have decoded at that DCT scale (box_reduce_kernel.hpp), and copied into a
-/// host image: the steps that follow see the size and region the CPU's decode would give. The
-/// Huffman decoding runs on the GPU (nvJPEG's GPU_HYBRID backend) where nvJPEG takes the JPEG
-/// so, else on the calling thread (HYBRID: progressive JPEGs, ...); a JPEG neither takes is
-/// declined. `lanes` JPEGs are decoded at once, each lane with its own nvJPEG state, buffers and
-/// CUDA stream; a caller that finds every lane busy is declined at once (the CPU decodes
-/// instead), never queued. Each lane keeps the device memory of the largest image it decoded
-/// (up to 3 x max_gpu_pixels bytes, twice where it reduced one) until the decoder is closed.
+/// host image: the steps that follow see the size and region the CPU's decode would give.
+///
+/// nvJPEG's backends are tried in order for each JPEG, the first that says it takes the JPEG
+/// with its region decoding it: HARDWARE (the A100's and H100's JPEG engines, baseline JPEGs),
+/// GPU_HYBRID (Huffman decoding on the GPU), HYBRID (Huffman on the calling thread:
+/// progressive JPEGs, ...). A backend this nvJPEG or GPU lacks is left out when the decoder
+/// opens; one that fails on a JPEG it said it takes (not the JPEG's fault) is logged and not
+/// used again; a JPEG none takes is declined. `lanes` JPEGs are decoded at once, each lane with
+/// its own nvJPEG states, buffers and CUDA stream; a caller that finds every lane busy is
+/// declined at once (the CPU decodes instead), never queued. Each lane keeps the device memory
+/// of the largest image it decoded (up to 3 x max_gpu_pixels bytes, twice where it reduced one)
+/// until the decoder is closed.
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -45,20 +52,34 @@ class nvjpeg_offload final : public jpeg_offload {
 
   int device() const noexcept { return device_; }
 
-  struct lane;  ///< one decode at a time: nvJPEG states, buffers, a stream (nvjpeg_offload.cpp)
+  struct lane;        ///< one decode at a time: states, buffers, a stream (nvjpeg_offload.cpp)
+  struct source_roi;  ///< the source pixels a request covers (nvjpeg_offload.cpp)
 
  private:
   nvjpeg_offload(const nvjpeg_library& library, int device);
-  expected<void> make(int lanes);
+  expected<void> make_backends();
+  expected<void> make_lanes(int lanes);
   std::unique_ptr<lane> take_lane();
   void give_back(std::unique_ptr<lane> l);
+  /// The lane's parsed JPEG (its parameters set) through the first backend that takes it.
+  expected<std::optional<cv::Mat>> decode_parsed(lane& l, const offload_request& request,
+                                                 const source_roi& roi);
+
+  /// One of nvJPEG's backends, as this decoder uses it.
+  struct backend {
+    int kind = 0;           ///< nvjpeg::backend
+    const char* name = "";  ///< "HARDWARE", for logs
+    nvjpeg::decoder_t decoder = nullptr;
+    std::atomic<bool> usable{true};  ///< false once it failed on a JPEG it said it takes
+  };
+  static constexpr std::size_t max_backends = 3;
 
   const nvjpeg_library& library_;
   int device_;
   int lanes_ = 0;
   nvjpeg::handle_t handle_ = nullptr;
-  nvjpeg::decoder_t gpu_hybrid_ = nullptr;  ///< Huffman on the GPU
-  nvjpeg::decoder_t hybrid_ = nullptr;      ///< Huffman on the calling thread
+  std::array<backend, max_backends> backends_;  ///< in the order they are tried
+  std::size_t backend_count_ = 0;
   std::mutex mutex_;
   std::vector<std::unique_ptr<lane>> idle_;
 };
