@@ -61,6 +61,11 @@ std::string describe_step(const decode_spec& spec) {
   if (!spec.scaled) {
     notes += std::string(notes.empty() ? "" : ", ") + "full size";
   }
+  if (spec.on != decode_device::cpu) {
+    notes += std::string(notes.empty() ? "" : ", ") + "on " + std::string(to_string(spec.on)) +
+             ": GPU " + std::to_string(spec.gpu) + ", " + std::to_string(spec.gpu_lanes) +
+             " lanes";
+  }
   std::string parts = spec.from.empty() && spec.to == image_field_name
                           ? ""
                           : " " + (spec.from.empty() ? "image" : spec.from) + " as " + spec.to;
