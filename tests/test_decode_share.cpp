@@ -1,7 +1,7 @@
 // How the CPU and the GPU share a decode step's JPEGs (core/transforms/decode_share.hpp): each
 // size group tries both, then sends its images to the one measured faster for that size, with
-// one in explore_every to the other; a change of rates moves the share; failures in a row end
-// the GPU's share. Measurements are injected: nothing here is timed.
+// one in explore_every to the other; a change of rates moves the share; declines turn a group
+// to the CPU, busy lanes do not; failures in a row end the GPU's share. Measurements are injected: nothing here is timed.
 #include <gtest/gtest.h>
 
 #include "core/transforms/decode_share.hpp"
@@ -62,6 +62,16 @@ TEST(DecodeShare, AGpuThatSlowsDownLosesItsShare) {
   // back within the explorations that measure it.
   run(share, large, 400, 40'000'000, 100'000'000);
   EXPECT_LT(run(share, large, 320, 40'000'000, 100'000'000), 12);
+}
+
+TEST(DecodeShare, BusyLanesAreCountedNotMeasured) {
+  decode_share share;
+  run(share, large, 6, 40'000'000, 2'000'000);  // the first tries: the GPU is faster
+  for (int i = 0; i < 100; ++i) {
+    share.gpu_busy();  // threads outnumber lanes: the CPU took these
+  }
+  EXPECT_EQ(run(share, large, 320, 40'000'000, 2'000'000), 310);  // still the GPU's group
+  EXPECT_EQ(share.totals().gpu_busy, 100);
 }
 
 TEST(DecodeShare, FailuresInARowEndTheGpusShareAndDeclinesDoNot) {

@@ -27,39 +27,44 @@
 namespace conveyor {
 namespace {
 
-enum class answer { decode, decline, fail };
+enum class answer { decode, busy, decline, fail };
 
-/// The GPU's stand-in: decodes what it is asked on the CPU, or declines, or fails; counts.
+/// The GPU's stand-in: decodes what it is asked on the CPU, or is busy, declines, fails; counts.
 class cpu_offload final : public jpeg_offload {
  public:
   explicit cpu_offload(answer a, errc failure = errc::device_error)
       : answer_(a), failure_(failure) {}
 
-  expected<std::optional<cv::Mat>> decode(const std::uint8_t* data, std::size_t size,
-                                          const offload_request& r) override {
+  expected<offload_result> decode(const std::uint8_t* data, std::size_t size,
+                                  const offload_request& r) override {
     ++calls;
     {
       std::lock_guard lock(mutex);
       requests.push_back(r);
     }
-    if (answer_ == answer::decline) {
-      return std::optional<cv::Mat>{};
-    }
-    if (answer_ == answer::fail) {
-      return error{failure_, "CUDA device 0: an injected failure"};
+    switch (answer_) {
+      case answer::busy:
+        return offload_result{offload_result::outcome::busy, {}};
+      case answer::decline:
+        return offload_result{};
+      case answer::fail:
+        return error{failure_, "CUDA device 0: an injected failure"};
+      case answer::decode:
+        break;
     }
     decode_options o;
     o.scale_denom = r.reduce;
     auto region = decode_jpeg_region(data, size, o, r.region);
     if (region && *region) {
-      return std::optional<cv::Mat>(std::move(**region));
+      return offload_result{offload_result::outcome::decoded, std::move(**region)};
     }
     auto whole = decode_image(data, size, o);  // a progressive JPEG: the region of the whole
     if (!whole) {
       return std::move(whole).error();
     }
     const auto& g = r.region;
-    return std::optional<cv::Mat>((*whole)(cv::Rect(g.left, g.top, g.width, g.height)).clone());
+    return offload_result{offload_result::outcome::decoded,
+                          (*whole)(cv::Rect(g.left, g.top, g.width, g.height)).clone()};
   }
   std::string describe() const override { return "the CPU standing in for a GPU"; }
 
@@ -130,7 +135,7 @@ std::vector<std::vector<std::uint8_t>> jpegs() {
 void expect_same_as_cpu(const std::vector<transform_spec>& after, bool scaled) {
   auto on_cpu = chain_of(decode_device::cpu, after, scaled);
   auto on_gpu = chain_of(decode_device::gpu, after, scaled);
-  auto files = jpegs();
+  auto files = jpegs();  // strict, as decode.strict is by default: every request says so
   for (std::size_t i = 0; i < files.size(); ++i) {
     EXPECT_EQ(output(on_gpu, files[i], i), output(on_cpu, files[i], i)) << "jpeg " << i;
   }
@@ -180,6 +185,14 @@ TEST(OffloadedDecode, WhatTheGpuDeclinesTheCpuDecodes) {
   installed scope(offload);
   expect_same_as_cpu({crop(224)}, true);
   EXPECT_GT(offload->calls.load(), 0);
+}
+
+TEST(OffloadedDecode, WhatFindsEveryLaneBusyTheCpuDecodesAndTheGpuIsStillAskedFirst) {
+  auto offload = std::make_shared<cpu_offload>(answer::busy);
+  installed scope(offload);
+  expect_same_as_cpu({crop(224)}, true);
+  // Busy lanes are no measurement: no group turned to the CPU for them.
+  EXPECT_EQ(offload->calls.load(), static_cast<int>(jpegs().size()));
 }
 
 TEST(OffloadedDecode, WhatTheGpuFailsOnTheCpuDecodes) {

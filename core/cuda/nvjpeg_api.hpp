@@ -34,6 +34,10 @@ enum backend : int { backend_default = 0, hybrid = 1, gpu_hybrid = 2, hardware =
 /// nvjpegOutputFormat_t: interleaved RGB in channel[0].
 enum output_format : int { rgbi = 5 };
 
+/// NVJPEG_FLAGS_BITSTREAM_STRICT: a JPEG that breaks the standard is an error, not decoded
+/// with what is missing filled in.
+constexpr unsigned flag_bitstream_strict = 1U << 2;
+
 /// nvjpegImage_t.
 struct image {
   unsigned char* channel[4];
@@ -76,6 +80,7 @@ struct api {
   int (*JpegStreamParse)(handle_t handle, const unsigned char* data, std::size_t length,
                          int save_metadata, int save_stream, jpeg_stream_t stream);
   int (*JpegStreamGetFrameDimensions)(jpeg_stream_t stream, unsigned* width, unsigned* height);
+  int (*JpegStreamGetComponentsNum)(jpeg_stream_t stream, unsigned* components);
   int (*DecodeParamsCreate)(handle_t handle, params_t* params);
   int (*DecodeParamsDestroy)(params_t params);
   int (*DecodeParamsSetOutputFormat)(params_t params, int format);

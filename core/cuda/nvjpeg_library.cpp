@@ -67,6 +67,7 @@ expected<nvjpeg_library> bind_all(void* handle, const std::string& path) {
   CONVEYOR_NVJPEG_BIND(JpegStreamDestroy)
   CONVEYOR_NVJPEG_BIND(JpegStreamParse)
   CONVEYOR_NVJPEG_BIND(JpegStreamGetFrameDimensions)
+  CONVEYOR_NVJPEG_BIND(JpegStreamGetComponentsNum)
   CONVEYOR_NVJPEG_BIND(DecodeParamsCreate)
   CONVEYOR_NVJPEG_BIND(DecodeParamsDestroy)
   CONVEYOR_NVJPEG_BIND(DecodeParamsSetOutputFormat)
@@ -109,16 +110,20 @@ expected<nvjpeg_library> load_nvjpeg_from(const std::vector<std::string>& candid
   std::string tried;
   std::string last_word;
   for (const auto& path : candidates) {
+    tried += (tried.empty() ? "" : ", ") + path;
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
       const char* why = dlerror();
       last_word = why != nullptr ? why : "not loaded";
-      tried += (tried.empty() ? "" : ", ") + path;
       continue;
     }
-    return bind_all(handle, path);  // kept loaded: the process may use it until it ends
+    auto bound = bind_all(handle, path);  // kept loaded either way: never unloaded
+    if (bound) {
+      return bound;
+    }
+    last_word = bound.error().message();  // not an nvJPEG this code can use: the next file
   }
-  return error{errc::not_found, "nvJPEG not found (tried " + tried + "; last: " + last_word +
+  return error{errc::not_found, "no usable nvJPEG (tried " + tried + "; last: " + last_word +
                                     "); set CONVEYOR_NVJPEG to the path of libnvjpeg.so"};
 }
 

@@ -25,13 +25,12 @@ struct nvjpeg_library {
 std::vector<std::string> nvjpeg_candidates();
 
 /// The first of `candidates` that loads and has every entry point (a file loaded is never
-/// unloaded). Errors as load_nvjpeg's. Thread-safe; each call loads anew.
+/// unloaded). errc::not_found naming every file tried and the last reason (the loader's, or
+/// the entry point a file lacked) when none does. Thread-safe; each call loads anew.
 expected<nvjpeg_library> load_nvjpeg_from(const std::vector<std::string>& candidates);
 
 /// The process's nvJPEG (load_nvjpeg_from(nvjpeg_candidates())), loaded on the first call (and
-/// kept: never unloaded). errc::not_found naming every file tried and the loader's last word when
-/// none loads; errc::io_error naming the file and the entry point when one lacks an entry point.
-/// The outcome of the first call is every later call's. Thread-safe.
+/// kept: never unloaded). The outcome of the first call is every later call's. Thread-safe.
 expected<const nvjpeg_library*> load_nvjpeg();
 
 }  // namespace conveyor::cuda

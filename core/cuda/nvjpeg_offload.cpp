@@ -1,6 +1,7 @@
 #include "core/cuda/nvjpeg_offload.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <utility>
 
@@ -39,13 +40,14 @@ error nvjpeg_failure(int status, const char* call, int device) {
     }                                                           \
   } while (false)
 
-/// A device buffer of at least `bytes`, grown (never shrunk) as images need.
-expected<void> reserve(device_buffer& buffer, int device, std::size_t bytes) {
+/// A buffer (device or pinned) of at least `bytes`, grown (never shrunk) as images need.
+template <class Buffer>
+expected<void> reserve(Buffer& buffer, int device, std::size_t bytes) {
   if (buffer.size() >= bytes) {
     return {};
   }
-  buffer = device_buffer();  // the old one first: both need not fit at once
-  auto grown = device_buffer::allocate(device, bytes);
+  buffer = Buffer();  // the old one first: both need not fit at once
+  auto grown = Buffer::allocate(device, bytes);
   if (!grown) {
     return std::move(grown).error();
   }
@@ -116,6 +118,7 @@ struct nvjpeg_offload::lane {
   cuda_event done;
   device_buffer full;
   device_buffer reduced;
+  pinned_buffer staging;  ///< the pixels on their way out, read into the host image
 
   lane() = default;
   lane(const lane&) = delete;
@@ -181,10 +184,27 @@ expected<std::shared_ptr<nvjpeg_offload>> nvjpeg_offload::open(int device, int l
   return offload;
 }
 
+expected<void> nvjpeg_offload::make_handle() {
+  // A handle made for HARDWARE serves the other backends too; without the JPEG engines
+  // (ARCH_MISMATCH) the default handle. Strict where this nvJPEG takes the flag.
+  int status = nvjpeg::success;
+  for (int kind : {int{nvjpeg::hardware}, int{nvjpeg::backend_default}}) {
+    for (unsigned flags : {nvjpeg::flag_bitstream_strict, 0U}) {
+      status = library_.api.CreateEx(kind, nullptr, nullptr, flags, &handle_);
+      if (status == nvjpeg::success) {
+        strict_ = flags != 0;
+        return {};
+      }
+    }
+  }
+  return nvjpeg_failure(status, "nvjpegCreateEx", device_);
+}
+
 expected<void> nvjpeg_offload::make_backends() {
   const auto& api = library_.api;
-  CONVEYOR_NVJPEG_TRY(device_,
-                      api.CreateEx(nvjpeg::backend_default, nullptr, nullptr, 0, &handle_));
+  if (auto ok = make_handle(); !ok) {
+    return ok;
+  }
   std::string missing;
   for (const auto& b : backend_order) {
     nvjpeg::decoder_t decoder = nullptr;
@@ -262,119 +282,157 @@ std::string nvjpeg_offload::describe() const {
 
 namespace {
 
-/// What one decode works with.
-struct decode_job {
-  const nvjpeg::api& api;
-  nvjpeg::handle_t handle;
-  int device;
-  nvjpeg::decoder_t decoder;
-  nvjpeg::state_t state;
-};
-
-/// Decodes the lane's parsed JPEG (its parameters set) into the host image the request asks
-/// for: full size into lane.full, reduced into lane.reduced, then copied out; returns once the
-/// pixels are in host memory (the calling thread sleeps on the lane's event).
-expected<cv::Mat> decode_on(nvjpeg_offload::lane& l, const decode_job& job,
-                            const offload_request& request, const nvjpeg_offload::source_roi& roi) {
-  const std::size_t full_pitch = 3 * static_cast<std::size_t>(roi.width);
-  if (auto ok = reserve(l.full, job.device, full_pitch * static_cast<std::size_t>(roi.height));
-      !ok) {
-    return std::move(ok).error();
-  }
-  nvjpeg::image destination{};
-  destination.channel[0] = l.full.data();
-  destination.pitch[0] = full_pitch;
-  CONVEYOR_NVJPEG_TRY(job.device, job.api.DecodeJpeg(job.handle, job.decoder, job.state, l.jpeg,
-                                                     &destination, l.params, l.stream.get()));
-  device_rgb out{l.full.data(), roi.width, roi.height, full_pitch};
+/// The device pixels a decode left, shrunk by the request's factor and copied into a host
+/// image through the lane's pinned staging buffer (reserved by the caller); the calling thread
+/// sleeps on the lane's event meanwhile. `full` is the decoded region, in lane.full.
+expected<cv::Mat> finish(nvjpeg_offload::lane& l, int device, const offload_request& request,
+                         device_rgb full) {
+  device_rgb out = full;
   if (request.reduce > 1) {
     const auto& g = request.region;
-    device_rgb reduced{nullptr, g.width, g.height, 3 * static_cast<std::size_t>(g.width)};
-    if (auto ok =
-            reserve(l.reduced, job.device, reduced.pitch * static_cast<std::size_t>(g.height));
-        !ok) {
+    out = {l.reduced.data(), g.width, g.height, 3 * static_cast<std::size_t>(g.width)};
+    if (auto ok = launch_box_reduce(full, out, request.reduce, l.stream); !ok) {
       return std::move(ok).error();
     }
-    reduced.data = l.reduced.data();
-    if (auto ok = launch_box_reduce(out, reduced, request.reduce, l.stream); !ok) {
-      return std::move(ok).error();
-    }
-    out = reduced;
   }
-  cv::Mat image(out.height, out.width, CV_8UC3);
-  // Into pageable memory: CUDA returns once the copy is done, so no failure below can leave
-  // a copy writing into a freed image.
-  CONVEYOR_CUDA_TRY(job.device, cudaMemcpy2DAsync(image.data, image.step, out.data, out.pitch,
-                                                  3 * static_cast<std::size_t>(out.width),
-                                                  static_cast<std::size_t>(out.height),
-                                                  cudaMemcpyDeviceToHost, l.stream.get()));
+  const std::size_t row = 3 * static_cast<std::size_t>(out.width);
+  CONVEYOR_CUDA_TRY(device, cudaMemcpy2DAsync(l.staging.data(), row, out.data, out.pitch, row,
+                                              static_cast<std::size_t>(out.height),
+                                              cudaMemcpyDeviceToHost, l.stream.get()));
   if (auto ok = l.done.record(l.stream); !ok) {
     return std::move(ok).error();
   }
   if (auto ok = l.done.synchronize(); !ok) {
     return std::move(ok).error();
   }
+  cv::Mat image(out.height, out.width, CV_8UC3);
+  for (int y = 0; y < out.height; ++y) {
+    std::memcpy(image.ptr(y), l.staging.data() + static_cast<std::size_t>(y) * row, row);
+  }
   return image;
 }
 
+/// The buffers a decode of `roi` needs in `l`, reserved before any backend is tried (a lack
+/// of memory is no backend's fault).
+expected<void> reserve_for(nvjpeg_offload::lane& l, int device, const offload_request& request,
+                           const nvjpeg_offload::source_roi& roi) {
+  const auto full_bytes = 3 * static_cast<std::size_t>(roi.width) * roi.height;
+  const auto& g = request.region;
+  const auto out_bytes = 3 * static_cast<std::size_t>(g.width) * g.height;
+  if (auto ok = reserve(l.full, device, full_bytes); !ok) {
+    return ok;
+  }
+  if (request.reduce > 1) {
+    if (auto ok = reserve(l.reduced, device, out_bytes); !ok) {
+      return ok;
+    }
+  }
+  return reserve(l.staging, device, out_bytes);
+}
+
+/// What to make of a status of nvjpegDecodeJpeg from one backend.
+enum class verdict : std::uint8_t {
+  jpegs_fault,   ///< damaged or truncated: the CPU decodes it and says what is wrong
+  next_backend,  ///< this backend does not take this JPEG after all: the next one may
+  no_memory,     ///< the device's memory, not the backend: an error, no blame
+  backends_fault,
+};
+
+verdict judge(int status) {
+  switch (status) {
+    case nvjpeg::bad_jpeg:
+    case nvjpeg::incomplete_bitstream:
+      return verdict::jpegs_fault;
+    case nvjpeg::jpeg_not_supported:
+    case nvjpeg::implementation_not_supported:
+      return verdict::next_backend;
+    case nvjpeg::allocator_failure:
+      return verdict::no_memory;
+    default:
+      return verdict::backends_fault;
+  }
+}
+
+constexpr int backend_failures_allowed = 3;
+
 }  // namespace
 
-expected<std::optional<cv::Mat>> nvjpeg_offload::decode_parsed(lane& l,
-                                                               const offload_request& request,
-                                                               const source_roi& roi) {
+expected<offload_result> nvjpeg_offload::decode_parsed(lane& l, const offload_request& request,
+                                                       const source_roi& roi) {
   const auto& api = library_.api;
   std::optional<error> failed;
   for (std::size_t b = 0; b < backend_count_; ++b) {
     auto& candidate = backends_[b];
-    if (!candidate.usable.load(std::memory_order_relaxed)) {
-      continue;
+    if (!candidate.usable.load(std::memory_order_relaxed) ||
+        (candidate.kind == nvjpeg::hardware && !roi.whole)) {
+      continue;  // nvJPEG decodes no region on the JPEG engines
     }
     int unsupported = 1;
-    CONVEYOR_NVJPEG_TRY(
-        device_, api.DecoderJpegSupported(candidate.decoder, l.jpeg, l.params, &unsupported));
-    if (unsupported != 0) {  // nvJPEG's convention: 0 means it takes the JPEG
+    if (api.DecoderJpegSupported(candidate.decoder, l.jpeg, l.params, &unsupported) !=
+            nvjpeg::success ||
+        unsupported != 0) {  // nvJPEG's convention: 0 means it takes the JPEG
       continue;
     }
-    auto image =
-        decode_on(l, {api, handle_, device_, candidate.decoder, l.states[b]}, request, roi);
-    if (image) {
-      return std::optional<cv::Mat>(std::move(*image));
+    nvjpeg::image destination{};
+    destination.channel[0] = l.full.data();
+    destination.pitch[0] = 3 * static_cast<std::size_t>(roi.width);
+    const int status = api.DecodeJpeg(handle_, candidate.decoder, l.states[b], l.jpeg, &destination,
+                                      l.params, l.stream.get());
+    if (status == nvjpeg::success) {
+      candidate.failures_in_a_row.store(0, std::memory_order_relaxed);
+      auto image =
+          finish(l, device_, request, {l.full.data(), roi.width, roi.height, destination.pitch[0]});
+      if (!image) {
+        return std::move(image).error();  // the kernel or the copy: the device's, no backend's
+      }
+      return offload_result{offload_result::outcome::decoded, std::move(*image)};
     }
-    if (image.error().code() == errc::decode_error) {
-      return std::move(image).error();  // the JPEG's fault: the CPU's decode will say what
+    auto e = nvjpeg_failure(status, "nvjpegDecodeJpeg", device_);
+    switch (judge(status)) {
+      case verdict::jpegs_fault:
+      case verdict::no_memory:
+        return e;
+      case verdict::next_backend:
+        continue;
+      case verdict::backends_fault:
+        break;
     }
-    // It failed on a JPEG it said it takes: the next backend decodes this one and the rest.
-    if (candidate.usable.exchange(false)) {
+    if (candidate.failures_in_a_row.fetch_add(1) + 1 >= backend_failures_allowed &&
+        candidate.usable.exchange(false)) {
       log("decode")->warn(
-          "nvJPEG's {} backend on CUDA device {} failed ({}); it is not used "
-          "again",
-          candidate.name, device_, image.error().message());
+          "nvJPEG's {} backend on CUDA device {} failed {} times in a row, the "
+          "last: {}; it is not used again",
+          candidate.name, device_, backend_failures_allowed, e.message());
     }
-    failed = std::move(image).error();
+    failed = std::move(e);
   }
   if (failed) {
     return std::move(*failed);
   }
-  return std::optional<cv::Mat>{};  // no backend takes it (CMYK, ...): the CPU's
+  return offload_result{};  // no backend takes it: the CPU's
 }
 
-expected<std::optional<cv::Mat>> nvjpeg_offload::decode(const std::uint8_t* data, std::size_t size,
-                                                        const offload_request& request) {
+expected<offload_result> nvjpeg_offload::decode(const std::uint8_t* data, std::size_t size,
+                                                const offload_request& request) {
   auto roi = roi_of(request);
   if (!roi) {
     return std::move(roi).error();
   }
-  if (std::int64_t{roi->width} * roi->height > max_gpu_pixels) {
-    return std::optional<cv::Mat>{};  // a lane would hold too much of the trainer's memory
+  if (std::int64_t{roi->width} * roi->height > max_gpu_pixels || (request.strict && !strict_)) {
+    return offload_result{};  // too much of the trainer's memory; damage it could not tell
   }
   auto l = take_lane();
   if (!l) {
-    return std::optional<cv::Mat>{};  // every lane busy: the CPU takes it
+    return offload_result{offload_result::outcome::busy, {}};  // the CPU takes it at once
   }
+  // The lane goes back with its stream idle, whatever failed with work queued on it.
   struct returner {
     nvjpeg_offload* self;
     std::unique_ptr<lane>& l;
-    ~returner() { self->give_back(std::move(l)); }
+    ~returner() {
+      (void)l->stream.synchronize();
+      self->give_back(std::move(l));
+    }
   } back{this, l};
   auto guard = device_guard::enter(device_);
   if (!guard) {
@@ -384,7 +442,9 @@ expected<std::optional<cv::Mat>> nvjpeg_offload::decode(const std::uint8_t* data
   CONVEYOR_NVJPEG_TRY(device_, api.JpegStreamParse(handle_, data, size, 0, 0, l->jpeg));
   unsigned width = 0;
   unsigned height = 0;
+  unsigned components = 0;
   CONVEYOR_NVJPEG_TRY(device_, api.JpegStreamGetFrameDimensions(l->jpeg, &width, &height));
+  CONVEYOR_NVJPEG_TRY(device_, api.JpegStreamGetComponentsNum(l->jpeg, &components));
   if (width != static_cast<unsigned>(request.width) ||
       height != static_cast<unsigned>(request.height)) {
     return error{errc::decode_error, "nvJPEG reads the JPEG as " + std::to_string(width) + "x" +
@@ -392,11 +452,17 @@ expected<std::optional<cv::Mat>> nvjpeg_offload::decode(const std::uint8_t* data
                                          std::to_string(request.width) + "x" +
                                          std::to_string(request.height)};
   }
+  if (components != 1 && components != 3) {
+    return offload_result{};  // CMYK, YCCK: the CPU converts them as it always has
+  }
   if (roi->whole) {
     CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsSetROI(l->params, 0, 0, -1, -1));
   } else {
     CONVEYOR_NVJPEG_TRY(
         device_, api.DecodeParamsSetROI(l->params, roi->left, roi->top, roi->width, roi->height));
+  }
+  if (auto ok = reserve_for(*l, device_, request, *roi); !ok) {
+    return std::move(ok).error();
   }
   return decode_parsed(*l, request, *roi);
 }

@@ -6,15 +6,20 @@
 /// host image: the steps that follow see the size and region the CPU's decode would give.
 ///
 /// nvJPEG's backends are tried in order for each JPEG, the first that says it takes the JPEG
-/// with its region decoding it: HARDWARE (the A100's and H100's JPEG engines, baseline JPEGs),
-/// GPU_HYBRID (Huffman decoding on the GPU), HYBRID (Huffman on the calling thread:
-/// progressive JPEGs, ...). A backend this nvJPEG or GPU lacks is left out when the decoder
-/// opens; one that fails on a JPEG it said it takes (not the JPEG's fault) is logged and not
-/// used again; a JPEG none takes is declined. `lanes` JPEGs are decoded at once, each lane with
-/// its own nvJPEG states, buffers and CUDA stream; a caller that finds every lane busy is
-/// declined at once (the CPU decodes instead), never queued. Each lane keeps the device memory
-/// of the largest image it decoded (up to 3 x max_gpu_pixels bytes, twice where it reduced one)
-/// until the decoder is closed.
+/// decoding it: HARDWARE (the A100's and H100's JPEG engines; whole images only, nvJPEG decodes
+/// no region there), GPU_HYBRID (Huffman decoding on the GPU), HYBRID (Huffman on the calling
+/// thread: progressive JPEGs, ...). The library handle is made for HARDWARE where the GPU has
+/// the engines, else the default, and with NVJPEG_FLAGS_BITSTREAM_STRICT where nvJPEG takes it
+/// (without it, strict requests are declined). A backend this nvJPEG or GPU lacks is left out
+/// when the decoder opens; one that reports "not supported" for a JPEG passes it to the next;
+/// one that fails 3 times in a row on JPEGs it said it takes (not the JPEG's fault, not memory)
+/// is logged and not used again. A JPEG none takes, and one of other than 1 or 3 components
+/// (CMYK), is declined. `lanes` JPEGs are decoded at once, each lane with its own nvJPEG states,
+/// buffers and CUDA stream; a caller that finds every lane busy is answered `busy` at once,
+/// never queued; a caller waits for its pixels asleep (a blocking-sync event), not spinning.
+/// Each lane keeps the device and pinned memory of the largest image it decoded (up to 3 x
+/// max_gpu_pixels bytes of device memory for the decode, more for the reduced copy and for
+/// nvJPEG's own buffers, which grow alike) until the decoder is closed.
 
 #include <array>
 #include <atomic>
@@ -46,8 +51,8 @@ class nvjpeg_offload final : public jpeg_offload {
 
   /// Thread-safe (see jpeg_offload). Makes the device current on the calling thread for the
   /// call, and restores what was current.
-  expected<std::optional<cv::Mat>> decode(const std::uint8_t* data, std::size_t size,
-                                          const offload_request& request) override;
+  expected<offload_result> decode(const std::uint8_t* data, std::size_t size,
+                                  const offload_request& request) override;
   std::string describe() const override;
 
   int device() const noexcept { return device_; }
@@ -57,20 +62,23 @@ class nvjpeg_offload final : public jpeg_offload {
 
  private:
   nvjpeg_offload(const nvjpeg_library& library, int device);
+  expected<void> make_handle();
   expected<void> make_backends();
   expected<void> make_lanes(int lanes);
   std::unique_ptr<lane> take_lane();
   void give_back(std::unique_ptr<lane> l);
-  /// The lane's parsed JPEG (its parameters set) through the first backend that takes it.
-  expected<std::optional<cv::Mat>> decode_parsed(lane& l, const offload_request& request,
-                                                 const source_roi& roi);
+  /// The lane's parsed JPEG (its parameters set, its buffers reserved) through the first
+  /// backend that takes it.
+  expected<offload_result> decode_parsed(lane& l, const offload_request& request,
+                                         const source_roi& roi);
 
   /// One of nvJPEG's backends, as this decoder uses it.
   struct backend {
     int kind = 0;           ///< nvjpeg::backend
     const char* name = "";  ///< "HARDWARE", for logs
     nvjpeg::decoder_t decoder = nullptr;
-    std::atomic<bool> usable{true};  ///< false once it failed on a JPEG it said it takes
+    std::atomic<bool> usable{true};  ///< false once it failed too often on JPEGs it takes
+    std::atomic<int> failures_in_a_row{0};
   };
   static constexpr std::size_t max_backends = 3;
 
@@ -78,6 +86,7 @@ class nvjpeg_offload final : public jpeg_offload {
   int device_;
   int lanes_ = 0;
   nvjpeg::handle_t handle_ = nullptr;
+  bool strict_ = false;  ///< the handle checks the bitstream (NVJPEG_FLAGS_BITSTREAM_STRICT)
   std::array<backend, max_backends> backends_;  ///< in the order they are tried
   std::size_t backend_count_ = 0;
   std::mutex mutex_;

@@ -89,6 +89,11 @@ bool decode_share::gpu_missed(std::int64_t pixels, bool failed) {
   return true;
 }
 
+void decode_share::gpu_busy() {
+  std::lock_guard lock(mutex_);
+  ++totals_.gpu_busy;
+}
+
 decode_share::figures decode_share::totals() const {
   std::lock_guard lock(mutex_);
   return totals_;

@@ -30,7 +30,8 @@ class decode_share {
   struct figures {
     std::int64_t cpu_images = 0;
     std::int64_t gpu_images = 0;
-    std::int64_t gpu_declined = 0;  ///< the GPU was busy or does not take the JPEG: the CPU did
+    std::int64_t gpu_busy = 0;      ///< every lane of the GPU was busy: the CPU decoded it
+    std::int64_t gpu_declined = 0;  ///< the GPU does not take the JPEG: the CPU decoded it
     std::int64_t gpu_failed = 0;    ///< the GPU failed on it: the CPU did
     bool gpu_given_up = false;
   };
@@ -47,11 +48,17 @@ class decode_share {
 
   /// The GPU declined or failed an image of `pixels` that choose() gave it; the CPU decodes it
   /// (and records that). A miss counts in its group as a GPU decode that took twice the CPU's
-  /// time (0.1 s before the CPU has one), so that a group whose JPEGs the GPU does not take,
-  /// or takes with every lane busy, turns to the CPU until an exploration finds otherwise.
-  /// `failed`: the device failed, not a decline (lanes busy, a JPEG it does not read); returns
-  /// true when this failure made it give the GPU up. Thread-safe.
+  /// time (0.1 s before the CPU has one), so that a group whose JPEGs the GPU does not take
+  /// turns to the CPU until an exploration finds otherwise. `failed`: the device failed, not a
+  /// decline (a JPEG it does not read); returns true when this failure made it give the GPU up.
+  /// Thread-safe.
   bool gpu_missed(std::int64_t pixels, bool failed);
+
+  /// Every lane of the GPU was busy with an image choose() gave it; the CPU decodes it. Not a
+  /// measurement: the GPU takes what its lanes can, the CPU the rest, whatever the GPU's speed
+  /// (counting it as a slow decode would turn a group the GPU is faster for to the CPU whenever
+  /// threads outnumber lanes). Thread-safe.
+  void gpu_busy();
 
   figures totals() const;
   int give_up_after() const noexcept { return options_.give_up_after; }

@@ -144,6 +144,7 @@ class decode_step final : public transform_step {
     }
     offload_request request;
     request.reduce = options.scale_denom;
+    request.strict = options.strict;
     if (plan) {
       request.width = plan->source.width;
       request.height = plan->source.height;

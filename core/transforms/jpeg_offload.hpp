@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include <opencv2/core/mat.hpp>
@@ -26,6 +25,20 @@ struct offload_request {
   int height = 0;
   image_region region;
   int reduce = 1;  ///< 1, 2, 4 or 8
+  /// decode.strict: a JPEG that breaks the standard (truncated, ...) is an error, not an image
+  /// with what is missing filled in; a decoder that cannot tell declines strict requests.
+  bool strict = true;
+};
+
+/// What a decoder answers when it does not fail.
+struct offload_result {
+  enum class outcome : std::uint8_t {
+    decoded,   ///< `image` holds the requested region, HWC uint8 RGB of the region's size
+    busy,      ///< every lane was busy: the caller decodes it (nothing is queued)
+    declined,  ///< a JPEG it does not take (CMYK, too large, none of its backends reads it)
+  };
+  outcome what = outcome::declined;
+  cv::Mat image;
 };
 
 /// Thread-safe: every preprocessor thread calls decode() at once.
@@ -33,15 +46,14 @@ class jpeg_offload {
  public:
   virtual ~jpeg_offload() = default;
 
-  /// The requested region as HWC uint8 RGB, region's size. nullopt: declined, the caller
-  /// decodes it (every lane busy, a JPEG this decoder does not take: progressive where its
-  /// decoders cannot, CMYK, another scale, too large). An error: it failed on this JPEG, and
-  /// the caller decodes it on the CPU, which names what is wrong with it, if anything:
-  /// errc::decode_error where the JPEG is the cause (damaged, unsupported),
-  /// errc::invalid_argument for a request outside the image, anything else (device_error) where
-  /// the device is. Blocks the caller until the pixels are in host memory.
-  virtual expected<std::optional<cv::Mat>> decode(const std::uint8_t* data, std::size_t size,
-                                                  const offload_request& request) = 0;
+  /// The requested region, or why the caller must decode it. An error: it failed on this
+  /// JPEG, and the caller decodes it on the CPU, which names what is wrong with it, if
+  /// anything: errc::decode_error where the JPEG is the cause (damaged, truncated under
+  /// `strict`), errc::invalid_argument for a request outside the image, anything else
+  /// (device_error, io_error) where the device is. Blocks the caller until the pixels are in
+  /// host memory.
+  virtual expected<offload_result> decode(const std::uint8_t* data, std::size_t size,
+                                          const offload_request& request) = 0;
 
   /// For logs: "nvJPEG 13.0.1 on CUDA device 0 (4 lanes)".
   virtual std::string describe() const = 0;

@@ -40,9 +40,9 @@ offloaded_decode::~offloaded_decode() {
   }
   try {
     log("decode")->info(
-        "decode: {} JPEGs on {}, {} on the CPU; {} declined by the GPU, {} failed "
-        "there{}",
-        t.gpu_images, offload_->describe(), t.cpu_images, t.gpu_declined, t.gpu_failed,
+        "decode: {} JPEGs on {}, {} on the CPU; of these the GPU found every "
+        "lane busy for {}, declined {}, failed on {}{}",
+        t.gpu_images, offload_->describe(), t.cpu_images, t.gpu_busy, t.gpu_declined, t.gpu_failed,
         t.gpu_given_up ? " (it was given up)" : "");
   } catch (...) {  // NOLINT(bugprone-empty-catch): a failed log line must not end the process
   }
@@ -62,19 +62,28 @@ std::optional<cv::Mat> offloaded_decode::try_gpu(const std::uint8_t* data, std::
     return std::nullopt;
   }
   auto start = now_ns();
-  auto image = offload_->decode(data, size, request);
-  if (image && *image) {
-    share_.record(decode_share::decoder::gpu, pixels, now_ns() - start);
-    return std::move(**image);
+  auto answer = offload_->decode(data, size, request);
+  if (!answer) {
+    // A JPEG the GPU's decoder will not read (damaged, outside the request) is the CPU's, as a
+    // declined one is: only the device's own failures count towards giving it up.
+    const errc code = answer.error().code();
+    if (code == errc::decode_error || code == errc::invalid_argument) {
+      share_.gpu_missed(pixels, false);
+    } else {
+      note_failure(answer.error(), pixels, sample_id);
+    }
+    return std::nullopt;
   }
-  // A JPEG the GPU's decoder will not read (CMYK, damaged, too large) is the CPU's, as a busy
-  // decoder's is: only the device's own failures count towards giving it up.
-  const bool device_failed = !image && image.error().code() != errc::decode_error &&
-                             image.error().code() != errc::invalid_argument;
-  if (device_failed) {
-    note_failure(image.error(), pixels, sample_id);
-  } else {
-    share_.gpu_missed(pixels, false);
+  switch (answer->what) {
+    case offload_result::outcome::decoded:
+      share_.record(decode_share::decoder::gpu, pixels, now_ns() - start);
+      return std::move(answer->image);
+    case offload_result::outcome::busy:
+      share_.gpu_busy();
+      break;
+    case offload_result::outcome::declined:
+      share_.gpu_missed(pixels, false);
+      break;
   }
   return std::nullopt;
 }

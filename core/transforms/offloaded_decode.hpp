@@ -30,7 +30,8 @@ class offloaded_decode {
 
   offloaded_decode(std::shared_ptr<jpeg_offload> offload, decode_share::options share);
   /// Logs how the JPEGs were shared, where there were any: "decode: 812 JPEGs on nvJPEG ...,
-  /// 5188 on the CPU; 40 declined, 0 failed".
+  /// 5188 on the CPU; of these the GPU found every lane busy for 3100, declined 40, failed on
+  /// 0".
   ~offloaded_decode();
   offloaded_decode(const offloaded_decode&) = delete;
   offloaded_decode& operator=(const offloaded_decode&) = delete;
