@@ -5,7 +5,6 @@
 #include "api/create_pipeline.hpp"
 #include "api/gpu_decoding.hpp"
 #include "api/resolve_topology.hpp"
-#include "config/load_topology.hpp"
 #include "core/base/log.hpp"
 #include "core/batching/delivery_tracker.hpp"
 #include "core/delivery/host_batch.hpp"
@@ -77,25 +76,9 @@ pipeline::~pipeline() {
   shutdown();
 }
 
-namespace {
-
-// The topology, loaded once the GPU's JPEG decoder can be found (its validation opens it).
-expected<topology> load_with_gpu_decoding(const std::filesystem::path& file,
-                                          const std::vector<std::string>& overrides) {
-  enable_gpu_decoding();
-  return load_topology_file(file, overrides);
-}
-expected<topology> load_with_gpu_decoding(std::string_view toml,
-                                          const std::vector<std::string>& overrides) {
-  enable_gpu_decoding();
-  return load_topology_string(toml, "", overrides);
-}
-
-}  // namespace
-
 expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
                                   const std::vector<std::string>& overrides) {
-  auto t = load_with_gpu_decoding(topology_file, overrides);
+  auto t = load_topology_file_to_run(topology_file, overrides);
   if (!t) {
     return std::move(t).error();
   }
@@ -104,7 +87,7 @@ expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
 
 expected<pipeline> pipeline::from_toml(std::string_view toml,
                                        const std::vector<std::string>& overrides) {
-  auto t = load_with_gpu_decoding(toml, overrides);
+  auto t = load_topology_string_to_run(toml, overrides);
   if (!t) {
     return std::move(t).error();
   }
@@ -120,7 +103,7 @@ constexpr const char* given_state = "the state given to open()";
 expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
                                   const std::vector<std::string>& overrides,
                                   const run_state& resume) {
-  auto t = load_with_gpu_decoding(topology_file, overrides);
+  auto t = load_topology_file_to_run(topology_file, overrides);
   if (!t) {
     return std::move(t).error();
   }
@@ -130,7 +113,7 @@ expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
 expected<pipeline> pipeline::from_toml(std::string_view toml,
                                        const std::vector<std::string>& overrides,
                                        const run_state& resume) {
-  auto t = load_with_gpu_decoding(toml, overrides);
+  auto t = load_topology_string_to_run(toml, overrides);
   if (!t) {
     return std::move(t).error();
   }

@@ -1,6 +1,5 @@
 #include "api/resolve_fields.hpp"
 
-#include "api/gpu_decoding.hpp"
 #include "core/transforms/normalize_placement.hpp"
 
 namespace conveyor {
@@ -30,7 +29,6 @@ expected<sample_schema> with_collates(const topology& t, sample_schema schema) {
 }  // namespace
 
 expected<resolved_fields> resolve_fields(const topology& t, bool normalize_on_device) {
-  enable_gpu_decoding();  // for a topology not loaded through the API's loaders
   auto placed = move_normalize_to_feeder(t.transforms);
   auto chain = transform_chain::build(placed.cpu_chain);
   if (!chain) {

@@ -63,8 +63,7 @@ std::string describe_step(const decode_spec& spec) {
   }
   if (spec.on != decode_device::cpu) {
     notes += std::string(notes.empty() ? "" : ", ") + "on " + std::string(to_string(spec.on)) +
-             ": GPU " + std::to_string(spec.gpu) + ", " + std::to_string(spec.gpu_lanes) +
-             " lanes";
+             ": GPU " + std::to_string(spec.gpu) + ", " + std::to_string(spec.gpu_lanes) + " lanes";
   }
   std::string parts = spec.from.empty() && spec.to == image_field_name
                           ? ""

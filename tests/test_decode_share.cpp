@@ -1,7 +1,8 @@
 // How the CPU and the GPU share a decode step's JPEGs (core/transforms/decode_share.hpp): each
 // size group tries both, then sends its images to the one measured faster for that size, with
 // one in explore_every to the other; a change of rates moves the share; declines turn a group
-// to the CPU, busy lanes do not; failures in a row end the GPU's share. Measurements are injected: nothing here is timed.
+// to the CPU, busy lanes do not; failures in a row end the GPU's share. Measurements are injected:
+// nothing here is timed.
 #include <gtest/gtest.h>
 
 #include "core/transforms/decode_share.hpp"

@@ -17,7 +17,6 @@
 #include "apps/conveyor-analyze/analysis_report.hpp"
 #include "apps/conveyor-analyze/measurements.hpp"
 #include "apps/conveyor-analyze/stall_chart.hpp"
-#include "config/load_topology.hpp"
 #include "core/base/log.hpp"
 
 namespace {
@@ -36,8 +35,7 @@ struct arguments {
 
 int analyse_topology(const arguments& args) {
   auto logger = log("analyze");
-  enable_gpu_decoding();  // before loading: its validation opens decode.on's GPU decoder
-  auto t = load_topology_file(args.topology_file, args.overrides);
+  auto t = load_topology_file_to_run(args.topology_file, args.overrides);
   if (!t) {
     logger->error("{}", t.error().what());
     return 2;

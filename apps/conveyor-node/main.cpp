@@ -20,7 +20,6 @@
 #include "apps/conveyor-node/serve_mode.hpp"
 #include "apps/conveyor-node/simulated_trainer.hpp"
 #include "apps/conveyor-node/stop_signals.hpp"
-#include "config/load_topology.hpp"
 #include "conveyor/pipeline.hpp"
 #include "core/base/allocator_tuning.hpp"
 #include "core/base/log.hpp"
@@ -196,8 +195,7 @@ int outcome_code(const arguments& args, const run_records& records, bool saved,
 
 int run(const arguments& args, stop_token& stop) {
   auto logger = log("node");
-  enable_gpu_decoding();  // before loading: its validation opens decode.on's GPU decoder
-  auto t = load_topology_file(args.topology_file, args.overrides);
+  auto t = load_topology_file_to_run(args.topology_file, args.overrides);
   if (!t) {
     logger->error("{}", t.error().what());
     return 2;

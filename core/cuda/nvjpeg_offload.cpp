@@ -18,11 +18,33 @@
 namespace conveyor::cuda {
 namespace {
 
+/// What to make of a status of nvjpegDecodeJpeg from one backend.
+enum class verdict : std::uint8_t {
+  jpegs_fault,   ///< damaged or truncated: the CPU decodes it and says what is wrong
+  next_backend,  ///< this backend does not take this JPEG after all: the next one may
+  no_memory,     ///< the device's memory, not the backend: an error, no blame
+  backends_fault,
+};
+
+verdict judge(int status) {
+  switch (status) {
+    case nvjpeg::bad_jpeg:
+    case nvjpeg::incomplete_bitstream:
+      return verdict::jpegs_fault;
+    case nvjpeg::jpeg_not_supported:
+    case nvjpeg::implementation_not_supported:
+      return verdict::next_backend;
+    case nvjpeg::allocator_failure:
+      return verdict::no_memory;
+    default:
+      return verdict::backends_fault;
+  }
+}
+
 /// Whether nvJPEG blames the JPEG (damaged, of a kind it does not read), not itself or the
 /// device.
 bool jpegs_fault(int status) {
-  return status == nvjpeg::bad_jpeg || status == nvjpeg::incomplete_bitstream ||
-         status == nvjpeg::jpeg_not_supported;
+  return judge(status) == verdict::jpegs_fault || status == nvjpeg::jpeg_not_supported;
 }
 
 /// "CUDA device 0: nvjpegDecodeJpeg failed: NVJPEG_STATUS_BAD_JPEG"; errc::decode_error where
@@ -328,29 +350,6 @@ expected<void> reserve_for(nvjpeg_offload::lane& l, int device, const offload_re
     }
   }
   return reserve(l.staging, device, out_bytes);
-}
-
-/// What to make of a status of nvjpegDecodeJpeg from one backend.
-enum class verdict : std::uint8_t {
-  jpegs_fault,   ///< damaged or truncated: the CPU decodes it and says what is wrong
-  next_backend,  ///< this backend does not take this JPEG after all: the next one may
-  no_memory,     ///< the device's memory, not the backend: an error, no blame
-  backends_fault,
-};
-
-verdict judge(int status) {
-  switch (status) {
-    case nvjpeg::bad_jpeg:
-    case nvjpeg::incomplete_bitstream:
-      return verdict::jpegs_fault;
-    case nvjpeg::jpeg_not_supported:
-    case nvjpeg::implementation_not_supported:
-      return verdict::next_backend;
-    case nvjpeg::allocator_failure:
-      return verdict::no_memory;
-    default:
-      return verdict::backends_fault;
-  }
 }
 
 constexpr int backend_failures_allowed = 3;

@@ -55,8 +55,6 @@ class nvjpeg_offload final : public jpeg_offload {
                                   const offload_request& request) override;
   std::string describe() const override;
 
-  int device() const noexcept { return device_; }
-
   struct lane;        ///< one decode at a time: states, buffers, a stream (nvjpeg_offload.cpp)
   struct source_roi;  ///< the source pixels a request covers (nvjpeg_offload.cpp)
 

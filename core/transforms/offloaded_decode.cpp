@@ -1,9 +1,9 @@
 #include "core/transforms/offloaded_decode.hpp"
 
-#include <chrono>
 #include <string>
 
 #include "core/base/log.hpp"
+#include "core/base/monotonic_clock.hpp"
 
 namespace conveyor {
 
@@ -23,8 +23,7 @@ expected<std::shared_ptr<offloaded_decode>> offloaded_decode::open(const decode_
     return std::shared_ptr<offloaded_decode>{};
   }
   log("decode")->info(
-      "decode: JPEGs go to {} or to the CPU, whichever measures faster for "
-      "their size",
+      "decode: JPEGs go to {} or to the CPU, whichever measures faster for their size",
       (*offload)->describe());
   return std::make_shared<offloaded_decode>(std::move(*offload), decode_share::options{});
 }
@@ -40,18 +39,12 @@ offloaded_decode::~offloaded_decode() {
   }
   try {
     log("decode")->info(
-        "decode: {} JPEGs on {}, {} on the CPU; of these the GPU found every "
-        "lane busy for {}, declined {}, failed on {}{}",
+        "decode: {} JPEGs on {}, {} on the CPU; of these the GPU found every lane busy for {}, "
+        "declined {}, failed on {}{}",
         t.gpu_images, offload_->describe(), t.cpu_images, t.gpu_busy, t.gpu_declined, t.gpu_failed,
         t.gpu_given_up ? " (it was given up)" : "");
   } catch (...) {  // NOLINT(bugprone-empty-catch): a failed log line must not end the process
   }
-}
-
-std::int64_t offloaded_decode::now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 std::optional<cv::Mat> offloaded_decode::try_gpu(const std::uint8_t* data, std::size_t size,

@@ -15,6 +15,7 @@
 
 #include "conveyor/error.hpp"
 #include "core/base/log_throttle.hpp"
+#include "core/base/monotonic_clock.hpp"
 #include "core/transforms/decode_share.hpp"
 #include "core/transforms/jpeg_offload.hpp"
 #include "core/transforms/transform_spec.hpp"
@@ -53,7 +54,6 @@ class offloaded_decode {
   }
 
   decode_share::figures totals() const { return share_.totals(); }
-  const jpeg_offload& offload() const noexcept { return *offload_; }
 
   /// The pixels of the whole JPEG a request is for: the share's size groups. Pure.
   static std::int64_t pixels_of(const offload_request& request) noexcept {
@@ -61,7 +61,7 @@ class offloaded_decode {
   }
 
  private:
-  static std::int64_t now_ns() noexcept;
+  static std::int64_t now_ns() noexcept { return static_cast<std::int64_t>(monotonic_ns()); }
   void note_failure(const error& e, std::int64_t pixels, std::uint64_t sample_id);
 
   std::shared_ptr<jpeg_offload> offload_;
