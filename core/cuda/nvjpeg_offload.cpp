@@ -1,6 +1,7 @@
 #include "core/cuda/nvjpeg_offload.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <utility>
@@ -77,15 +78,37 @@ expected<void> reserve(Buffer& buffer, int device, std::size_t bytes) {
   return {};
 }
 
-struct backend_kind {
-  int kind;
-  const char* name;
-};
-/// The order backends are tried in: the JPEG engines, then Huffman on the GPU, then on the CPU.
-constexpr backend_kind backend_order[] = {
+/// The order backends are tried in by default: the JPEG engines, then Huffman on the GPU, then
+/// on the CPU.
+constexpr nvjpeg_backend_name backend_order[] = {
     {nvjpeg::hardware, "HARDWARE"}, {nvjpeg::gpu_hybrid, "GPU_HYBRID"}, {nvjpeg::hybrid, "HYBRID"}};
 
 }  // namespace
+
+expected<std::vector<nvjpeg_backend_name>> nvjpeg_backends_named(const char* list) {
+  if (list == nullptr || *list == '\0') {
+    return std::vector<nvjpeg_backend_name>(std::begin(backend_order), std::end(backend_order));
+  }
+  const std::string text = list;
+  std::vector<nvjpeg_backend_name> chosen;
+  for (std::size_t start = 0; start <= text.size();) {
+    const auto end = std::min(text.find(',', start), text.size());
+    const auto name = text.substr(start, end - start);
+    const auto* found = std::find_if(std::begin(backend_order), std::end(backend_order),
+                                     [&](const nvjpeg_backend_name& b) { return name == b.name; });
+    if (found == std::end(backend_order) ||
+        std::any_of(chosen.begin(), chosen.end(),
+                    [&](const nvjpeg_backend_name& b) { return b.kind == found->kind; })) {
+      return error{errc::invalid_argument,
+                   "CONVEYOR_NVJPEG_BACKENDS=" + text + ": \"" + name +
+                       "\" is not one of HARDWARE, GPU_HYBRID, HYBRID (each at most once, "
+                       "separated by commas)"};
+    }
+    chosen.push_back(*found);
+    start = end + 1;
+  }
+  return chosen;
+}
 
 struct nvjpeg_offload::source_roi {
   int left = 0;
@@ -135,7 +158,8 @@ struct nvjpeg_offload::lane {
   nvjpeg::pinned_buffer_t pinned = nullptr;
   nvjpeg::device_buffer_t device_scratch = nullptr;
   nvjpeg::jpeg_stream_t jpeg = nullptr;
-  nvjpeg::params_t params = nullptr;
+  nvjpeg::params_t params = nullptr;        ///< the request's region
+  nvjpeg::params_t whole_params = nullptr;  ///< no region: the JPEG engines decode whole images
   cuda_stream stream;
   cuda_event done;
   device_buffer full;
@@ -155,8 +179,10 @@ struct nvjpeg_offload::lane {
     if (jpeg != nullptr) {
       api->JpegStreamDestroy(jpeg);
     }
-    if (params != nullptr) {
-      api->DecodeParamsDestroy(params);
+    for (auto* p : {params, whole_params}) {
+      if (p != nullptr) {
+        api->DecodeParamsDestroy(p);
+      }
     }
     if (pinned != nullptr) {
       api->BufferPinnedDestroy(pinned);
@@ -227,8 +253,12 @@ expected<void> nvjpeg_offload::make_backends() {
   if (auto ok = make_handle(); !ok) {
     return ok;
   }
+  auto chosen = nvjpeg_backends_named(std::getenv("CONVEYOR_NVJPEG_BACKENDS"));
+  if (!chosen) {
+    return std::move(chosen).error();
+  }
   std::string missing;
-  for (const auto& b : backend_order) {
+  for (const auto& b : *chosen) {
     nvjpeg::decoder_t decoder = nullptr;
     if (int status = api.DecoderCreate(handle_, b.kind, &decoder); status != nvjpeg::success) {
       missing += std::string(missing.empty() ? "" : ", ") + b.name + " (" +
@@ -264,8 +294,10 @@ expected<void> nvjpeg_offload::make_lanes(int lanes) {
       CONVEYOR_NVJPEG_TRY(device_, api.StateAttachDeviceBuffer(l->states[b], l->device_scratch));
     }
     CONVEYOR_NVJPEG_TRY(device_, api.JpegStreamCreate(handle_, &l->jpeg));
-    CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsCreate(handle_, &l->params));
-    CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsSetOutputFormat(l->params, nvjpeg::rgbi));
+    for (auto* p : {&l->params, &l->whole_params}) {
+      CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsCreate(handle_, p));
+      CONVEYOR_NVJPEG_TRY(device_, api.DecodeParamsSetOutputFormat(*p, nvjpeg::rgbi));
+    }
     auto stream = cuda_stream::create(device_);
     if (!stream) {
       return std::move(stream).error();
@@ -295,6 +327,22 @@ std::unique_ptr<nvjpeg_offload::lane> nvjpeg_offload::take_lane() {
 void nvjpeg_offload::give_back(std::unique_ptr<lane> l) {
   std::lock_guard lock(mutex_);
   idle_.push_back(std::move(l));
+}
+
+bool nvjpeg_offload::whole_within_bound(const offload_request& request) {
+  return std::int64_t{request.width} * request.height <= max_gpu_pixels;
+}
+
+std::int64_t nvjpeg_offload::decoded_pixels(const offload_request& request,
+                                            const source_roi& roi) const {
+  const std::int64_t region = std::int64_t{roi.width} * roi.height;
+  for (std::size_t b = 0; b < backend_count_; ++b) {
+    if (backends_[b].kind == nvjpeg::hardware &&
+        backends_[b].usable.load(std::memory_order_relaxed) && whole_within_bound(request)) {
+      return std::int64_t{request.width} * request.height;
+    }
+  }
+  return region;
 }
 
 std::string nvjpeg_offload::describe() const {
@@ -334,11 +382,12 @@ expected<cv::Mat> finish(nvjpeg_offload::lane& l, int device, const offload_requ
   return image;
 }
 
-/// The buffers a decode of `roi` needs in `l`, reserved before any backend is tried (a lack
-/// of memory is no backend's fault).
+/// The buffers a decode needs in `l`, reserved before any backend is tried (a lack of memory
+/// is no backend's fault): `full_pixels` decoded (the region's, or the whole image's where the
+/// JPEG engines may decode it), the request's region reduced and staged.
 expected<void> reserve_for(nvjpeg_offload::lane& l, int device, const offload_request& request,
-                           const nvjpeg_offload::source_roi& roi) {
-  const auto full_bytes = 3 * static_cast<std::size_t>(roi.width) * roi.height;
+                           std::int64_t full_pixels) {
+  const auto full_bytes = 3 * static_cast<std::size_t>(full_pixels);
   const auto& g = request.region;
   const auto out_bytes = 3 * static_cast<std::size_t>(g.width) * g.height;
   if (auto ok = reserve(l.full, device, full_bytes); !ok) {
@@ -362,25 +411,31 @@ expected<offload_result> nvjpeg_offload::decode_parsed(lane& l, const offload_re
   std::optional<error> failed;
   for (std::size_t b = 0; b < backend_count_; ++b) {
     auto& candidate = backends_[b];
+    // nvJPEG decodes no region on the JPEG engines: they decode the whole image, and the
+    // region is cut from it on the GPU, where the whole image fits the lane's bound.
+    const bool engines = candidate.kind == nvjpeg::hardware;
     if (!candidate.usable.load(std::memory_order_relaxed) ||
-        (candidate.kind == nvjpeg::hardware && !roi.whole)) {
-      continue;  // nvJPEG decodes no region on the JPEG engines
+        (engines && !roi.whole && !whole_within_bound(request))) {
+      continue;
     }
+    auto* params = engines ? l.whole_params : l.params;
     int unsupported = 1;
-    if (api.DecoderJpegSupported(candidate.decoder, l.jpeg, l.params, &unsupported) !=
+    if (api.DecoderJpegSupported(candidate.decoder, l.jpeg, params, &unsupported) !=
             nvjpeg::success ||
         unsupported != 0) {  // nvJPEG's convention: 0 means it takes the JPEG
       continue;
     }
+    const int decoded_width = engines ? request.width : roi.width;
     nvjpeg::image destination{};
     destination.channel[0] = l.full.data();
-    destination.pitch[0] = 3 * static_cast<std::size_t>(roi.width);
+    destination.pitch[0] = 3 * static_cast<std::size_t>(decoded_width);
     const int status = api.DecodeJpeg(handle_, candidate.decoder, l.states[b], l.jpeg, &destination,
-                                      l.params, l.stream.get());
+                                      params, l.stream.get());
     if (status == nvjpeg::success) {
       candidate.failures_in_a_row.store(0, std::memory_order_relaxed);
-      auto image =
-          finish(l, device_, request, {l.full.data(), roi.width, roi.height, destination.pitch[0]});
+      const auto offset = engines ? destination.pitch[0] * roi.top + 3 * std::size_t(roi.left) : 0;
+      auto image = finish(l, device_, request,
+                          {l.full.data() + offset, roi.width, roi.height, destination.pitch[0]});
       if (!image) {
         return std::move(image).error();  // the kernel or the copy: the device's, no backend's
       }
@@ -460,7 +515,7 @@ expected<offload_result> nvjpeg_offload::decode(const std::uint8_t* data, std::s
     CONVEYOR_NVJPEG_TRY(
         device_, api.DecodeParamsSetROI(l->params, roi->left, roi->top, roi->width, roi->height));
   }
-  if (auto ok = reserve_for(*l, device_, request, *roi); !ok) {
+  if (auto ok = reserve_for(*l, device_, request, decoded_pixels(request, *roi)); !ok) {
     return std::move(ok).error();
   }
   return decode_parsed(*l, request, *roi);

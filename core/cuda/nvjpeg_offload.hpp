@@ -1,14 +1,16 @@
 #pragma once
 /// The GPU's JPEG decoder behind decode.on = "gpu" and "auto" (core/transforms/jpeg_offload.hpp):
 /// nvJPEG's decoupled API, loaded at run time (nvjpeg_library.hpp). A JPEG's region is decoded
-/// at full size (nvJPEG decodes only the MCUs the region covers), shrunk on the GPU by 2, 4 or 8
-/// where the CPU would have decoded at that DCT scale (box_reduce_kernel.hpp), and copied into a
-/// host image: the steps that follow see the size and region the CPU's decode would give.
+/// at full size (nvJPEG decodes only the MCUs the region covers; the JPEG engines, which decode
+/// no region, decode the whole image and the region is cut from it), shrunk on the GPU by 2, 4
+/// or 8 where the CPU would have decoded at that DCT scale (box_reduce_kernel.hpp), and copied
+/// into a host image: the steps that follow see the size and region the CPU's decode would give.
 ///
 /// nvJPEG's backends are tried in order for each JPEG, the first that says it takes the JPEG
-/// decoding it: HARDWARE (the A100's and H100's JPEG engines; whole images only, nvJPEG decodes
-/// no region there), GPU_HYBRID (Huffman decoding on the GPU), HYBRID (Huffman on the calling
-/// thread: progressive JPEGs, ...). The library handle is made for HARDWARE where the GPU has
+/// decoding it: HARDWARE (the A100's and H100's JPEG engines: no CPU time but the parse; for a
+/// region, only where the whole image is within max_gpu_pixels), GPU_HYBRID (Huffman decoding
+/// on the GPU), HYBRID (Huffman on the calling thread: progressive JPEGs, ...).
+/// CONVEYOR_NVJPEG_BACKENDS (e.g. "GPU_HYBRID,HYBRID") names the backends to use, in order. The library handle is made for HARDWARE where the GPU has
 /// the engines, else the default, and with NVJPEG_FLAGS_BITSTREAM_STRICT where nvJPEG takes it
 /// (without it, strict requests are declined). A backend this nvJPEG or GPU lacks is left out
 /// when the decoder opens; one that reports "not supported" for a JPEG passes it to the next;
@@ -34,6 +36,18 @@
 #include "core/transforms/jpeg_offload.hpp"
 
 namespace conveyor::cuda {
+
+/// One of nvJPEG's backends: its nvjpegBackend_t value and its name ("HARDWARE").
+struct nvjpeg_backend_name {
+  int kind = 0;
+  const char* name = "";
+};
+
+/// The backends `list` names (CONVEYOR_NVJPEG_BACKENDS: "HARDWARE", "GPU_HYBRID", "HYBRID",
+/// separated by commas), in its order; all three, in that order, where `list` is null or
+/// empty. An unknown or repeated name is errc::invalid_argument naming the variable and the
+/// choices. Pure.
+expected<std::vector<nvjpeg_backend_name>> nvjpeg_backends_named(const char* list);
 
 /// The largest region (in source pixels) the GPU decodes: a larger one is declined (the CPU
 /// decodes it), so that no lane grows past 3 x this many bytes of the trainer's GPU memory.
@@ -69,6 +83,12 @@ class nvjpeg_offload final : public jpeg_offload {
   /// backend that takes it.
   expected<offload_result> decode_parsed(lane& l, const offload_request& request,
                                          const source_roi& roi);
+  /// Whether the JPEG engines may decode the request's whole image to cut its region from it:
+  /// the whole image within max_gpu_pixels.
+  static bool whole_within_bound(const offload_request& request);
+  /// The pixels a lane decodes for `roi` at most: the whole image's where a usable JPEG
+  /// engine may take it, else the region's.
+  std::int64_t decoded_pixels(const offload_request& request, const source_roi& roi) const;
 
   /// One of nvJPEG's backends, as this decoder uses it.
   struct backend {

@@ -113,7 +113,7 @@ TEST_F(BoxReduce, EachOutputPixelIsTheRoundedMeanOfItsBlockEdgesIncluded) {
 }
 
 class NvjpegOffload : public cuda_test {
- protected:
+ public:
   void SetUp() override {
     cuda_test::SetUp();
     if (HasFatalFailure() || IsSkipped()) {
@@ -131,7 +131,12 @@ class NvjpegOffload : public cuda_test {
   /// The GPU's pixels for `request` of `jpeg`, and the CPU's (its region decode at the scale).
   std::pair<cv::Mat, cv::Mat> both(const std::vector<std::uint8_t>& jpeg,
                                    const offload_request& request) {
-    auto gpu = offload_->decode(jpeg.data(), jpeg.size(), request);
+    return both(*offload_, jpeg, request);
+  }
+  static std::pair<cv::Mat, cv::Mat> both(nvjpeg_offload& offload,
+                                          const std::vector<std::uint8_t>& jpeg,
+                                          const offload_request& request) {
+    auto gpu = offload.decode(jpeg.data(), jpeg.size(), request);
     EXPECT_TRUE(gpu) << gpu.error().what();
     auto cpu = decode_jpeg_region(jpeg.data(), jpeg.size(), test::at_scale(request.reduce),
                                   request.region);
@@ -169,23 +174,70 @@ TEST_F(NvjpegOffload, WholeImagesAreTheCpusPixelsWithinTheIdctsDifference) {
   }
 }
 
-TEST_F(NvjpegOffload, RegionsAtEveryScaleHaveTheCpusSizeAndCloseToItsPixels) {
+/// Regions of a 2400x1600 JPEG at every scale through `offload`: the CPU's size, close to its
+/// pixels.
+void expect_regions_like_the_cpus(nvjpeg_offload& offload, const std::string& label) {
   auto jpeg = test::encode(test::photo(2400, 1600, 9), TJSAMP_420);
   std::mt19937 rng(3);
   for (int reduce : {1, 2, 4, 8}) {
     for (int trial = 0; trial < 6; ++trial) {
-      auto r = whole(jpeg, reduce);
+      auto r = NvjpegOffload::whole(jpeg, reduce);
       r.region = test::test_region(rng, trial, r.region.width, r.region.height);
-      auto [gpu, cpu] = both(jpeg, r);
-      ASSERT_FALSE(gpu.empty());
+      auto [gpu, cpu] = NvjpegOffload::both(offload, jpeg, r);
+      ASSERT_FALSE(gpu.empty()) << label;
       ASSERT_EQ(gpu.cols, r.region.width);
       ASSERT_EQ(gpu.rows, r.region.height);
       double psnr = cv::PSNR(gpu, cpu);
       if (trial == 2) {
-        std::cout << "[ figures  ] 1/" << reduce << ": PSNR " << psnr << " dB\n";
+        std::cout << "[ figures  ] " << label << " 1/" << reduce << ": PSNR " << psnr << " dB\n";
       }
-      EXPECT_GT(psnr, reduce == 1 ? 30.0 : 24.0) << "1/" << reduce << " trial " << trial;
+      EXPECT_GT(psnr, reduce == 1 ? 30.0 : 24.0)
+          << label << " 1/" << reduce << " trial " << trial;
     }
+  }
+}
+
+TEST_F(NvjpegOffload, RegionsAtEveryScaleHaveTheCpusSizeAndCloseToItsPixels) {
+  expect_regions_like_the_cpus(*offload_, "default backends");
+}
+
+// Each backend alone (CONVEYOR_NVJPEG_BACKENDS), the JPEG engines too, which decode the whole
+// image for a region: the region is cut from it on the GPU.
+TEST_F(NvjpegOffload, EachBackendAloneDecodesRegionsLikeTheCpu) {
+  int opened = 0;
+  for (const char* name : {"HARDWARE", "GPU_HYBRID", "HYBRID"}) {
+    ::setenv("CONVEYOR_NVJPEG_BACKENDS", name, 1);
+    auto alone = nvjpeg_offload::open(device_, 1);
+    ::unsetenv("CONVEYOR_NVJPEG_BACKENDS");
+    if (!alone) {  // this GPU or nvJPEG lacks it (no JPEG engines: not an H100)
+      std::cout << "[ figures  ] " << name << ": " << alone.error().message() << "\n";
+      continue;
+    }
+    ++opened;
+    expect_regions_like_the_cpus(**alone, name);
+  }
+  EXPECT_GE(opened, 1);
+}
+
+TEST(NvjpegBackends, TheVariableNamesBackendsInItsOrderAndAnUnknownOneIsAnError) {
+  auto all = nvjpeg_backends_named(nullptr);
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_STREQ((*all)[0].name, "HARDWARE");
+  EXPECT_EQ((*all)[0].kind, nvjpeg::hardware);
+  EXPECT_EQ(nvjpeg_backends_named("")->size(), 3u);
+  auto two = nvjpeg_backends_named("HYBRID,GPU_HYBRID");
+  ASSERT_TRUE(two);
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0].kind, nvjpeg::hybrid);
+  EXPECT_EQ((*two)[1].kind, nvjpeg::gpu_hybrid);
+  for (const char* bad : {"hardware", "HARDWARE,,HYBRID", "HYBRID,HYBRID", "HARDWARE,"}) {
+    auto e = nvjpeg_backends_named(bad);
+    ASSERT_FALSE(e) << bad;
+    EXPECT_EQ(e.error().code(), errc::invalid_argument);
+    EXPECT_NE(e.error().message().find(std::string("CONVEYOR_NVJPEG_BACKENDS=") + bad),
+              std::string::npos)
+        << e.error().message();
   }
 }
 
