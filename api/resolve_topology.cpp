@@ -14,14 +14,15 @@ namespace conveyor {
 namespace {
 
 batcher_settings resolve_settings(const topology& t, int gpus) {
+  const auto counts = resolve_counts(t.pipeline);
   batcher_settings s;
   s.seed = t.dataset.seed;
   s.shuffle = t.dataset.shuffle;
   s.epochs = static_cast<std::uint64_t>(t.trainer.epochs);
   s.batch_size = static_cast<std::uint64_t>(t.pipeline.batch_size);
   s.gpus = gpus;
-  s.workers = t.pipeline.preprocessors == auto_count ? hardware_cores() : t.pipeline.preprocessors;
-  s.per_worker_limit = static_cast<std::uint64_t>(t.pipeline.per_worker_limit);
+  s.workers = counts.preprocessors;
+  s.per_worker_limit = static_cast<std::uint64_t>(counts.per_worker_limit);
   // 0: "auto", default_window when the pipeline starts
   s.window_samples = t.pipeline.window_samples == auto_count
                          ? 0
@@ -82,6 +83,23 @@ host_engine_options copy_fault_engine(const fault_config& f) {
 int hardware_cores() noexcept {
   auto n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : static_cast<int>(n);
+}
+
+int auto_readers(int preprocessors) noexcept {
+  return std::max(1, (preprocessors + 7) / 8);
+}
+
+int auto_per_worker_limit(int preprocessors) noexcept {
+  return preprocessors < 8 ? 2 : 4;
+}
+
+pipeline_counts resolve_counts(const pipeline_config& p) noexcept {
+  pipeline_counts c;
+  c.preprocessors = p.preprocessors == auto_count ? hardware_cores() : p.preprocessors;
+  c.readers = p.readers == auto_count ? auto_readers(c.preprocessors) : p.readers;
+  c.per_worker_limit = p.per_worker_limit == auto_count ? auto_per_worker_limit(c.preprocessors)
+                                                        : p.per_worker_limit;
+  return c;
 }
 
 namespace {
@@ -177,7 +195,7 @@ expected<std::optional<peer_settings>> peers_of(const topology& t) {
   p.retry = std::chrono::milliseconds(c.peer_retry_ms);
   p.wait = milliseconds(c.peer_wait_s * 1000.0);
   p.tls = c.tls;
-  p.server_workers = t.pipeline.readers;
+  p.server_workers = resolve_counts(t.pipeline).readers;
   if (!c.secret_file.empty()) {
     auto secret = read_secret_file(c.secret_file);
     if (!secret) {
@@ -281,7 +299,7 @@ expected<pipeline_spec> resolve_topology(const topology& t,
   (on_gpu ? spec.gpu_normalize : spec.collate_normalize) = fields->in_feeder;
   spec.gpu_normalize_type =
       t.normalize_dtype == output_dtype::bfloat16 ? dtype::bfloat16 : dtype::float32;
-  spec.readers = t.pipeline.readers;
+  spec.readers = resolve_counts(t.pipeline).readers;
   // "auto": one per core. With fewer, a window full of slow samples left cores idle
   // (bench/results/peers.md: latency_aware used 1.4 of 2 cores with one straggler actor);
   // hand-off permits bound what they take (batching.handoff_share, straggler_backlog).

@@ -12,6 +12,26 @@ namespace conveyor {
 /// Cores of this machine (at least 1).
 int hardware_cores() noexcept;
 
+/// "auto" pipeline.readers for `preprocessors`: one reader per 8 preprocessors (1 up to 8, 2
+/// for 9 to 16). Pure.
+int auto_readers(int preprocessors) noexcept;
+/// "auto" pipeline.per_worker_limit for `preprocessors`: 2 under 8, 4 from 8. Pure.
+/// Why both: a preprocessor's next sample comes from a reader only after it reported the last
+/// one done (the batcher, then the reader's mailbox, then the read), and that round trip grows
+/// with the preprocessors one reader serves; on 16 cores, one reader and 2 samples per
+/// preprocessor left the preprocessors waiting 8% of the time, the node at 0.93 of the bare
+/// loop, and 2 readers with 4 samples each brought it to 0.97 (bench/results/gpu.md).
+int auto_per_worker_limit(int preprocessors) noexcept;
+
+/// pipeline.preprocessors, readers and per_worker_limit of `t`, each "auto" resolved for this
+/// machine (hardware_cores()).
+struct pipeline_counts {
+  int preprocessors = 1;
+  int readers = 1;
+  int per_worker_limit = 2;
+};
+pipeline_counts resolve_counts(const pipeline_config& p) noexcept;
+
 /// The dataset of `t`: local files (core/storage/sample_source.hpp), or objects in a store for a
 /// dataset.path of "s3://bucket/prefix" ([s3]; core/remote/open_remote_dataset.hpp).
 /// invalid_config naming the topology, dataset.path and what went wrong. Logs the dataset's

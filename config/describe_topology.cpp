@@ -242,9 +242,10 @@ std::string describe(const topology& node) {
       << (d.map_parts.empty() ? "" : " map_parts=" + join_names(d.map_parts)) << " seed=" << d.seed
       << " shuffle=" << (d.shuffle ? "true" : "false") << "\n"
       << "pipeline: batch_size=" << p.batch_size
-      << " preprocessors=" << count_or_auto(p.preprocessors) << " readers=" << p.readers
-      << " prefetch_batches=" << p.prefetch_batches << " stragglers=" << count_or_auto(p.stragglers)
-      << " per_worker_limit=" << p.per_worker_limit
+      << " preprocessors=" << count_or_auto(p.preprocessors)
+      << " readers=" << count_or_auto(p.readers) << " prefetch_batches=" << p.prefetch_batches
+      << " stragglers=" << count_or_auto(p.stragglers)
+      << " per_worker_limit=" << count_or_auto(p.per_worker_limit)
       << " window_samples=" << count_or_auto(p.window_samples)
       << " next_timeout_s=" << number_text(p.next_timeout_s) << "\n"
       << "batching: policy=" << to_string(b.policy)

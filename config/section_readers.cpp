@@ -91,10 +91,11 @@ pipeline_config read_pipeline(table_reader& section) {
   out.batch_size = section.integer("batch_size", out.batch_size, at_least(1));
   out.preprocessors =
       section.auto_or_integer("preprocessors", out.preprocessors, auto_count, at_least(1));
-  out.readers = section.integer("readers", out.readers, at_least(1));
+  out.readers = section.auto_or_integer("readers", out.readers, auto_count, at_least(1));
   out.prefetch_batches = section.integer("prefetch_batches", out.prefetch_batches, at_least(1));
   out.stragglers = section.auto_or_integer("stragglers", out.stragglers, auto_count, at_least(0));
-  out.per_worker_limit = section.integer("per_worker_limit", out.per_worker_limit, at_least(1));
+  out.per_worker_limit =
+      section.auto_or_integer("per_worker_limit", out.per_worker_limit, auto_count, at_least(1));
   out.window_samples =
       section.auto_or_integer("window_samples", out.window_samples, auto_count, at_least(1));
   out.next_timeout_s = section.number("next_timeout_s", out.next_timeout_s, open(0.0, 1e9));

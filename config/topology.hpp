@@ -55,10 +55,12 @@ inline constexpr int auto_count = -1;
 struct pipeline_config {
   int batch_size = 64;             ///< >= 1
   int preprocessors = auto_count;  ///< auto_count (one per core) or >= 1
-  int readers = 1;                 ///< >= 1
+  int readers = auto_count;        ///< auto_count (auto_readers, api/resolve_topology.hpp) or >= 1
   int prefetch_batches = 2;        ///< >= 1: batches ready ahead of the trainer, per GPU
   int stragglers = auto_count;  ///< auto_count or >= 0 (0: none, latency_aware hands nothing off)
-  int per_worker_limit = 2;     ///< >= 1: samples queued at one preprocessor
+  /// auto_count (auto_per_worker_limit, api/resolve_topology.hpp) or >= 1: samples queued at
+  /// one preprocessor
+  int per_worker_limit = auto_count;
   /// auto_count (default_window in core/batching/batcher_core.hpp) or >= 1: samples in flight at
   /// most, from dispatch until the trainer releases their batch
   int window_samples = auto_count;

@@ -74,10 +74,10 @@ TEST(Topology, DefaultTomlGivesTheDocumentedValues) {
   EXPECT_TRUE(node->dataset.shuffle);
   EXPECT_EQ(node->pipeline.batch_size, 64);
   EXPECT_EQ(node->pipeline.preprocessors, auto_count);
-  EXPECT_EQ(node->pipeline.readers, 1);
+  EXPECT_EQ(node->pipeline.readers, auto_count);
   EXPECT_EQ(node->pipeline.prefetch_batches, 2);
   EXPECT_EQ(node->pipeline.stragglers, auto_count);
-  EXPECT_EQ(node->pipeline.per_worker_limit, 2);
+  EXPECT_EQ(node->pipeline.per_worker_limit, auto_count);
   EXPECT_EQ(node->pipeline.window_samples, auto_count);
   EXPECT_EQ(node->batching.policy, batching_policy::latency_aware);
   EXPECT_EQ(node->batching.straggler_percentile, 90.0);
@@ -281,7 +281,7 @@ TEST(Topology, DescribeGivesOneLinePerSection) {
   auto text = describe(*node);
   for (std::string_view line :
        {"gpus: auto", "dataset: path=build/sample/shards format=shards seed=0 shuffle=true",
-        "pipeline: batch_size=64 preprocessors=auto readers=1 prefetch_batches=2",
+        "pipeline: batch_size=64 preprocessors=auto readers=auto prefetch_batches=2",
         "batching: policy=latency_aware", "trainer: step_ms=0 epochs=1",
         "monitor: interval_ms=1000", "supervision: strategy=one_for_one", "faults: off",
         "transform: decode -> random_resized_crop 224x224 bilinear -> flip p=0.5 -> normalize"}) {

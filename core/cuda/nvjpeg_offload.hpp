@@ -10,18 +10,18 @@
 /// decoding it: HARDWARE (the A100's and H100's JPEG engines: no CPU time but the parse; for a
 /// region, only where the whole image is within max_gpu_pixels), GPU_HYBRID (Huffman decoding
 /// on the GPU), HYBRID (Huffman on the calling thread: progressive JPEGs, ...).
-/// CONVEYOR_NVJPEG_BACKENDS (e.g. "GPU_HYBRID,HYBRID") names the backends to use, in order. The library handle is made for HARDWARE where the GPU has
-/// the engines, else the default, and with NVJPEG_FLAGS_BITSTREAM_STRICT where nvJPEG takes it
-/// (without it, strict requests are declined). A backend this nvJPEG or GPU lacks is left out
-/// when the decoder opens; one that reports "not supported" for a JPEG passes it to the next;
-/// one that fails 3 times in a row on JPEGs it said it takes (not the JPEG's fault, not memory)
-/// is logged and not used again. A JPEG none takes, and one of other than 1 or 3 components
-/// (CMYK), is declined. `lanes` JPEGs are decoded at once, each lane with its own nvJPEG states,
-/// buffers and CUDA stream; a caller that finds every lane busy is answered `busy` at once,
-/// never queued; a caller waits for its pixels asleep (a blocking-sync event), not spinning.
-/// Each lane keeps the device and pinned memory of the largest image it decoded (up to 3 x
-/// max_gpu_pixels bytes of device memory for the decode, more for the reduced copy and for
-/// nvJPEG's own buffers, which grow alike) until the decoder is closed.
+/// CONVEYOR_NVJPEG_BACKENDS (e.g. "GPU_HYBRID,HYBRID") names the backends to use, in order. The
+/// library handle is made for HARDWARE where the GPU has the engines, else the default, and with
+/// NVJPEG_FLAGS_BITSTREAM_STRICT where nvJPEG takes it (without it, strict requests are declined).
+/// A backend this nvJPEG or GPU lacks is left out when the decoder opens; one that reports "not
+/// supported" for a JPEG passes it to the next; one that fails 3 times in a row on JPEGs it said it
+/// takes (not the JPEG's fault, not memory) is logged and not used again. A JPEG none takes, and
+/// one of other than 1 or 3 components (CMYK), is declined. `lanes` JPEGs are decoded at once, each
+/// lane with its own nvJPEG states, buffers and CUDA stream; a caller that finds every lane busy is
+/// answered `busy` at once, never queued; a caller waits for its pixels asleep (a blocking-sync
+/// event), not spinning. Each lane keeps the device and pinned memory of the largest image it
+/// decoded (up to 3 x max_gpu_pixels bytes of device memory for the decode, more for the reduced
+/// copy and for nvJPEG's own buffers, which grow alike) until the decoder is closed.
 
 #include <array>
 #include <atomic>

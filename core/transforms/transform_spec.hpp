@@ -82,7 +82,7 @@ struct decode_spec {
   /// `gpu` must be a device, or start-up stops; auto: the CPU alone where either is missing.
   decode_device on = decode_device::cpu;
   int gpu = 0;        ///< the CUDA device that decodes, with on = gpu or auto
-  int gpu_lanes = 4;  ///< how many JPEGs the GPU decodes at once (each holds device memory)
+  int gpu_lanes = 8;  ///< how many JPEGs the GPU decodes at once (each holds device memory)
 };
 
 /// The area and aspect-ratio ranges torchvision's RandomResizedCrop draws from.

@@ -191,8 +191,7 @@ void expect_regions_like_the_cpus(nvjpeg_offload& offload, const std::string& la
       if (trial == 2) {
         std::cout << "[ figures  ] " << label << " 1/" << reduce << ": PSNR " << psnr << " dB\n";
       }
-      EXPECT_GT(psnr, reduce == 1 ? 30.0 : 24.0)
-          << label << " 1/" << reduce << " trial " << trial;
+      EXPECT_GT(psnr, reduce == 1 ? 30.0 : 24.0) << label << " 1/" << reduce << " trial " << trial;
     }
   }
 }
