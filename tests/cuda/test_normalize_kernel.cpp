@@ -50,8 +50,18 @@ class NormalizeKernel : public cuda_test {
     auto launched = launch_normalize(src->data(), shape, k, out, dst->data(), *stream);
     EXPECT_TRUE(launched) << launched.error().what();
     EXPECT_TRUE(stream->synchronize());
-    return {to_host(dst->data(), out_bytes), want};
+    auto got = to_host(dst->data(), out_bytes);
+    // Freed with the test, not here: cudaFree waits for all of the device's work, a test's
+    // kernel still waiting for the host too (it would wait out that kernel's minute).
+    if (src && dst) {
+      kept_.push_back(std::move(*src));
+      kept_.push_back(std::move(*dst));
+    }
+    return {std::move(got), want};
   }
+
+ private:
+  std::vector<device_buffer> kept_;
 };
 
 void expect_close_floats(const std::vector<std::uint8_t>& got,
