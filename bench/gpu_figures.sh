@@ -23,10 +23,10 @@
 #   6  train       ./run-train --steps 50 --warmup 10 --images 3000 --workers $(nproc):
 #                  ResNet-50 fed four ways, its table                                   (125)
 # The limits add up to 7 min 10 s, and each step gets 5 s more to die after its TERM: the run
-# stays under 8 minutes (on the H200 machine's 16 cores: 4 to 5 minutes, of which
-# test_normalize_kernel alone takes 60 s). The Python module for step 6 is compiled
-# (./build-python) in the background during steps 1 and 2, which measure no CPU time; step 3
-# waits for it.
+# stays under 8 minutes (on the H200 machine's 16 cores: under 4 minutes; the tests took 100 s
+# while test_normalize_kernel waited out its own kernel's minute). The Python module for step 6
+# is compiled (./build-python) in the background during steps 1 and 2, which measure no CPU
+# time; step 3 waits for it.
 #
 # Usage: ./run-figures [--out DIR] [--quick] [--images N] [--rounds N] [--only "STEP..."]
 #   --out DIR      where gpu.md, logs/ (every program's output) and train/ go
