@@ -9,23 +9,15 @@
 namespace conveyor {
 namespace {
 
-TEST(ResolveCounts, ReadersAreOnePerEightPreprocessors) {
-  EXPECT_EQ(auto_readers(1), 1);
-  EXPECT_EQ(auto_readers(2), 1);
-  EXPECT_EQ(auto_readers(8), 1);
-  EXPECT_EQ(auto_readers(9), 2);
-  EXPECT_EQ(auto_readers(16), 2);
-  EXPECT_EQ(auto_readers(17), 3);
-  EXPECT_EQ(auto_readers(0), 1);  // never none
-}
-
-TEST(ResolveCounts, EachPreprocessorHoldsTwoUnderEightAndFourFromEight) {
-  EXPECT_EQ(auto_per_worker_limit(1), 2);
-  EXPECT_EQ(auto_per_worker_limit(2), 2);
-  EXPECT_EQ(auto_per_worker_limit(7), 2);
-  EXPECT_EQ(auto_per_worker_limit(8), 4);
-  EXPECT_EQ(auto_per_worker_limit(16), 4);
-  EXPECT_EQ(auto_per_worker_limit(64), 4);
+TEST(ResolveCounts, ReadersAreOnePerEightPreprocessorsAndEachHoldsTwoUnderEightFourFromEight) {
+  struct row {
+    int preprocessors, readers, per_worker_limit;
+  };
+  for (auto r : {row{0, 1, 2}, row{1, 1, 2}, row{2, 1, 2}, row{7, 1, 2}, row{8, 1, 4}, row{9, 2, 4},
+                 row{16, 2, 4}, row{17, 3, 4}, row{64, 8, 4}}) {
+    EXPECT_EQ(auto_readers(r.preprocessors), r.readers) << r.preprocessors;
+    EXPECT_EQ(auto_per_worker_limit(r.preprocessors), r.per_worker_limit) << r.preprocessors;
+  }
 }
 
 TEST(ResolveCounts, AutoFollowsThePreprocessorsAndNumbersAreKept) {
