@@ -99,6 +99,7 @@ pipeline_counts resolve_counts(const pipeline_config& p) noexcept {
   c.readers = p.readers == auto_count ? auto_readers(c.preprocessors) : p.readers;
   c.per_worker_limit = p.per_worker_limit == auto_count ? auto_per_worker_limit(c.preprocessors)
                                                         : p.per_worker_limit;
+  c.stragglers = p.stragglers == auto_count ? hardware_cores() : p.stragglers;
   return c;
 }
 
@@ -303,7 +304,7 @@ expected<pipeline_spec> resolve_topology(const topology& t,
   // "auto": one per core. With fewer, a window full of slow samples left cores idle
   // (bench/results/peers.md: latency_aware used 1.4 of 2 cores with one straggler actor);
   // hand-off permits bound what they take (batching.handoff_share, straggler_backlog).
-  spec.stragglers = t.pipeline.stragglers == auto_count ? hardware_cores() : t.pipeline.stragglers;
+  spec.stragglers = resolve_counts(t.pipeline).stragglers;
   spec.prefetch_batches = static_cast<std::uint64_t>(t.pipeline.prefetch_batches);
   spec.next_timeout = std::chrono::ceil<std::chrono::milliseconds>(
       std::chrono::duration<double>(t.pipeline.next_timeout_s));

@@ -23,13 +23,16 @@ int auto_readers(int preprocessors) noexcept;
 /// loop, and 2 readers with 4 samples each brought it to 0.97 (bench/results/gpu.md).
 int auto_per_worker_limit(int preprocessors) noexcept;
 
-/// pipeline.preprocessors, readers and per_worker_limit of `t`, each "auto" resolved for this
-/// machine (hardware_cores()).
+/// The counts of a [pipeline] that may be "auto", resolved.
 struct pipeline_counts {
   int preprocessors = 1;
   int readers = 1;
   int per_worker_limit = 2;
+  int stragglers = 1;
 };
+/// The counts of `p`, each "auto" resolved for this machine: preprocessors and stragglers one
+/// per core (hardware_cores()), readers and per_worker_limit for those preprocessors; a number
+/// `p` gives is kept. Not pure: reads the machine's cores.
 pipeline_counts resolve_counts(const pipeline_config& p) noexcept;
 
 /// The dataset of `t`: local files (core/storage/sample_source.hpp), or objects in a store for a

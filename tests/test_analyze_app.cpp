@@ -54,7 +54,7 @@ TEST(AnalyzeApp, TheJsonDocumentHasEveryField) {
                           "\"scaled_decode\":{",
                           "\"on_samples_per_s\":",
                           "\"off_samples_per_s\":",
-                          "\"fetch\":{\"readers\":1",
+                          "\"fetch\":{\"readers\":",
                           "\"cold_samples_per_s\":",
                           "\"cold_mb_per_s\":",
                           "\"warm_samples_per_s\":",

@@ -26,6 +26,7 @@ TEST(ResolveCounts, AutoFollowsThePreprocessorsAndNumbersAreKept) {
   EXPECT_EQ(here.preprocessors, hardware_cores());
   EXPECT_EQ(here.readers, auto_readers(hardware_cores()));
   EXPECT_EQ(here.per_worker_limit, auto_per_worker_limit(hardware_cores()));
+  EXPECT_EQ(here.stragglers, hardware_cores());
 
   p.preprocessors = 16;
   auto sixteen = resolve_counts(p);
@@ -35,9 +36,11 @@ TEST(ResolveCounts, AutoFollowsThePreprocessorsAndNumbersAreKept) {
 
   p.readers = 3;
   p.per_worker_limit = 1;
+  p.stragglers = 0;
   auto given = resolve_counts(p);
   EXPECT_EQ(given.readers, 3);
   EXPECT_EQ(given.per_worker_limit, 1);
+  EXPECT_EQ(given.stragglers, 0);
 }
 
 }  // namespace

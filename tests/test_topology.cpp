@@ -288,6 +288,7 @@ TEST(Topology, DescribeGivesOneLinePerSection) {
     EXPECT_NE(text.find(line), std::string::npos) << "'" << line << "' not in:\n" << text;
   }
   EXPECT_NE(text.find("normalize (cpu, float32)"), std::string::npos) << text;
+  EXPECT_NE(text.find(" per_worker_limit=auto "), std::string::npos) << text;
 }
 
 // --- bad topologies ------------------------------------------------------------------------

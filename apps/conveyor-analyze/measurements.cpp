@@ -22,10 +22,21 @@ namespace {
 // then a small part of the time.
 constexpr std::uint64_t measured_epochs = 2;
 
+// `spec` with `workers` preprocessors and the readers and per_worker_limit a node of that many
+// would have ("auto" resolved for them; numbers the topology gives kept).
+pipeline_spec with_workers(pipeline_spec spec, const pipeline_config& p, int workers) {
+  auto at = p;
+  at.preprocessors = workers;
+  const auto counts = resolve_counts(at);
+  spec.readers = counts.readers;
+  spec.settings.per_worker_limit = static_cast<std::uint64_t>(counts.per_worker_limit);
+  return spec;
+}
+
 // The node's pipeline on the samples in memory, with 1 .. every core of preprocessors; and,
 // on one thread, the bare chain's per-sample costs.
-void measure_prep(const pipeline_spec& spec, const std::shared_ptr<const memory_source>& memory,
-                  analysis_inputs& in) {
+void measure_prep(const topology& t, const pipeline_spec& spec,
+                  const std::shared_ptr<const memory_source>& memory, analysis_inputs& in) {
   const auto& samples = memory->records();
   {
     progress_bar bar("prep, per sample", samples.size());
@@ -35,8 +46,8 @@ void measure_prep(const pipeline_spec& spec, const std::shared_ptr<const memory_
   for (int w = 1; w <= in.cores; ++w) {
     progress_bar bar("prep, " + std::to_string(w) + " preprocessor" + (w > 1 ? "s" : ""),
                      memory->size() * measured_epochs);
-    rates.push_back(pipeline_rate(spec, memory, spec.chain, w, measured_epochs,
-                                  [&](std::uint64_t done) { bar.update(done); }));
+    rates.push_back(pipeline_rate(with_workers(spec, t.pipeline, w), memory, spec.chain, w,
+                                  measured_epochs, [&](std::uint64_t done) { bar.update(done); }));
   }
   in.scaling = analysis::prep_scaling(std::move(rates));
 }
@@ -61,8 +72,9 @@ void measure_scaled_decode(const topology& t, const pipeline_spec& spec,
   const int workers = std::min(in.preprocessors, in.cores);
   progress_bar bar(std::string("prep, decode scaled = ") + (decode->scaled ? "true" : "false"),
                    memory->size() * measured_epochs);
-  const double rate = pipeline_rate(spec, memory, *other, workers, measured_epochs,
-                                    [&](std::uint64_t done) { bar.update(done); });
+  const double rate =
+      pipeline_rate(with_workers(spec, t.pipeline, workers), memory, *other, workers,
+                    measured_epochs, [&](std::uint64_t done) { bar.update(done); });
   const double configured = in.scaling.rate(workers);
   in.scaled_on_rate = decode->scaled ? rate : configured;
   in.scaled_off_rate = decode->scaled ? configured : rate;
@@ -172,7 +184,7 @@ analysis_inputs measure_all(const topology& t, const pipeline_spec& spec,
   }
   auto memory =
       std::make_shared<const memory_source>(std::move(samples), spec.source->class_names());
-  measure_prep(spec, memory, in);
+  measure_prep(t, spec, memory, in);
   measure_scaled_decode(t, spec, memory, in);
   auto ids = epoch_ids(spec, options.fetch_samples);
   progress_bar bar("fetch, cold then warm", 2 * ids.size());

@@ -96,13 +96,16 @@ expected<std::vector<nvjpeg_backend_name>> nvjpeg_backends_named(const char* lis
     const auto name = text.substr(start, end - start);
     const auto* found = std::find_if(std::begin(backend_order), std::end(backend_order),
                                      [&](const nvjpeg_backend_name& b) { return name == b.name; });
-    if (found == std::end(backend_order) ||
+    const bool repeated =
+        found != std::end(backend_order) &&
         std::any_of(chosen.begin(), chosen.end(),
-                    [&](const nvjpeg_backend_name& b) { return b.kind == found->kind; })) {
-      return error{errc::invalid_argument,
-                   "CONVEYOR_NVJPEG_BACKENDS=" + text + ": \"" + name +
-                       "\" is not one of HARDWARE, GPU_HYBRID, HYBRID (each at most once, "
-                       "separated by commas)"};
+                    [&](const nvjpeg_backend_name& b) { return b.kind == found->kind; });
+    if (found == std::end(backend_order) || repeated) {
+      return error{
+          errc::invalid_argument,
+          "CONVEYOR_NVJPEG_BACKENDS=" + text + ": \"" + name + "\" " +
+              (repeated ? "is named twice" : "is not one of HARDWARE, GPU_HYBRID, HYBRID") +
+              " (each at most once, separated by commas)"};
     }
     chosen.push_back(*found);
     start = end + 1;
@@ -333,16 +336,23 @@ bool nvjpeg_offload::whole_within_bound(const offload_request& request) {
   return std::int64_t{request.width} * request.height <= max_gpu_pixels;
 }
 
-std::int64_t nvjpeg_offload::decoded_pixels(const offload_request& request,
+std::int64_t nvjpeg_offload::decoded_pixels(lane& l, const offload_request& request,
                                             const source_roi& roi) const {
-  const std::int64_t region = std::int64_t{roi.width} * roi.height;
+  const std::int64_t whole = std::int64_t{request.width} * request.height;
+  if (roi.whole || !whole_within_bound(request)) {
+    return std::int64_t{roi.width} * roi.height;
+  }
   for (std::size_t b = 0; b < backend_count_; ++b) {
+    int unsupported = 1;
     if (backends_[b].kind == nvjpeg::hardware &&
-        backends_[b].usable.load(std::memory_order_relaxed) && whole_within_bound(request)) {
-      return std::int64_t{request.width} * request.height;
+        backends_[b].usable.load(std::memory_order_relaxed) &&
+        library_.api.DecoderJpegSupported(backends_[b].decoder, l.jpeg, l.whole_params,
+                                          &unsupported) == nvjpeg::success &&
+        unsupported == 0) {
+      return whole;
     }
   }
-  return region;
+  return std::int64_t{roi.width} * roi.height;
 }
 
 std::string nvjpeg_offload::describe() const {
@@ -414,8 +424,9 @@ expected<offload_result> nvjpeg_offload::decode_parsed(lane& l, const offload_re
     // nvJPEG decodes no region on the JPEG engines: they decode the whole image, and the
     // region is cut from it on the GPU, where the whole image fits the lane's bound.
     const bool engines = candidate.kind == nvjpeg::hardware;
+    const auto whole_bytes = 3 * static_cast<std::size_t>(request.width) * request.height;
     if (!candidate.usable.load(std::memory_order_relaxed) ||
-        (engines && !roi.whole && !whole_within_bound(request))) {
+        (engines && !roi.whole && (!whole_within_bound(request) || l.full.size() < whole_bytes))) {
       continue;
     }
     auto* params = engines ? l.whole_params : l.params;
@@ -515,7 +526,7 @@ expected<offload_result> nvjpeg_offload::decode(const std::uint8_t* data, std::s
     CONVEYOR_NVJPEG_TRY(
         device_, api.DecodeParamsSetROI(l->params, roi->left, roi->top, roi->width, roi->height));
   }
-  if (auto ok = reserve_for(*l, device_, request, decoded_pixels(request, *roi)); !ok) {
+  if (auto ok = reserve_for(*l, device_, request, decoded_pixels(*l, request, *roi)); !ok) {
     return std::move(ok).error();
   }
   return decode_parsed(*l, request, *roi);

@@ -86,9 +86,11 @@ class nvjpeg_offload final : public jpeg_offload {
   /// Whether the JPEG engines may decode the request's whole image to cut its region from it:
   /// the whole image within max_gpu_pixels.
   static bool whole_within_bound(const offload_request& request);
-  /// The pixels a lane decodes for `roi` at most: the whole image's where a usable JPEG
-  /// engine may take it, else the region's.
-  std::int64_t decoded_pixels(const offload_request& request, const source_roi& roi) const;
+  /// The pixels `l` decodes for `roi` of its parsed JPEG at most: the whole image's where a
+  /// usable JPEG engine takes that JPEG for a region (within max_gpu_pixels), else the
+  /// region's. decode_parsed uses the engines for a region only where the lane's buffer holds
+  /// the whole image.
+  std::int64_t decoded_pixels(lane& l, const offload_request& request, const source_roi& roi) const;
 
   /// One of nvJPEG's backends, as this decoder uses it.
   struct backend {

@@ -113,7 +113,7 @@ TEST_F(BoxReduce, EachOutputPixelIsTheRoundedMeanOfItsBlockEdgesIncluded) {
 }
 
 class NvjpegOffload : public cuda_test {
- public:
+ protected:
   void SetUp() override {
     cuda_test::SetUp();
     if (HasFatalFailure() || IsSkipped()) {
@@ -158,6 +158,29 @@ class NvjpegOffload : public cuda_test {
     return r;
   }
 
+  /// Regions of a 2400x1600 JPEG at every scale through `offload`: the CPU's size, close to its
+  /// pixels.
+  static void expect_regions_like_the_cpus(nvjpeg_offload& offload, const std::string& label) {
+    auto jpeg = test::encode(test::photo(2400, 1600, 9), TJSAMP_420);
+    std::mt19937 rng(3);
+    for (int reduce : {1, 2, 4, 8}) {
+      for (int trial = 0; trial < 6; ++trial) {
+        auto r = whole(jpeg, reduce);
+        r.region = test::test_region(rng, trial, r.region.width, r.region.height);
+        auto [gpu, cpu] = both(offload, jpeg, r);
+        ASSERT_FALSE(gpu.empty()) << label;
+        ASSERT_EQ(gpu.cols, r.region.width);
+        ASSERT_EQ(gpu.rows, r.region.height);
+        double psnr = cv::PSNR(gpu, cpu);
+        if (trial == 2) {
+          std::cout << "[ figures  ] " << label << " 1/" << reduce << ": PSNR " << psnr << " dB\n";
+        }
+        EXPECT_GT(psnr, reduce == 1 ? 30.0 : 24.0)
+            << label << " 1/" << reduce << " trial " << trial;
+      }
+    }
+  }
+
   std::shared_ptr<nvjpeg_offload> offload_;
 };
 
@@ -171,28 +194,6 @@ TEST_F(NvjpegOffload, WholeImagesAreTheCpusPixelsWithinTheIdctsDifference) {
     double psnr = cv::PSNR(gpu, cpu);
     std::cout << "[ figures  ] subsampling " << subsampling << ": PSNR " << psnr << " dB\n";
     EXPECT_GT(psnr, 30.0) << "subsampling " << subsampling;
-  }
-}
-
-/// Regions of a 2400x1600 JPEG at every scale through `offload`: the CPU's size, close to its
-/// pixels.
-void expect_regions_like_the_cpus(nvjpeg_offload& offload, const std::string& label) {
-  auto jpeg = test::encode(test::photo(2400, 1600, 9), TJSAMP_420);
-  std::mt19937 rng(3);
-  for (int reduce : {1, 2, 4, 8}) {
-    for (int trial = 0; trial < 6; ++trial) {
-      auto r = NvjpegOffload::whole(jpeg, reduce);
-      r.region = test::test_region(rng, trial, r.region.width, r.region.height);
-      auto [gpu, cpu] = NvjpegOffload::both(offload, jpeg, r);
-      ASSERT_FALSE(gpu.empty()) << label;
-      ASSERT_EQ(gpu.cols, r.region.width);
-      ASSERT_EQ(gpu.rows, r.region.height);
-      double psnr = cv::PSNR(gpu, cpu);
-      if (trial == 2) {
-        std::cout << "[ figures  ] " << label << " 1/" << reduce << ": PSNR " << psnr << " dB\n";
-      }
-      EXPECT_GT(psnr, reduce == 1 ? 30.0 : 24.0) << label << " 1/" << reduce << " trial " << trial;
-    }
   }
 }
 
@@ -230,6 +231,10 @@ TEST(NvjpegBackends, TheVariableNamesBackendsInItsOrderAndAnUnknownOneIsAnError)
   ASSERT_EQ(two->size(), 2u);
   EXPECT_EQ((*two)[0].kind, nvjpeg::hybrid);
   EXPECT_EQ((*two)[1].kind, nvjpeg::gpu_hybrid);
+  auto twice = nvjpeg_backends_named("HYBRID,GPU_HYBRID,HYBRID");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message().find("\"HYBRID\" is named twice"), std::string::npos)
+      << twice.error().message();
   for (const char* bad : {"hardware", "HARDWARE,,HYBRID", "HYBRID,HYBRID", "HARDWARE,"}) {
     auto e = nvjpeg_backends_named(bad);
     ASSERT_FALSE(e) << bad;
