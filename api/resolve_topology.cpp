@@ -300,11 +300,12 @@ expected<pipeline_spec> resolve_topology(const topology& t,
   (on_gpu ? spec.gpu_normalize : spec.collate_normalize) = fields->in_feeder;
   spec.gpu_normalize_type =
       t.normalize_dtype == output_dtype::bfloat16 ? dtype::bfloat16 : dtype::float32;
-  spec.readers = resolve_counts(t.pipeline).readers;
+  const auto counts = resolve_counts(t.pipeline);
+  spec.readers = counts.readers;
   // "auto": one per core. With fewer, a window full of slow samples left cores idle
   // (bench/results/peers.md: latency_aware used 1.4 of 2 cores with one straggler actor);
   // hand-off permits bound what they take (batching.handoff_share, straggler_backlog).
-  spec.stragglers = resolve_counts(t.pipeline).stragglers;
+  spec.stragglers = counts.stragglers;
   spec.prefetch_batches = static_cast<std::uint64_t>(t.pipeline.prefetch_batches);
   spec.next_timeout = std::chrono::ceil<std::chrono::milliseconds>(
       std::chrono::duration<double>(t.pipeline.next_timeout_s));

@@ -332,24 +332,22 @@ void nvjpeg_offload::give_back(std::unique_ptr<lane> l) {
   idle_.push_back(std::move(l));
 }
 
-bool nvjpeg_offload::whole_within_bound(const offload_request& request) {
-  return std::int64_t{request.width} * request.height <= max_gpu_pixels;
+bool nvjpeg_offload::takes(const backend& b, lane& l, nvjpeg::params_t params) const {
+  int unsupported = 1;  // nvJPEG's convention: 0 means it takes the JPEG
+  return b.usable.load(std::memory_order_relaxed) &&
+         library_.api.DecoderJpegSupported(b.decoder, l.jpeg, params, &unsupported) ==
+             nvjpeg::success &&
+         unsupported == 0;
 }
 
 std::int64_t nvjpeg_offload::decoded_pixels(lane& l, const offload_request& request,
                                             const source_roi& roi) const {
   const std::int64_t whole = std::int64_t{request.width} * request.height;
-  if (roi.whole || !whole_within_bound(request)) {
-    return std::int64_t{roi.width} * roi.height;
-  }
-  for (std::size_t b = 0; b < backend_count_; ++b) {
-    int unsupported = 1;
-    if (backends_[b].kind == nvjpeg::hardware &&
-        backends_[b].usable.load(std::memory_order_relaxed) &&
-        library_.api.DecoderJpegSupported(backends_[b].decoder, l.jpeg, l.whole_params,
-                                          &unsupported) == nvjpeg::success &&
-        unsupported == 0) {
-      return whole;
+  if (!roi.whole && whole <= max_gpu_pixels) {
+    for (std::size_t b = 0; b < backend_count_; ++b) {
+      if (backends_[b].kind == nvjpeg::hardware && takes(backends_[b], l, l.whole_params)) {
+        return whole;
+      }
     }
   }
   return std::int64_t{roi.width} * roi.height;
@@ -385,10 +383,8 @@ expected<cv::Mat> finish(nvjpeg_offload::lane& l, int device, const offload_requ
   if (auto ok = l.done.synchronize(); !ok) {
     return std::move(ok).error();
   }
-  cv::Mat image(out.height, out.width, CV_8UC3);
-  for (int y = 0; y < out.height; ++y) {
-    std::memcpy(image.ptr(y), l.staging.data() + static_cast<std::size_t>(y) * row, row);
-  }
+  cv::Mat image(out.height, out.width, CV_8UC3);  // continuous: the staged rows as they are
+  std::memcpy(image.data, l.staging.data(), row * static_cast<std::size_t>(out.height));
   return image;
 }
 
@@ -422,18 +418,11 @@ expected<offload_result> nvjpeg_offload::decode_parsed(lane& l, const offload_re
   for (std::size_t b = 0; b < backend_count_; ++b) {
     auto& candidate = backends_[b];
     // nvJPEG decodes no region on the JPEG engines: they decode the whole image, and the
-    // region is cut from it on the GPU, where the whole image fits the lane's bound.
+    // region is cut from it on the GPU, where the lane holds the whole image (decoded_pixels).
     const bool engines = candidate.kind == nvjpeg::hardware;
     const auto whole_bytes = 3 * static_cast<std::size_t>(request.width) * request.height;
-    if (!candidate.usable.load(std::memory_order_relaxed) ||
-        (engines && !roi.whole && (!whole_within_bound(request) || l.full.size() < whole_bytes))) {
-      continue;
-    }
     auto* params = engines ? l.whole_params : l.params;
-    int unsupported = 1;
-    if (api.DecoderJpegSupported(candidate.decoder, l.jpeg, params, &unsupported) !=
-            nvjpeg::success ||
-        unsupported != 0) {  // nvJPEG's convention: 0 means it takes the JPEG
+    if ((engines && !roi.whole && l.full.size() < whole_bytes) || !takes(candidate, l, params)) {
       continue;
     }
     const int decoded_width = engines ? request.width : roi.width;

@@ -83,9 +83,6 @@ class nvjpeg_offload final : public jpeg_offload {
   /// backend that takes it.
   expected<offload_result> decode_parsed(lane& l, const offload_request& request,
                                          const source_roi& roi);
-  /// Whether the JPEG engines may decode the request's whole image to cut its region from it:
-  /// the whole image within max_gpu_pixels.
-  static bool whole_within_bound(const offload_request& request);
   /// The pixels `l` decodes for `roi` of its parsed JPEG at most: the whole image's where a
   /// usable JPEG engine takes that JPEG for a region (within max_gpu_pixels), else the
   /// region's. decode_parsed uses the engines for a region only where the lane's buffer holds
@@ -101,6 +98,8 @@ class nvjpeg_offload final : public jpeg_offload {
     std::atomic<int> failures_in_a_row{0};
   };
   static constexpr std::size_t max_backends = 3;
+  /// Whether `b` is usable and says it takes `l`'s parsed JPEG with `params`.
+  bool takes(const backend& b, lane& l, nvjpeg::params_t params) const;
 
   const nvjpeg_library& library_;
   int device_;
