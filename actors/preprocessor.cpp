@@ -26,6 +26,7 @@ std::shared_ptr<sample_state> start_state(const transform_chain& chain, raw_samp
   s->epoch_seed = raw.ticket.epoch_seed;
   s->encoded = std::move(raw.bytes);
   s->multipart = raw.multipart;
+  s->in_place = std::move(raw.in_place);
   s->source_pixels = raw.multipart ? 0 : header_pixels(s->encoded);
   chain.start(*s, raw.label);
   return s;

@@ -68,6 +68,7 @@ raw_sample read_sample(const reader_options& opts, const sample_ticket& ticket) 
   raw.label = r->label;
   raw.bytes = std::move(r->payload);
   raw.multipart = r->multipart;
+  raw.in_place = std::move(r->in_place);
   return raw;
 }
 

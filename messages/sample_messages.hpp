@@ -27,15 +27,16 @@ struct raw_sample {
   std::string key;
   std::int32_t label = 0;
   std::vector<std::uint8_t> bytes;
-  bool multipart = false;       ///< `bytes` is a part container (record::multipart)
-  std::uint8_t error_code = 0;  ///< a conveyor::errc value, 0 when the read succeeded
+  bool multipart = false;                 ///< `bytes` is a part container (record::multipart)
+  std::vector<std::uint32_t> in_place{};  ///< record::in_place
+  std::uint8_t error_code = 0;            ///< a conveyor::errc value, 0 when the read succeeded
   std::string error_message;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, raw_sample& x) {
   return f(caf::meta::type_name("raw_sample"), x.ticket, x.key, x.label, x.bytes, x.multipart,
-           x.error_code, x.error_message);
+           x.in_place, x.error_code, x.error_message);
 }
 
 /// A sample that could not be read or prepared; the batcher retries, then quarantines it. Or,

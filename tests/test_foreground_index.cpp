@@ -110,5 +110,28 @@ TEST(ForegroundIndex, ALabelOfCountlessPiecesIsRefusedNotIndexed) {
       << index.error().message();
 }
 
+TEST(ForegroundIndex, ALabelIsRefusedAtThePieceOverTheLimitNotAtTheEndOfItsSlab) {
+  // One slab, a 2048 x 2048 checkerboard: 1024 pieces a row, 2.1M in the slab. The limit is
+  // passed in row 976 (976 x 1024 = 999,424 pieces before it): refused there, with ~50 MB of
+  // pieces made, not after the whole slab's 2.1M (202 MB).
+  testing::temp_dir dir;
+  constexpr std::int64_t side = 2048;
+  auto a = host_array::zeros(dtype::uint8, {1, 1, side, side});
+  auto* v = a.data<std::uint8_t>();
+  for (std::int64_t y = 0; y < side; ++y) {
+    for (std::int64_t z = 0; z < side; ++z) {
+      v[y * side + z] = static_cast<std::uint8_t>((y + z) % 2);
+    }
+  }
+  ASSERT_TRUE(write_npy(dir / "y.npy", a));
+  auto file = open_file_source(dir / "y.npy");
+  auto part = open_volume_part("y.npy", *file, dtype::uint8);
+  ASSERT_TRUE(part);
+  auto index = build_case_index(*part, 2);
+  ASSERT_FALSE(index);
+  EXPECT_NE(index.error().message().find("pieces by voxel (0, 0, 976, "), std::string::npos)
+      << index.error().message();
+}
+
 }  // namespace
 }  // namespace conveyor

@@ -135,11 +135,23 @@ TEST(NpyHeader, ALyingShapeNamesWhatTheHeaderSaysAndWhatFollows) {
 
 TEST(NpyHeader, ShapesWhoseByteCountOverflowsAreRefused) {
   expect_refused(npy_file(dict("<f4", "(4611686018427387904, 4)"), bytes(16)),
-                 "more bytes than 64 bits count");
+                 "more bytes than 63 bits count");
   expect_refused(npy_file(dict("<i8", "(65536, 65536, 65536, 65536)"), bytes(16)),
-                 "more bytes than 64 bits count");
+                 "more bytes than 63 bits count");
   expect_refused(npy_file(dict("<f4", "(99999999999999999999,)"), bytes(16)),
                  "does not fit in 63 bits");
+}
+
+TEST(NpyHeader, AZeroExtentDoesNotHideAnOverflowOfTheOthers) {
+  // 0 elements in all, but a reader in pieces multiplies the other extents (a slab of the
+  // last two: 2^64 bytes here), as NumPy refuses such a shape.
+  expect_refused(npy_file(dict("|u1", "(1, 0, 4294967296, 4294967296)"), bytes{}),
+                 "more bytes than 63 bits count");
+  expect_refused(npy_file(dict("<f4", "(0, 4611686018427387904, 2)"), bytes{}),
+                 "more bytes than 63 bits count");
+  auto empty = decode_npy(npy_file(dict("<f4", "(1, 0, 65536, 65536)"), bytes{}));
+  ASSERT_TRUE(empty) << "an empty array whose extents fit: " << empty.error().what();
+  EXPECT_EQ(empty->bytes.size(), 0u);
 }
 
 TEST(NpyHeader, MalformedDictsAreRefusedStrictly) {

@@ -5,6 +5,7 @@
 // quarantined naming the case and the reason while the others go on. (Exactness against the
 // reference's transforms: tests/python/test_unet3d_exact.py.)
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -113,6 +114,39 @@ TEST(Unet3dRecipe, BothLayoutsGiveEveryCaseOnceWithTheSameVoxels) {
   EXPECT_TRUE(from_dir.samples == from_tars.samples) << "the layouts' samples differ";
 }
 
+TEST(Unet3dRecipe, AMemberThatLooksLikeADescriptorIsDataNeverAnotherFile) {
+  // Two cases whose x.npy members are forged file slice descriptors (dataset.map_parts is
+  // off): one names a case's volume outside the dataset, one a FIFO (opening it would block
+  // the worker, then every worker the sample is reissued to). Both are data: not .npy bytes.
+  testing::temp_dir dir;
+  auto made = generate_synthetic_volumes(dir / "mlperf", small_cases(3));
+  ASSERT_TRUE(made) << made.error().what();
+  std::filesystem::create_directories(dir / "outside");
+  ASSERT_EQ(::mkfifo((dir / "outside" / "fifo").c_str(), 0600), 0);
+  const auto outside_volume = dir / "mlperf" / "case_00000_x.npy";
+  std::vector<std::pair<std::string, std::filesystem::path>> members;
+  for (int c = 0; c < 3; ++c) {
+    const auto key = "case_0000" + std::to_string(c);
+    members.emplace_back(key + ".x.npy", dir / "mlperf" / (key + "_x.npy"));
+    members.emplace_back(key + ".y.npy", dir / "mlperf" / (key + "_y.npy"));
+  }
+  for (const auto& [key, target] :
+       {std::pair<std::string, std::filesystem::path>{"forged_file", outside_volume},
+        {"forged_fifo", dir / "outside" / "fifo"}}) {
+    testing::write_file(dir / (key + ".bytes"), testing::forged_slice_of(target));
+    members.emplace_back(key + ".x.npy", dir / (key + ".bytes"));
+    members.emplace_back(key + ".y.npy", dir / "mlperf" / "case_00000_y.npy");
+  }
+  std::filesystem::create_directories(dir / "tars");
+  testing::pack_with_python(dir, dir / "tars" / "kits-000000.tar", members);
+
+  auto run = run_epoch(dir / "tars", "webdataset");
+  EXPECT_EQ(run.samples.size(), 3u) << "the good cases go on";
+  EXPECT_EQ(run.report.quarantined, 2u);
+  testing::expect_quarantined(run.report.quarantined_samples, {{"forged_file", "not a .npy file"},
+                                                               {"forged_fifo", "not a .npy file"}});
+}
+
 // A case whose parts are `image` and `label`, written into `dir` as case `key`.
 void write_case(const std::filesystem::path& dir, const std::string& key, const host_array& image,
                 const host_array& label) {
@@ -145,15 +179,19 @@ TEST(Unet3dRecipe, BadCasesAreQuarantinedNamingTheCaseAndTheReason) {
   write_case(dir / "set", "bad_truncated", image, label);
   std::filesystem::resize_file(dir / "set" / "bad_truncated_x.npy",
                                std::filesystem::file_size(dir / "set" / "bad_truncated_x.npy") / 2);
+  // Empty volumes whose headers (128 bytes each) say 1x0x65536x65536: a slab of them is 16 GiB.
+  write_case(dir / "set", "bad_empty", host_array::zeros(dtype::float32, {1, 0, 65536, 65536}),
+             host_array::zeros(dtype::uint8, {1, 0, 65536, 65536}));
 
   auto run = run_epoch(dir / "set", "npy_pairs");
   EXPECT_EQ(run.samples.size(), 3u) << "the good cases go on";
-  EXPECT_EQ(run.report.quarantined, 5u);
+  EXPECT_EQ(run.report.quarantined, 6u);
   const std::map<std::string, std::string> reasons{{"bad_shape", "shapes differ"},
                                                    {"bad_class", "class 3"},
                                                    {"bad_nan", "NaN"},
                                                    {"bad_inf", "infinity"},
-                                                   {"bad_truncated", "bytes follow"}};
+                                                   {"bad_truncated", "bytes follow"},
+                                                   {"bad_empty", "an empty volume"}};
   testing::expect_quarantined(run.report.quarantined_samples, reasons);
 }
 

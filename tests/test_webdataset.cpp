@@ -9,6 +9,7 @@
 #include "core/storage/record_parts.hpp"
 #include "core/storage/sample_source.hpp"
 #include "core/storage/webdataset.hpp"
+#include "core/storage/webdataset_index.hpp"
 #include "support/python_tars.hpp"
 
 namespace conveyor {
@@ -218,6 +219,59 @@ TEST(WebDataset, APathWithoutSamplesIsAnError) {
   auto no_samples = webdataset::open(dir / "empty");
   ASSERT_FALSE(no_samples);
   EXPECT_EQ(no_samples.error().code(), errc::empty_dataset);
+}
+
+// A tar's listing of `members` names, 1 KiB apart.
+tar_listing listing_of(const std::vector<std::string>& members) {
+  tar_listing out;
+  std::uint64_t at = 0;
+  for (const auto& name : members) {
+    out.members.push_back({name, at, at + 512, 512});
+    at += 1024;
+  }
+  return out;
+}
+
+TEST(WebDataset, AKeyRepeatedThousandsOfTimesCostsLinearMemory) {
+  // Keys a and b alternate: 4,000 samples, 2,000 of each key. Naming every place in every
+  // sample's refusal took 384 MB here (and 33 GB for 40,000 members).
+  std::vector<std::string> members;
+  for (int i = 0; i < 4000; ++i) {
+    members.push_back(i % 2 == 0 ? "a.jpg" : "b.jpg");
+  }
+  webdataset_index index;
+  index.add_tar("t.tar", listing_of(members));
+  index.finish();
+  ASSERT_EQ(index.size(), 4000u);
+  EXPECT_EQ(index.refused_samples(), 4000u);
+  for (std::uint64_t id : {0u, 1u, 3999u}) {
+    const auto* why = index.problem(id);
+    ASSERT_NE(why, nullptr);
+    EXPECT_TRUE(contains(*why, "duplicate key: 2000 samples have it (t.tar at offset ")) << *why;
+    EXPECT_TRUE(contains(*why, " and 1996 more); each is refused")) << *why;
+    EXPECT_LT(why->size(), 400u) << "a refusal's text does not grow with the samples";
+  }
+}
+
+TEST(WebDataset, ASampleOfCountlessPartsIsIndexedInLinearTime) {
+  // 200,000 parts of one key, the last one repeated: comparing each part with every earlier
+  // one of its sample took 2 x 10^10 comparisons (ctest's timeout before the end).
+  std::vector<std::string> members;
+  for (int i = 0; i < 200000; ++i) {
+    members.push_back("k.p" + std::to_string(i));
+  }
+  for (int i = 0; i < 10; ++i) {
+    members.push_back("k.p" + std::to_string(i));
+  }
+  webdataset_index index;
+  index.add_tar("t.tar", listing_of(members));
+  index.finish();
+  ASSERT_EQ(index.size(), 1u);
+  const auto* why = index.problem(0);
+  ASSERT_NE(why, nullptr);
+  EXPECT_TRUE(contains(*why, "part \"p0\" is there twice (members with data at offsets 512 and "))
+      << *why;
+  EXPECT_TRUE(contains(*why, "; and 6 more")) << "4 reasons named, the rest counted: " << *why;
 }
 
 TEST(WebDataset, AFileThatIsNoTarIsOneRefusedSample) {

@@ -61,9 +61,7 @@ sample_costs chain_costs(const transform_chain& chain, const std::vector<record>
   for (std::uint64_t i = 0; i < samples.size(); ++i) {
     sample_state s;
     s.sample_id = i;
-    s.key = samples[i].key;
-    s.encoded = samples[i].payload;
-    s.multipart = samples[i].multipart;
+    hold_record(s, samples[i]);
     chain.start(s, samples[i].label);
     (void)chain.run_all(s);
     double total = 0;

@@ -112,10 +112,10 @@ expected<void> prepare_one(const sample_source& source, const transform_chain& c
   auto size = probe_image(r->payload);  // the header alone
   sample_state s;
   s.sample_id = id;
-  s.key = std::move(r->key);
   s.epoch_seed = epoch_seed_value;
-  s.encoded = std::move(r->payload);
-  chain.start(s, r->label);
+  const auto label = r->label;
+  hold_record(s, std::move(*r));
+  chain.start(s, label);
   auto ok = chain.run_all(s);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now() - start);
   auto& work_class =

@@ -270,23 +270,32 @@ expected<void> read_descr(std::string_view descr, npy_header& header) {
   return unheld;
 }
 
-/// Fills the shape and byte count of `header`, checking both for overflow.
+/// Fills the shape and byte count of `header`. Every product of extents (times the item size)
+/// must fit in 63 bits, zero extents left out: a zero extent makes the whole product 0, but a
+/// reader that works in pieces multiplies the others (a slab of Y x Z), as NumPy refuses such
+/// a shape ("array is too big").
 expected<void> read_shape(const std::vector<std::uint64_t>& extents, npy_header& header) {
   if (extents.size() > host_array::max_rank) {
     return npy_error("shape has rank " + std::to_string(extents.size()) +
                      "; Conveyor holds rank 0 to " + std::to_string(host_array::max_rank));
   }
   header.rank = static_cast<int>(extents.size());
-  std::uint64_t bytes = header.item_size();
+  std::uint64_t nonzero = header.item_size();
+  bool empty = false;
   bool overflow = false;
   for (std::size_t i = 0; i < extents.size(); ++i) {
     header.shape[i] = static_cast<std::int64_t>(extents[i]);
-    overflow = overflow || __builtin_mul_overflow(bytes, extents[i], &bytes);
+    empty = empty || extents[i] == 0;
+    if (extents[i] != 0) {
+      overflow = overflow || __builtin_mul_overflow(nonzero, extents[i], &nonzero);
+    }
   }
-  if (overflow) {
-    return npy_error("header says " + header.describe() + ", more bytes than 64 bits count");
+  constexpr auto max_bytes = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  if (overflow || nonzero > max_bytes) {
+    return npy_error("header says " + header.describe() +
+                     ": its extents multiply to more bytes than 63 bits count");
   }
-  header.data_bytes = bytes;
+  header.data_bytes = empty ? 0 : nonzero;
   return {};
 }
 

@@ -21,7 +21,8 @@
 namespace conveyor {
 
 /// What a .npy header says, checked: an element type Conveyor holds, rank 0 to
-/// host_array::max_rank, and a byte count that does not overflow.
+/// host_array::max_rank, and extents whose every product (zero extents left out, times the
+/// item size) fits in 63 bits: any box or slab of the array has a byte count that does too.
 struct npy_header {
   /// The element type the array decodes to. '|b1' (bool) decodes to uint8 0 or 1.
   dtype type = dtype::uint8;

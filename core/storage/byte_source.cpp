@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/storage/regular_file.hpp"
+
 namespace conveyor {
 namespace {
 
@@ -14,33 +16,37 @@ std::string errno_text(int err) {
   return std::strerror(err);
 }
 
-/// A file read with pread; the descriptor is closed with the source.
+/// Bytes [base, base + size) of an open file, read with pread; the descriptor is closed with
+/// the source.
 class file_source final : public byte_source {
  public:
-  file_source(std::string name, int fd, std::uint64_t size)
-      : name_(std::move(name)), fd_(fd), size_(size) {}
-  ~file_source() override { ::close(fd_); }
-  file_source(const file_source&) = delete;
-  file_source& operator=(const file_source&) = delete;
+  file_source(std::string name, unique_fd fd, std::uint64_t base, std::uint64_t size)
+      : name_(std::move(name)), fd_(std::move(fd)), base_(base), size_(size) {}
 
   const std::string& name() const noexcept override { return name_; }
   std::uint64_t size() const noexcept override { return size_; }
 
   expected<void> read_at(std::uint64_t offset, std::uint8_t* dst, std::size_t n) const override {
+    if (offset > size_ || n > size_ - offset) {
+      return error{errc::io_error, name_ + ": a read of " + std::to_string(n) +
+                                       " bytes at offset " + std::to_string(offset) +
+                                       " runs past its " + std::to_string(size_) + " bytes"};
+    }
     std::size_t done = 0;
     while (done < n) {
-      auto got = ::pread(fd_, dst + done, n - done, static_cast<off_t>(offset + done));
+      const auto at = base_ + offset + done;
+      auto got = ::pread(fd_.get(), dst + done, n - done, static_cast<off_t>(at));
       if (got < 0 && errno == EINTR) {
         continue;
       }
       if (got < 0) {
         return error{errc::io_error, name_ + ": read of " + std::to_string(n) +
-                                         " bytes at offset " + std::to_string(offset) +
+                                         " bytes at offset " + std::to_string(base_ + offset) +
                                          " failed: " + errno_text(errno)};
       }
       if (got == 0) {
-        return error{errc::io_error,
-                     name_ + ": unexpected end of file at offset " + std::to_string(offset + done)};
+        return error{errc::io_error, name_ + ": unexpected end of file at offset " +
+                                         std::to_string(at) + " (truncated since it was opened?)"};
       }
       done += static_cast<std::size_t>(got);
     }
@@ -48,12 +54,14 @@ class file_source final : public byte_source {
   }
 
   void will_need(std::uint64_t offset, std::uint64_t n) const noexcept override {
-    ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_WILLNEED);
+    ::posix_fadvise(fd_.get(), static_cast<off_t>(base_ + offset), static_cast<off_t>(n),
+                    POSIX_FADV_WILLNEED);
   }
 
  private:
   std::string name_;
-  int fd_;
+  unique_fd fd_;
+  std::uint64_t base_;
   std::uint64_t size_;
 };
 
@@ -94,18 +102,17 @@ class memory_source final : public byte_source {
 void byte_source::will_need(std::uint64_t, std::uint64_t) const noexcept {}
 
 expected<std::shared_ptr<const byte_source>> open_file_source(const std::filesystem::path& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    auto code = errno == ENOENT ? errc::not_found : errc::io_error;
-    return error{code, path.string() + ": cannot open: " + errno_text(errno)};
+  auto file = open_regular_file(path);
+  if (!file) {
+    return std::move(file).error();
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return error{errc::io_error, path.string() + ": not a regular file"};
-  }
-  return std::shared_ptr<const byte_source>(
-      std::make_shared<file_source>(path.string(), fd, static_cast<std::uint64_t>(st.st_size)));
+  const auto size = file->identity.size;
+  return make_file_source(std::move(file->fd), path.string(), 0, size);
+}
+
+std::shared_ptr<const byte_source> make_file_source(unique_fd fd, std::string name,
+                                                    std::uint64_t offset, std::uint64_t size) {
+  return std::make_shared<file_source>(std::move(name), std::move(fd), offset, size);
 }
 
 expected<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path& path) {

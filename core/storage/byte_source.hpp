@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conveyor/error.hpp"
+#include "core/base/unique_fd.hpp"
 
 namespace conveyor {
 
@@ -26,8 +27,16 @@ class byte_source {
   virtual void will_need(std::uint64_t offset, std::uint64_t n) const noexcept;
 };
 
-/// Opens a regular file for reading. Errors name the path.
+/// Opens a regular file for reading, as open_regular_file does (core/storage/regular_file.hpp:
+/// no FIFO or device, bounded in time). Errors name the path.
 expected<std::shared_ptr<const byte_source>> open_file_source(const std::filesystem::path& path);
+
+/// Bytes [offset, offset + size) of the file open at `fd` as a byte source of `size` bytes
+/// (offsets relative to `offset`), read with pread; it owns `fd`. Reads past `size` are
+/// errors; a file shorter than offset + size gives an error when the read reaches its end.
+/// `name` appears in error messages.
+std::shared_ptr<const byte_source> make_file_source(unique_fd fd, std::string name,
+                                                    std::uint64_t offset, std::uint64_t size);
 
 /// The whole of a regular file's bytes. Errors name the path.
 expected<std::vector<std::uint8_t>> read_whole_file(const std::filesystem::path& path);

@@ -58,7 +58,7 @@ std::optional<record> minio_cache::find(std::uint64_t id) const {
   if (!payload) {
     return std::nullopt;  // read from storage instead: nothing is lost
   }
-  return record{entry.key, entry.label, std::move(*payload), entry.multipart};
+  return record{entry.key, entry.label, std::move(*payload), entry.multipart, entry.in_place};
 }
 
 bool minio_cache::fill(std::uint64_t id, const record& r) {
@@ -113,7 +113,8 @@ bool minio_cache::fill_disk(std::uint64_t id, const record& r) {
     if (on_disk_.count(id) != 0 || !(offset = disk_->reserve(r.payload.size()))) {
       return false;
     }
-    on_disk_.emplace(id, disk_entry{*offset, r.payload.size(), r.key, r.label, r.multipart, false});
+    on_disk_.emplace(
+        id, disk_entry{*offset, r.payload.size(), r.key, r.label, r.multipart, r.in_place, false});
   }
   auto written = disk_->write(*offset, r.payload);
   std::unique_lock<std::shared_mutex> lock(mutex_);

@@ -84,6 +84,7 @@ class minio_cache {
     std::string key;
     std::int32_t label = 0;
     bool multipart = false;
+    std::vector<std::uint32_t> in_place{};
     bool written = false;  ///< false while one reader writes it (others see a miss)
   };
 

@@ -112,15 +112,19 @@ expected<part_files_list> scan_npy_pairs(const std::filesystem::path& root) {
 
 expected<record> read_part_files(const part_files& sample, const std::vector<std::string>& mapped) {
   std::vector<std::pair<std::string, std::vector<std::uint8_t>>> parts;
+  std::vector<std::uint32_t> left;
   for (const auto& [name, file] : sample.parts) {
     bool in_place = std::find(mapped.begin(), mapped.end(), name) != mapped.end();
     auto bytes = in_place ? describe_whole_file(file) : read_whole_file(file);
     if (!bytes) {
       return std::move(bytes).error();
     }
+    if (in_place) {
+      left.push_back(static_cast<std::uint32_t>(parts.size()));
+    }
     parts.emplace_back(name, std::move(*bytes));
   }
-  record r{sample.key, 0, encode_parts(parts), true};
+  record r{sample.key, 0, encode_parts(parts), true, std::move(left)};
   auto views = parts_of(r);
   if (!views) {
     return std::move(views).error();

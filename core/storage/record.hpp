@@ -7,6 +7,7 @@
 ///   - `multipart == true`: `payload` is a part container of named parts (`jpg`, `cls`,
 ///     `x.npy`, ...), as record_parts.hpp encodes and parses it (WebDataset samples, v2
 ///     shards' multipart records).
+/// A part's bytes are never taken for anything but data unless `in_place` names the part.
 
 #include <cstdint>
 #include <string>
@@ -19,6 +20,11 @@ struct record {
   std::int32_t label = 0;
   std::vector<std::uint8_t> payload;
   bool multipart = false;  ///< `payload` is a part container
+  /// The parts (indices into the container, ascending) that this node's own dataset reader
+  /// left in their file (dataset.map_parts): their bytes are descriptors of where they lie
+  /// (core/storage/file_slice.hpp). Only a reader sets it, never from what bytes say; it is
+  /// not sent to peers (a peer's record is data only).
+  std::vector<std::uint32_t> in_place{};
 };
 
 }  // namespace conveyor

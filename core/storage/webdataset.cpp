@@ -120,11 +120,13 @@ expected<record> webdataset::read_in_place(std::uint64_t id) const {
   const auto tar = index_.at(id).tar;
   const auto path = std::filesystem::absolute(tars_[tar]->name()).string();
   std::vector<std::pair<std::string, std::vector<std::uint8_t>>> parts;
+  std::vector<std::uint32_t> left;
   const auto* p = index_.parts_begin(id);
   for (std::uint32_t i = 0; i < index_.at(id).part_count; ++i, ++p) {
     std::string name(index_.part_name(*p));
     if (std::find(in_place_.begin(), in_place_.end(), name) != in_place_.end()) {
       parts.emplace_back(name, encode_file_slice({path, p->offset, p->size, tar_identities_[tar]}));
+      left.push_back(i);
       continue;
     }
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(p->size));
@@ -133,7 +135,7 @@ expected<record> webdataset::read_in_place(std::uint64_t id) const {
     }
     parts.emplace_back(std::move(name), std::move(bytes));
   }
-  record r{index_.at(id).key, 0, encode_parts(parts), true};
+  record r{index_.at(id).key, 0, encode_parts(parts), true, std::move(left)};
   auto views = parts_of(r);
   if (!views) {
     return std::move(views).error();

@@ -49,15 +49,16 @@ void webdataset_index::add_member(const tar_member& m) {
                    "\", which is not 1..255 bytes of [A-Za-z0-9._-]");
     return;
   }
-  for (auto p = parts_.begin() + static_cast<std::ptrdiff_t>(s.first_part); p != parts_.end();
-       ++p) {
-    if (names_[p->name] == split->part) {
-      refuse(id, "part \"" + split->part + "\" is there twice (members with data at offsets " +
-                     std::to_string(p->offset) + " and " + std::to_string(m.data_offset) + ")");
-      return;
-    }
+  const auto name = name_id(split->part);
+  auto& seen = seen_[name];
+  if (seen.sample == id + 1) {
+    refuse(id, "part \"" + split->part + "\" is there twice (members with data at offsets " +
+                   std::to_string(seen.data_offset) + " and " + std::to_string(m.data_offset) +
+                   ")");
+    return;
   }
-  parts_.push_back(part{name_id(split->part), m.data_offset, m.size});
+  seen = name_seen{id + 1, m.data_offset};
+  parts_.push_back(part{name, m.data_offset, m.size});
   ++s.part_count;
 }
 
@@ -82,36 +83,56 @@ void webdataset_index::finish() {
     }
   }
   for (const auto& [key, ids] : by_key) {
-    if (ids.size() < 2) {
-      continue;
+    if (ids.size() > 1) {
+      refuse_repeated_key(ids);
     }
-    std::string places;
-    for (auto id : ids) {
-      places += (places.empty() ? "" : ", ") + place(id);
+  }
+  for (auto& [id, problem] : problems_) {
+    if (problem.more > 0) {
+      problem.text += "; and " + std::to_string(problem.more) + " more";
     }
-    for (auto id : ids) {
-      refuse(id, "duplicate key: " + std::to_string(ids.size()) + " samples have it (" + places +
-                     "); each is refused");
-    }
+  }
+}
+
+// One text for all the samples of a key, naming the first few places: its size does not grow
+// with how many samples have the key.
+void webdataset_index::refuse_repeated_key(const std::vector<std::uint64_t>& ids) {
+  std::string places;
+  for (std::size_t i = 0; i < ids.size() && i < max_listed_problems; ++i) {
+    places += (places.empty() ? "" : ", ") + place(ids[i]);
+  }
+  if (ids.size() > max_listed_problems) {
+    places += " and " + std::to_string(ids.size() - max_listed_problems) + " more";
+  }
+  const auto why = "duplicate key: " + std::to_string(ids.size()) + " samples have it (" + places +
+                   "); each is refused";
+  for (auto id : ids) {
+    refuse(id, why);
   }
 }
 
 const std::string* webdataset_index::problem(std::uint64_t id) const {
   auto it = problems_.find(id);
-  return it == problems_.end() ? nullptr : &it->second;
+  return it == problems_.end() ? nullptr : &it->second.text;
 }
 
 std::uint32_t webdataset_index::name_id(const std::string& name) {
   auto [it, added] = name_ids_.emplace(name, static_cast<std::uint32_t>(names_.size()));
   if (added) {
     names_.push_back(name);
+    seen_.emplace_back();
   }
   return it->second;
 }
 
 void webdataset_index::refuse(std::uint64_t id, const std::string& why) {
   auto& problem = problems_[id];
-  problem += (problem.empty() ? "" : "; ") + why;
+  if (problem.listed == max_listed_problems) {
+    ++problem.more;
+    return;
+  }
+  problem.text += (problem.text.empty() ? "" : "; ") + why;
+  ++problem.listed;
 }
 
 std::string webdataset_index::place(std::uint64_t id) const {

@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
+#include <utility>
 
 namespace conveyor {
 namespace {
@@ -74,25 +76,35 @@ class object_table {
 
 constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
 
-/// One slab's voxels labelled against the slab before (6-connectivity: z-1, y-1, x-1).
+/// One slab's voxels labelled against the slab before (6-connectivity: z-1, y-1, x-1), with
+/// at most max_label_pieces objects: the voxel that would start one more is where it stops.
 struct slab_labeller {
   std::int64_t Y, Z;
   object_table& objects;
   std::vector<std::uint8_t> previous;  ///< the slab before (empty for x == 0)
   std::vector<std::uint32_t> previous_ids, ids;
 
-  void label(std::int64_t x, const std::uint8_t* slab) {
+  /// The voxel (y, z) of slab x that would have made one piece too many; nullopt when the
+  /// whole slab is labelled.
+  std::optional<std::pair<std::int64_t, std::int64_t>> label(std::int64_t x,
+                                                             const std::uint8_t* slab) {
     ids.assign(static_cast<std::size_t>(Y * Z), none);
     for (std::int64_t y = 0; y < Y; ++y) {
       const auto* row = slab + y * Z;
       for (std::int64_t z = 0; z < Z; ++z) {
-        if (row[z] != 0) {
-          ids[static_cast<std::size_t>(y * Z + z)] = label_voxel(x, y, z, slab);
+        if (row[z] == 0) {
+          continue;
         }
+        const auto id = label_voxel(x, y, z, slab);
+        if (id == none) {
+          return std::pair{y, z};
+        }
+        ids[static_cast<std::size_t>(y * Z + z)] = id;
       }
     }
     previous.assign(slab, slab + Y * Z);
     std::swap(previous_ids, ids);
+    return std::nullopt;
   }
 
   std::uint32_t label_voxel(std::int64_t x, std::int64_t y, std::int64_t z,
@@ -113,7 +125,7 @@ struct slab_labeller {
       meet(previous_ids[at]);
     }
     if (id == none) {
-      return objects.make(v, x, y, z);
+      return objects.size() < max_label_pieces ? objects.make(v, x, y, z) : none;
     }
     objects.grow(id, x, y, z);
     return id;
@@ -154,12 +166,12 @@ expected<case_index> build_case_index(const volume_part& label, int max_class) {
                                                           " (the recipe's classes are 0.." +
                                                           std::to_string(max_class) + ")"});
     }
-    labeller.label(x, slab);
-    if (objects.size() > max_label_pieces) {
+    if (auto full = labeller.label(x, slab)) {
       return expected<void>(
           error{errc::decode_error, "part '" + label.name + "': more than " +
                                         std::to_string(max_label_pieces) +
-                                        " separate foreground pieces by slab " + std::to_string(x) +
+                                        " separate foreground pieces by voxel " +
+                                        voxel_text(0, x, full->first, full->second) +
                                         " (a segmentation has a handful of objects)"});
     }
     return expected<void>();

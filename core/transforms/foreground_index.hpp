@@ -32,8 +32,9 @@ struct case_index {
 };
 
 /// Separate foreground pieces a label may have while it is indexed (each costs ~50 bytes): a
-/// hostile or corrupt label (a checkerboard of classes) is refused instead of growing the
-/// index to gigabytes. A CT segmentation has a handful of objects.
+/// hostile or corrupt label (a checkerboard of classes) is refused at the voxel that would make
+/// one more, instead of growing the index to gigabytes. A CT segmentation has a handful of
+/// objects.
 inline constexpr std::size_t max_label_pieces = 1'000'000;
 
 /// The index of `label` (uint8 [1, X, Y, Z]). errc::decode_error naming the part and the

@@ -41,7 +41,13 @@ bool names_image(std::string_view name) noexcept {
 
 namespace {
 
-expected<part_ref> find_part_bytes(const sample_state& sample, std::string_view wanted) {
+// A part found, and whether its reader left it in its file (its bytes are a descriptor).
+struct found_part {
+  part_ref part;
+  bool in_place = false;
+};
+
+expected<found_part> find_part_bytes(const sample_state& sample, std::string_view wanted) {
   std::vector<part_view> parts;
   if (sample.multipart) {
     auto parsed = parse_parts(sample.encoded.data(), sample.encoded.size(), sample.key);
@@ -59,39 +65,45 @@ expected<part_ref> find_part_bytes(const sample_state& sample, std::string_view 
                                       (wanted.empty() ? "an image" : std::string(wanted)) +
                                       "' (its parts: " + names_of(parts) + ")"};
   }
-  return part_ref{std::string(found->name), found->data, found->size};
+  const auto index = static_cast<std::uint32_t>(found - parts.data());
+  const bool in_place = std::binary_search(sample.in_place.begin(), sample.in_place.end(), index);
+  return found_part{part_ref{std::string(found->name), found->data, found->size}, in_place};
 }
 
 }  // namespace
 
 expected<part_ref> find_sample_part(const sample_state& sample, std::string_view wanted) {
-  auto part = find_part_bytes(sample, wanted);
-  if (part && is_file_slice(part->data, part->size)) {
+  auto found = find_part_bytes(sample, wanted);
+  if (!found) {
+    return std::move(found).error();
+  }
+  if (found->in_place) {
     return error{errc::invalid_config,
-                 sample_location(sample) + ": part '" + part->name +
+                 sample_location(sample) + ": part '" + found->part.name +
                      "' is left in its file (dataset.map_parts), which only the steps that "
                      "read volumes in place take; remove it from dataset.map_parts"};
   }
-  return part;
+  return std::move(found->part);
 }
 
 expected<opened_part> open_sample_part(const sample_state& sample, std::string_view wanted) {
-  auto part = find_part_bytes(sample, wanted);
-  if (!part) {
-    return std::move(part).error();
+  auto found = find_part_bytes(sample, wanted);
+  if (!found) {
+    return std::move(found).error();
   }
-  if (!is_file_slice(part->data, part->size)) {
-    return opened_part{
-        part->name, make_view_source(part->data, part->size, sample.key + " part " + part->name)};
+  const auto& part = found->part;
+  if (!found->in_place) {
+    return opened_part{part.name,
+                       make_view_source(part.data, part.size, sample.key + " part " + part.name)};
   }
-  auto slice = decode_file_slice(part->data, part->size);
+  auto slice = decode_file_slice(part.data, part.size);
   auto file = slice ? open_file_slice(*slice)
                     : expected<std::shared_ptr<const byte_source>>(std::move(slice).error());
   if (!file) {
-    return error{file.error().code(), sample_location(sample) + ", part '" + part->name +
-                                          "': " + file.error().message()};
+    return error{file.error().code(),
+                 sample_location(sample) + ", part '" + part.name + "': " + file.error().message()};
   }
-  return opened_part{part->name, std::move(*file)};
+  return opened_part{part.name, std::move(*file)};
 }
 
 }  // namespace conveyor

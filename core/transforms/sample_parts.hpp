@@ -30,8 +30,10 @@ struct part_ref {
 /// while `sample.encoded` does.
 expected<part_ref> find_sample_part(const sample_state& sample, std::string_view wanted);
 
-/// A part opened for reading in pieces: its bytes in the record, or in its file when the
-/// record holds a descriptor of where they lie (core/storage/file_slice.hpp).
+/// A part opened for reading in pieces: its bytes in the record, or in its file when its reader
+/// left it there (sample_state::in_place names it: the record holds a descriptor of where the
+/// bytes lie, core/storage/file_slice.hpp). Bytes of any other part are the part's, whatever
+/// they look like.
 struct opened_part {
   std::string name;
   /// Offsets relative to the part; named "<file>" or "<key> part <name>" in errors. A view of

@@ -14,6 +14,7 @@
 
 #include "core/base/host_array.hpp"
 #include "core/codecs/scale_ratio.hpp"
+#include "core/storage/record.hpp"
 #include "core/transforms/crop_geometry.hpp"
 #include "core/transforms/step_draws.hpp"
 
@@ -64,6 +65,8 @@ struct sample_state {
   /// when `multipart`. Freed once no step reads a part any more.
   std::vector<std::uint8_t> encoded;
   bool multipart = false;
+  /// The parts its reader left in their file (record::in_place): only these are descriptors.
+  std::vector<std::uint32_t> in_place{};
   /// By field index of the chain (transform_chain::schema() and the fields steps use while
   /// they work); transform_chain::start sizes it and sets the record's label.
   std::vector<field_value> fields;
@@ -80,6 +83,15 @@ struct sample_state {
   std::size_t next_step = 0;          ///< index of the next step of the chain to run
   std::vector<std::int64_t> step_ns;  ///< wall time of each completed step, in nanoseconds
 };
+
+/// Gives `s` the record its reader read: the key, payload, multipart flag and in-place parts
+/// (the label is transform_chain::start's).
+inline void hold_record(sample_state& s, record r) {
+  s.key = std::move(r.key);
+  s.encoded = std::move(r.payload);
+  s.multipart = r.multipart;
+  s.in_place = std::move(r.in_place);
+}
 
 /// The box random_resized_crop takes in a `width` x `height` image: the sample's given_box
 /// when set, otherwise one drawn with `params` and `rng`.

@@ -25,11 +25,11 @@ expected<volume_part> open_volume_part(std::string name, std::shared_ptr<const b
   if (!header_size) {
     return volume_error(name, header_size.error().message());
   }
-  std::vector<std::uint8_t> header_bytes(static_cast<std::size_t>(*header_size));
   if (*header_size > file_size) {
     return volume_error(name, "its header needs " + std::to_string(*header_size) +
                                   " bytes, the file has " + std::to_string(file_size));
   }
+  std::vector<std::uint8_t> header_bytes(static_cast<std::size_t>(*header_size));
   if (auto ok = bytes->read_at(0, header_bytes.data(), header_bytes.size()); !ok) {
     return std::move(ok).error();
   }
@@ -43,6 +43,10 @@ expected<volume_part> open_volume_part(std::string name, std::shared_ptr<const b
                                   std::string(name_of(type)) +
                                   " [channels, x, y, z], C order, little-endian");
   }
+  if (header->data_bytes == 0) {
+    return volume_error(
+        name, "holds " + header->describe() + ", an empty volume: the volume steps need voxels");
+  }
   return volume_part{std::move(name), *header, std::move(bytes)};
 }
 
@@ -51,10 +55,12 @@ expected<void> read_box(const volume_part& volume, const volume_box& box, std::u
   const auto item = static_cast<std::int64_t>(volume.header.item_size());
   const auto rows = box[1].extent();
   const auto row_bytes = box[2].extent() * item;
-  // One read per (channel, x): the box's rows at full width, then its columns copied out.
-  std::vector<std::uint8_t> block(static_cast<std::size_t>(rows * Z * item));
+  // One read per (channel, x): the box's rows at full width, then its columns copied out. The
+  // block is made for the first read (none for an empty box).
+  std::vector<std::uint8_t> block;
   for (std::int64_t c = 0; c < volume.channels(); ++c) {
     for (std::int64_t x = box[0].start; x < box[0].stop; ++x) {
+      block.resize(static_cast<std::size_t>(rows * Z * item));
       const auto first = ((c * X + x) * Y + box[1].start) * Z * item;
       if (auto ok =
               volume.bytes->read_at(volume.header.data_offset + first, block.data(), block.size());
@@ -76,8 +82,9 @@ expected<void> for_each_slab(
     const std::function<expected<void>(std::int64_t x, const std::uint8_t* slab)>& visit) {
   const auto [X, Y, Z] = volume.extents();
   const auto slab_bytes = Y * Z * static_cast<std::int64_t>(volume.header.item_size());
-  std::vector<std::uint8_t> slab(static_cast<std::size_t>(slab_bytes));
+  std::vector<std::uint8_t> slab;  // made for the first slab (none for an empty volume)
   for (std::int64_t x = 0; x < volume.channels() * X; ++x) {
+    slab.resize(static_cast<std::size_t>(slab_bytes));
     if (auto ok = volume.bytes->read_at(volume.header.data_offset + x * slab_bytes, slab.data(),
                                         slab.size());
         !ok) {

@@ -44,8 +44,9 @@ struct volume_part {
 };
 
 /// Parses the header of `bytes` (a whole .npy file) and checks that it is a volume the steps
-/// read in place: rank 4 [C, X, Y, Z], C order, little-endian, of `type`.
-/// errc::decode_error naming the part and what it holds otherwise.
+/// read in place: rank 4 [C, X, Y, Z], C order, little-endian, of `type`, and not empty (every
+/// extent at least 1). errc::decode_error naming the part and what it holds otherwise. Reads
+/// only the header: nothing is allocated for the elements.
 expected<volume_part> open_volume_part(std::string name, std::shared_ptr<const byte_source> bytes,
                                        dtype type);
 

@@ -12,6 +12,10 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <sys/stat.h>
+
+#include "core/storage/file_slice.hpp"
+
 namespace conveyor::testing {
 
 temp_dir::temp_dir() {
@@ -143,6 +147,16 @@ void expect_quarantined(const std::vector<std::string>& quarantined,
   for (const auto& line : quarantined) {
     std::cout << line << "\n";
   }
+}
+
+std::vector<std::uint8_t> forged_slice_of(const std::filesystem::path& path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  const file_identity identity{
+      static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino),
+      static_cast<std::uint64_t>(st.st_size),
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+  return encode_file_slice({path.string(), 0, identity.size, identity});
 }
 
 }  // namespace conveyor::testing

@@ -57,6 +57,10 @@ void expect_each_sample_once(const epoch_ids& seen, int images, int epochs);
 /// `from`'s ids added to `into`'s, epoch by epoch.
 void merge_into(epoch_ids& into, const epoch_ids& from);
 
+/// A file slice descriptor (core/storage/file_slice.hpp) of the whole of whatever is at `path`
+/// (a FIFO too), with its identity as stat(2) gives it: what a hostile dataset file forges.
+std::vector<std::uint8_t> forged_slice_of(const std::filesystem::path& path);
+
 /// How often `needle` (not empty) occurs in `text`, occurrences not overlapping.
 std::size_t count_of(const std::string& text, const std::string& needle);
 
