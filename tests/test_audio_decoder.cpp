@@ -2,9 +2,12 @@
 // test time on this machine, through the same libsndfile), and damaged or hostile files.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -15,7 +18,54 @@
 namespace conveyor {
 namespace {
 
+/// The largest block operator new was asked for since a test reset it (replaced below, for
+/// this test binary only): what decode_audio reserved.
+std::atomic<std::size_t> largest_new{0};
+
+}  // namespace
+}  // namespace conveyor
+
+// malloc and free behind new and delete, as the library's own do: GCC cannot tell.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t size) {
+  auto seen = conveyor::largest_new.load();
+  while (seen < size && !conveyor::largest_new.compare_exchange_weak(seen, size)) {
+  }
+  if (void* p = std::malloc(size == 0 ? 1 : size)) {
+    return p;
+  }
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t /*size*/) noexcept {
+  std::free(p);
+}
+#pragma GCC diagnostic pop
+
+namespace conveyor {
+namespace {
+
 using bytes = std::vector<std::uint8_t>;
+
+/// A FLAC file of a STREAMINFO block alone, whose header says `frames` frames of 16 kHz 16-bit
+/// mono and which holds none of them.
+bytes flac_header_claiming(std::uint64_t frames) {
+  bytes out = {'f', 'L', 'a', 'C', 0x80, 0, 0, 34};  // the last metadata block: 34 bytes
+  // Blocks of 4096 frames; the sizes of its frames unknown.
+  const std::uint8_t block_sizes[] = {0x10, 0x00, 0x10, 0x00, 0, 0, 0, 0, 0, 0};
+  out.insert(out.end(), std::begin(block_sizes), std::end(block_sizes));
+  // 20 bits of rate, 3 of channels - 1, 5 of bits - 1, 36 of frames.
+  const std::uint64_t packed =
+      (std::uint64_t{16000} << 44) | (std::uint64_t{15} << 36) | (frames & ((1ULL << 36) - 1));
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    out.push_back(static_cast<std::uint8_t>(packed >> shift));
+  }
+  out.resize(out.size() + 16);  // MD5 of the audio: unknown
+  return out;
+}
 
 std::vector<float> floats(const bytes& raw) {
   std::vector<float> out(raw.size() / sizeof(float));
@@ -172,6 +222,19 @@ TEST_F(SoundfileFiles, EveryTruncationOfAFlacIsAnErrorNeverAnOutOfBoundsRead) {
     std::memcpy(part.get(), whole.data(), size);
     EXPECT_FALSE(decode_audio(part.get(), size)) << size;
   }
+}
+
+TEST(AudioDecoder, AHeaderClaimingManyFramesOverFewBytesReservesOnlyWhatTheBytesCanHold) {
+  // 2^27 - 1 frames of mono are within max_samples: the header passes its checks.
+  const bytes file = flac_header_claiming((std::uint64_t{1} << 27) - 1);
+  largest_new = 0;
+  auto audio = decode_audio(file);
+  const std::size_t reserved = largest_new;
+  ASSERT_FALSE(audio) << describe(audio->samples);
+  EXPECT_NE(audio.error().message().find("header says 134217727 frames but 0 decode"),
+            std::string::npos)
+      << audio.error().message();
+  EXPECT_LE(reserved, std::size_t{64} << 10) << "a " << file.size() << "-byte file";
 }
 
 TEST(MonoDownmix, TakesOnlyFloatFramesByChannels) {

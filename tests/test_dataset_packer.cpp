@@ -239,6 +239,41 @@ TEST(DatasetPacker, TwoFilesForOnePartAreRefusedNamingBoth) {
   EXPECT_EQ(scan_part_files(dir / "missing").error().code(), errc::not_found);
 }
 
+TEST(DatasetPacker, ALinkInsideThePartsIsAPartUnderItsOwnName) {
+  temp_dir dir;
+  std::filesystem::create_directories(dir / "parts");
+  testing::write_file(dir / "parts" / "000.jpg", {'j'});
+  std::filesystem::create_symlink("000.jpg", dir / "parts" / "001.jpg");
+  auto files = scan_part_files(dir / "parts");
+  ASSERT_TRUE(files) << files.error().what();
+  ASSERT_EQ(files->samples.size(), 2u);
+  EXPECT_EQ(files->samples[1].key, "001");
+  auto r = read_part_files(files->samples[1]);
+  ASSERT_TRUE(r) << r.error().what();
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>((*parts_of(*r))[0].data), 1), "j");
+}
+
+// A link out of the directory would pack another file's bytes (a key, a token) into shards
+// others read: refused, naming the link and where it leads; conveyor-pack exits with 2.
+TEST(DatasetPacker, ALinkOutOfThePartsIsRefusedNamingItAndItsTarget) {
+  temp_dir dir;
+  std::filesystem::create_directories(dir / "parts");
+  testing::write_file(dir / "parts" / "000.jpg", {'j'});
+  testing::write_file(dir / "secret", {'s'});
+  std::filesystem::create_symlink(dir / "secret", dir / "parts" / "000.cls");
+  auto files = scan_part_files(dir / "parts");
+  ASSERT_FALSE(files);
+  EXPECT_EQ(files.error().code(), errc::invalid_argument);
+  const auto link = (dir / "parts" / "000.cls").string();
+  EXPECT_NE(files.error().message().find(link + " is a symbolic link to " +
+                                         std::filesystem::canonical(dir / "secret").string() +
+                                         ", outside the dataset directory"),
+            std::string::npos)
+      << files.error().message();
+  EXPECT_EQ(run_pack("--parts " + (dir / "parts").string() + " --out " + (dir / "o").string()), 2);
+  EXPECT_FALSE(std::filesystem::exists(dir / "o" / manifest_file_name));
+}
+
 TEST(PackApp, PacksATarSetAndADirectoryOfPartsIntoVerifiedShards) {
   temp_dir dir;
   auto set = testing::make_python_tars(dir, "clean");

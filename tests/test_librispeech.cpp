@@ -92,6 +92,53 @@ TEST(LibriSpeech, ConflictsAreRefusedNamingBothPlaces) {
             std::string::npos);
 }
 
+TEST(LibriSpeech, ALinkInsideTheSetIsFollowedUnderItsOwnName) {
+  testing::temp_dir dir;
+  auto root = make_set(dir);
+  fs::create_directory_symlink("../19/198", root / "26/same");  // a directory: not walked
+  fs::create_symlink("../../19/198/19-198-0001.flac", root / "26/495/26-495-0002.flac");
+  auto set = scan_librispeech(root);
+  ASSERT_TRUE(set) << set.error().what();
+  ASSERT_EQ(set->utterances.size(), 5u);
+  const auto& linked = set->utterances[4];
+  EXPECT_EQ(linked.key, "26-495-0002");
+  auto r = read_utterance(linked);
+  ASSERT_TRUE(r) << r.error().what();
+  auto parts = parts_of(*r);
+  ASSERT_TRUE(parts);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>((*parts)[0].data), (*parts)[0].size),
+            "flac bytes 1");
+}
+
+// A link out of the set would put another file's bytes (a key, a token) into samples: refused,
+// naming the link and where it leads, by the scan and by the node's dataset.
+TEST(LibriSpeech, ALinkOutOfTheSetIsRefusedNamingItAndItsTarget) {
+  testing::temp_dir dir;
+  auto root = make_set(dir);
+  write_text(dir / "secret.flac", "not the set's");
+  const auto link = root / "26/495/26-495-0002.flac";
+  fs::create_symlink("../../../secret.flac", link);
+  const auto target = fs::canonical(dir / "secret.flac").string();
+  auto set = scan_librispeech(root);
+  ASSERT_FALSE(set);
+  EXPECT_EQ(set.error().code(), errc::invalid_argument);
+  EXPECT_EQ(set.error().message(), link.string() + " is a symbolic link to " + target +
+                                       ", outside the dataset directory " +
+                                       fs::canonical(root).string() +
+                                       ": links out of it are not followed (copy the file in)");
+  fs::remove(link);
+  fs::create_symlink(target, root / "README.link");  // not read: left alone
+  ASSERT_TRUE(scan_librispeech(root));
+  fs::create_symlink(target, root / "26/495/26-495.trans.txt.x");  // neither
+  fs::remove(root / "26/495/26-495.trans.txt");
+  fs::create_symlink(target, root / "26/495/26-495.trans.txt");
+  auto source = open_sample_source(root, dataset_format::librispeech);
+  ASSERT_FALSE(source);
+  EXPECT_NE(source.error().message().find("26-495.trans.txt is a symbolic link to " + target),
+            std::string::npos)
+      << source.error().message();
+}
+
 TEST(LibriSpeech, AnEmptyOrMissingDirectoryIsNoDataset) {
   testing::temp_dir dir;
   fs::create_directories(dir / "empty");

@@ -108,14 +108,42 @@ TEST_F(PilFiles, AbsurdSizesAreRefusedFromTheHeaderBeforeAllocating) {
   expect_refused(file("rgb.png"), "37x23 has more than 100 pixels", small);
 }
 
+TEST_F(PilFiles, SixteenBitRgbaWithinThePixelLimitIsRefusedFromItsHeaderByItsBytes) {
+  // 2^28 pixels, as many as max_pixels takes, but 4 GiB as int32: refused before any of it is
+  // allocated (the file holds 64 bytes of data; a decode would fail only after allocating).
+  expect_refused(file("rgba16_huge.png"),
+                 "16384x16384 of 4 16-bit channels decodes to more than 1073741824 bytes "
+                 "(262152 a row with its row pointer)");
+}
+
+/// A 16-bit PNG of `rows` x `columns` random pixels of `channels` channels, as OpenCV writes
+/// it from `bgra` (BGR or BGRA).
+bytes sixteen_bit_png(int rows, int columns, int channels, cv::Mat& bgra) {
+  bgra = cv::Mat(rows, columns, CV_16UC(channels));
+  cv::randu(bgra, cv::Scalar::all(0), cv::Scalar::all(65536));
+  bgra.ptr<std::uint16_t>(0)[0] = 65535;
+  bytes png;
+  EXPECT_TRUE(cv::imencode(".png", bgra, png));
+  return png;
+}
+
+TEST(PngDecoder, TheByteLimitCountsTheInt32ArrayAndTheRowPointers) {
+  cv::Mat bgra;
+  const bytes png = sixteen_bit_png(19, 31, 4, bgra);
+  png_options exact;
+  exact.max_bytes = 19 * 31 * 4 * sizeof(std::int32_t) + 19 * sizeof(void*);
+  auto image = decode_png(png, exact);
+  ASSERT_TRUE(image) << image.error().what();
+  png_options under = exact;
+  --under.max_bytes;
+  expect_refused(png, "31x19 of 4 16-bit channels decodes to more than 9575 bytes", under);
+}
+
 TEST(PngDecoder, SixteenBitColourKeepsItsExactValues) {
   for (int channels : {3, 4}) {
     SCOPED_TRACE(channels);
-    cv::Mat bgr(19, 31, CV_16UC(channels));
-    cv::randu(bgr, cv::Scalar::all(0), cv::Scalar::all(65536));
-    bgr.ptr<std::uint16_t>(0)[0] = 65535;
-    bytes png;
-    ASSERT_TRUE(cv::imencode(".png", bgr, png));
+    cv::Mat bgr;
+    const bytes png = sixteen_bit_png(19, 31, channels, bgr);
     auto image = decode_png(png);
     ASSERT_TRUE(image) << image.error().what();
     ASSERT_EQ(describe(*image), "int32 [19, 31, " + std::to_string(channels) + "]");

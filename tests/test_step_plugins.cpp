@@ -3,9 +3,11 @@
 // sample once, handed off to straggler actors between steps); one of another API version, one
 // without its entry point and a missing library are refused naming them, and conveyor-node
 // stops with exit code 2.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <conveyor/pipeline.hpp>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -62,6 +64,34 @@ TEST(StepPlugins, AnotherApiVersionIsRefusedNamingBothBeforeAnyCall) {
                {"node.toml:2:14: plugins.libraries[0]", other,
                 "step API version " + std::to_string(step_api_version + 41),
                 "this node has step API version " + std::to_string(step_api_version)});
+}
+
+/// Whether the library at `path` is loaded in this process (RTLD_NOLOAD loads nothing).
+bool is_loaded(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (handle != nullptr) {
+    dlclose(handle);
+  }
+  return handle != nullptr;
+}
+
+TEST(StepPlugins, AnotherApiVersionIsRefusedFromItsFileWithoutRunningAnyOfIt) {
+  const std::string other = OTHER_API_PLUGIN;
+  auto loaded = load_step_plugin(other);
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().message().find("built against step API version"), std::string::npos)
+      << loaded.error().message();
+  EXPECT_EQ(std::getenv("CONVEYOR_OTHER_API_PLUGIN_RAN"), nullptr) << "its initialisers ran";
+  EXPECT_FALSE(is_loaded(other));
+}
+
+TEST(StepPlugins, APluginRefusedOnceLoadedIsUnloaded) {
+  const std::string no_entry = NO_ENTRY_PLUGIN;
+  auto loaded = load_step_plugin(no_entry);
+  ASSERT_FALSE(loaded);
+  EXPECT_NE(loaded.error().message().find("no symbol 'conveyor_register_steps'"), std::string::npos)
+      << loaded.error().message();
+  EXPECT_FALSE(is_loaded(no_entry));
 }
 
 TEST(StepPlugins, AMissingLibraryOrSymbolIsNamed) {

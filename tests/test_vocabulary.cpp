@@ -1,7 +1,9 @@
 // Token vocabularies for transcripts (core/transforms/vocabulary.hpp): one token a line, ids
 // by line, longest match, and errors that name the line or the character.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/transforms/vocabulary.hpp"
@@ -80,6 +82,36 @@ TEST(Vocabulary, BadFilesAreRefusedNamingTheLine) {
   auto crlf = vocabulary::load(written(dir, "a\r\nb"));
   ASSERT_TRUE(crlf);
   EXPECT_EQ(*crlf->encode("ba", false), (ids{1, 0}));
+}
+
+/// The message of `path`'s refusal (empty, and a failure, when it loads).
+std::string refusal(const std::string& path) {
+  auto v = vocabulary::load(path);
+  EXPECT_FALSE(v) << path;
+  if (v) {
+    return {};
+  }
+  EXPECT_EQ(v.error().code(), errc::invalid_config);
+  return v.error().message();
+}
+
+// Neither is read: /dev/zero would never end and a FIFO without a writer would block the open.
+TEST(Vocabulary, WhatIsNotARegularFileIsRefusedFromItsTypeWithoutReadingIt) {
+  EXPECT_EQ(refusal("/dev/zero"),
+            "vocabulary /dev/zero: is a character device, not a regular file");
+  testing::temp_dir dir;
+  const auto fifo = (dir / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(refusal(fifo), "vocabulary " + fifo + ": is a FIFO, not a regular file");
+  EXPECT_EQ(refusal(dir.path().string()),
+            "vocabulary " + dir.path().string() + ": is a directory, not a regular file");
+}
+
+TEST(Vocabulary, AFileOver64MiBIsRefusedFromItsSize) {
+  testing::temp_dir dir;
+  const auto path = written(dir, "a\n");
+  std::filesystem::resize_file(path, (std::uintmax_t{64} << 20) + 1);  // sparse: nothing written
+  EXPECT_EQ(refusal(path), "vocabulary " + path + ": over 67108864 bytes");
 }
 
 }  // namespace

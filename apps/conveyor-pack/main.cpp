@@ -21,7 +21,8 @@
 // core/codecs/synthetic_volumes.hpp), for config/examples/unet3d-kits19.toml.
 // --webdataset TARS: a directory of .tar files (sorted by name) or one .tar file, read as
 // WebDataset does (members grouped by key, each a part named by its extension); --parts DIR:
-// files named key.ext anywhere under DIR, grouped by the same rule. Each sample becomes one
+// files named key.ext anywhere under DIR, grouped by the same rule (a symbolic link followed
+// only to a file inside DIR: core/storage/contained_file.hpp). Each sample becomes one
 // multipart record (version 2 shards): its parts' bytes as they are, no decoding; its label
 // the integer of its "cls" part (0 without one; the part is kept too). A damaged or duplicate
 // sample stops packing with an error naming its tar and key.

@@ -191,18 +191,33 @@ expected<void> check_finite(const SF_INFO& info, const tensor_bytes& bytes) {
   return {};
 }
 
-/// Every frame, read until libsndfile has no more, as float32 bytes.
-expected<tensor_bytes> read_frames(const sound_file& file, const audio_options& options) {
+/// Bytes of float32 samples reserved before decoding for each byte of the file: a header's
+/// frame count is believed only as far as the file's bytes could decode to (PCM gives 2 to 8
+/// per byte, FLAC ~4 to 8, lossy codecs ~10 to 50); past that the samples grow as they decode.
+constexpr std::size_t reserved_per_file_byte = 32;
+
+/// Float32 bytes to reserve for `file` (of `file_bytes` bytes): the frames its header says and
+/// one more (to see the stream end) where it says, no reallocation (which copies byte by byte
+/// with this allocator) when the header is right, but never more than the file's bytes can
+/// hold, whatever its header claims.
+std::size_t bytes_to_reserve(const SF_INFO& info, std::size_t file_bytes, std::size_t frame_bytes) {
+  if (info.frames == SF_COUNT_MAX) {
+    return 0;
+  }
+  const std::size_t most_frames = file_bytes * reserved_per_file_byte / frame_bytes + 1;
+  return (std::min(static_cast<std::size_t>(info.frames), most_frames) + 1) * frame_bytes;
+}
+
+/// Every frame of `file` (of `file_bytes` bytes), read until libsndfile has no more, as
+/// float32 bytes.
+expected<tensor_bytes> read_frames(const sound_file& file, std::size_t file_bytes,
+                                   const audio_options& options) {
   const auto channels = static_cast<std::size_t>(file.info().channels);
   const std::size_t max_frames = static_cast<std::size_t>(options.max_samples) / channels;
   constexpr std::size_t chunk_frames = 64 * 1024;
   const std::size_t frame_bytes = channels * sizeof(float);
   tensor_bytes bytes;
-  if (file.info().frames != SF_COUNT_MAX) {
-    // The frames the header says and one more, to see the stream end: no reallocation (which
-    // copies byte by byte with this allocator) when the header is right.
-    bytes.reserve((static_cast<std::size_t>(file.info().frames) + 1) * frame_bytes);
-  }
+  bytes.reserve(bytes_to_reserve(file.info(), file_bytes, frame_bytes));
   for (std::size_t frames = 0;;) {
     if (frames > max_frames) {
       return audio_error("more than " + std::to_string(options.max_samples) + " samples");
@@ -242,7 +257,7 @@ expected<decoded_audio> decode_audio(const std::uint8_t* data, std::size_t size,
       return kept.error();
     }
   }
-  auto bytes = read_frames(*file, options);
+  auto bytes = read_frames(*file, size, options);
   if (!bytes) {
     return bytes.error();
   }

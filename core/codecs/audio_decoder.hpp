@@ -42,6 +42,9 @@ struct audio_options {
 /// count out of range, too many samples, a truncated or corrupt stream (fewer frames than
 /// the header says, e.g. a damaged FLAC frame), a NaN or infinite sample (in a float file);
 /// the caller adds which part it was. errc::filtered: longer than options.max_seconds.
+/// Memory: before decoding it reserves room for the frames the header says, but never more
+/// than 32 bytes of samples for each byte of the file, whatever the header claims; past that
+/// the samples grow as they decode, up to options.max_samples.
 /// Thread-safe: opening takes a process-wide lock, because libsndfile reports a failed open
 /// through process-wide state; decoding runs unlocked, one handle per call.
 /// Known cost: libsndfile 1.2.0 leaks libvorbis's state (~5.7 KB) for each OGG it refuses as

@@ -127,7 +127,12 @@ error png_error_value(const std::string& why) {
   return error(errc::decode_error, "png: " + why);
 }
 
-/// The layout's size checked against the limit and against libpng's row size.
+/// The bytes of each decoded sample: 1 for 8 bits, 4 for 16 (widened to int32).
+std::size_t decoded_sample_bytes(const png_layout& layout) {
+  return layout.bit_depth == 16 ? sizeof(std::int32_t) : 1;
+}
+
+/// The layout's pixels checked against the limit, and against libpng's row size.
 expected<void> check_layout(const png_layout& layout, const png_options& options) {
   const auto pixels = static_cast<std::int64_t>(layout.width) * layout.height;
   if (pixels > options.max_pixels) {
@@ -145,17 +150,56 @@ expected<void> check_layout(const png_layout& layout, const png_options& options
   return {};
 }
 
-/// Reads the rows into `pixels`, row_bytes apart.
-expected<void> read_pixels(const png_reader& reader, const png_layout& layout, std::uint8_t* pixels,
+/// Bytes of a decoded row (layout.row_bytes for 8 bits, twice that for 16).
+std::size_t decoded_row_bytes(const png_layout& layout) {
+  return std::size_t{layout.width} * static_cast<std::size_t>(layout.channels) *
+         decoded_sample_bytes(layout);
+}
+
+/// The bytes the decode would hold, the array it gives and the row pointers, checked against
+/// options.max_bytes (by division: no product overflows). Precondition: check_layout accepted
+/// `layout`.
+expected<void> check_bytes(const png_layout& layout, const png_options& options) {
+  const std::size_t per_row = decoded_row_bytes(layout) + sizeof(png_bytep);
+  if (layout.height > 0 && per_row > options.max_bytes / layout.height) {
+    return png_error_value(std::to_string(layout.width) + "x" + std::to_string(layout.height) +
+                           " of " + std::to_string(layout.channels) + " " +
+                           std::to_string(layout.bit_depth) + "-bit channels decodes to more " +
+                           "than " + std::to_string(options.max_bytes) + " bytes (" +
+                           std::to_string(per_row) + " a row with its row pointer)");
+  }
+  return {};
+}
+
+/// Reads the rows into `first_row`, `stride` bytes apart.
+expected<void> read_pixels(const png_reader& reader, const png_layout& layout,
+                           std::uint8_t* first_row, std::size_t stride,
                            const png_failure& failure) {
   std::vector<png_bytep> rows(layout.height);
   for (std::size_t y = 0; y < rows.size(); ++y) {
-    rows[y] = pixels + y * layout.row_bytes;
+    rows[y] = first_row + y * stride;
   }
   if (!read_rows(reader.png(), reader.info(), rows.data())) {
     return png_error_value(failure.message);
   }
   return {};
+}
+
+/// Widens the `samples` 16-bit samples that sit in the back half of each of `rows` rows of
+/// `pixels` (4 x samples bytes a row) to int32 over the whole row. In place, front to back:
+/// sample i's int32 ends at byte 4i + 4, never past byte 2 x samples + 2i + 2, where the first
+/// 16-bit sample still to widen starts.
+void widen_rows(std::uint8_t* pixels, std::size_t rows, std::size_t samples) {
+  for (std::size_t y = 0; y < rows; ++y) {
+    std::uint8_t* row = pixels + y * samples * sizeof(std::int32_t);
+    const std::uint8_t* narrow = row + samples * sizeof(std::uint16_t);
+    for (std::size_t i = 0; i < samples; ++i) {
+      std::uint16_t value = 0;
+      std::memcpy(&value, narrow + i * sizeof value, sizeof value);
+      const std::int32_t wide = value;
+      std::memcpy(row + i * sizeof wide, &wide, sizeof wide);
+    }
+  }
 }
 
 }  // namespace
@@ -179,22 +223,22 @@ expected<host_array> decode_png(const std::uint8_t* data, std::size_t size,
   if (auto checked = check_layout(layout, options); !checked) {
     return checked.error();
   }
-  const std::int64_t extents[] = {layout.height, layout.width, layout.channels};
-  if (layout.bit_depth == 8) {
-    auto out = host_array::uninitialized(dtype::uint8, std::begin(extents), std::end(extents));
-    if (auto read = read_pixels(reader, layout, out.bytes.data(), failure); !read) {
-      return read.error();
-    }
-    return out;
+  if (auto checked = check_bytes(layout, options); !checked) {
+    return checked.error();
   }
-  // 16 bits: the samples in host order, then widened to int32 (exactly 0..65535).
-  tensor_bytes samples(layout.row_bytes * layout.height);
-  if (auto read = read_pixels(reader, layout, samples.data(), failure); !read) {
+  const std::int64_t extents[] = {layout.height, layout.width, layout.channels};
+  const dtype type = layout.bit_depth == 8 ? dtype::uint8 : dtype::int32;
+  auto out = host_array::uninitialized(type, std::begin(extents), std::end(extents));
+  // 16 bits: the samples in host order, each row read into the back half of its int32 row and
+  // widened there (exactly 0..65535): no second buffer.
+  const std::size_t stride = decoded_row_bytes(layout);
+  std::uint8_t* first_row = out.bytes.data() + (stride - layout.row_bytes);
+  if (auto read = read_pixels(reader, layout, first_row, stride, failure); !read) {
     return read.error();
   }
-  auto out = host_array::uninitialized(dtype::int32, std::begin(extents), std::end(extents));
-  const auto* narrow = reinterpret_cast<const std::uint16_t*>(samples.data());
-  std::copy(narrow, narrow + out.element_count(), out.data<std::int32_t>());
+  if (layout.bit_depth == 16) {
+    widen_rows(out.bytes.data(), layout.height, layout.row_bytes / sizeof(std::uint16_t));
+  }
   return out;
 }
 

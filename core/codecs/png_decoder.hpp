@@ -31,6 +31,12 @@ struct png_options {
   /// Images with more pixels are refused from their header, before anything is allocated
   /// (the same limit as JPEG's max_image_pixels).
   std::int64_t max_pixels = std::int64_t{1} << 28;
+  /// Images whose decode would hold more bytes are refused from their header too, before
+  /// anything is allocated: the array it gives (height x width x channels, 1 byte a sample,
+  /// 4 for a 16-bit image's int32) and libpng's row pointers (8 bytes a row), the two buffers
+  /// that grow with the image (libpng's own two row buffers besides are small). The pixel limit
+  /// alone lets a 16-bit RGBA header ask for 4 GiB; 1 GiB still takes 2^28 pixels of 8-bit RGB.
+  std::size_t max_bytes = std::size_t{1} << 30;
 };
 
 /// True when `data` starts with the PNG signature.
@@ -38,8 +44,9 @@ bool is_png(const std::uint8_t* data, std::size_t size) noexcept;
 
 /// Decodes a whole PNG (interlaced or not; the first frame of an APNG). errc::decode_error
 /// names what is wrong: not a PNG, truncated (the IEND chunk included), a damaged critical
-/// chunk or compressed stream (libpng's own message), or more than max_pixels pixels; the
-/// caller adds which part it was. Thread-safe: each call has its own libpng state.
+/// chunk or compressed stream (libpng's own message), more than max_pixels pixels or a decode
+/// of more than max_bytes bytes; the caller adds which part it was. Thread-safe: each call has its
+/// own libpng state.
 expected<host_array> decode_png(const std::uint8_t* data, std::size_t size,
                                 const png_options& options = {});
 inline expected<host_array> decode_png(const std::vector<std::uint8_t>& bytes,

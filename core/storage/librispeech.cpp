@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "core/storage/byte_source.hpp"
+#include "core/storage/contained_file.hpp"
 #include "core/storage/record_parts.hpp"
-#include "core/storage/require_directory.hpp"
 
 namespace conveyor {
 namespace {
@@ -73,55 +73,74 @@ expected<void> read_transcripts(const std::filesystem::path& file,
   return {};
 }
 
+/// What a scan has met so far.
+struct scanned {
+  std::map<std::string, librispeech_utterance> audio;
+  std::map<std::string, transcript_line> lines;
+};
+
+/// Adds `entry`, an entry under the set's directory `inside` (canonical), to what was met: an
+/// audio file or a transcript file by its name (a link by its own name), read where it is.
+expected<void> add_entry(const std::filesystem::directory_entry& entry,
+                         const std::filesystem::path& inside, scanned& met) {
+  const auto& name = entry.path();
+  const bool transcript = ends_with(name.filename().string(), transcript_suffix);
+  auto part = transcript ? std::string() : audio_part_of(name);
+  if (!transcript && part.empty()) {
+    return {};
+  }
+  auto contained = contained_file(entry, inside);
+  if (!contained) {
+    return std::move(contained).error();
+  }
+  if (!*contained) {
+    return {};  // not a regular file
+  }
+  const auto& file = **contained;
+  if (transcript) {
+    return read_transcripts(file, met.lines);
+  }
+  auto key = name.stem().string();
+  auto [at, fresh] = met.audio.emplace(key, librispeech_utterance{key, file, part, std::nullopt});
+  if (!fresh) {
+    return error{errc::invalid_argument, file.string() + " and " + at->second.audio.string() +
+                                             " are both utterance " + key};
+  }
+  return {};
+}
+
 }  // namespace
 
 expected<librispeech_set> scan_librispeech(const std::filesystem::path& root) {
-  if (auto ok = require_directory(root); !ok) {
-    return std::move(ok).error();
+  auto inside = canonical_directory(root);
+  if (!inside) {
+    return std::move(inside).error();
   }
-  std::map<std::string, librispeech_utterance> audio;
-  std::map<std::string, transcript_line> lines;
+  scanned met;
   std::error_code ec;
   for (std::filesystem::recursive_directory_iterator it(root, ec), end; !ec && it != end;
        it.increment(ec)) {
-    if (!it->is_regular_file(ec)) {
-      continue;
-    }
-    const auto& file = it->path();
-    if (ends_with(file.filename().string(), transcript_suffix)) {
-      if (auto ok = read_transcripts(file, lines); !ok) {
-        return std::move(ok).error();
-      }
-      continue;
-    }
-    auto part = audio_part_of(file);
-    if (part.empty()) {
-      continue;
-    }
-    auto key = file.stem().string();
-    auto [at, fresh] = audio.emplace(key, librispeech_utterance{key, file, part, std::nullopt});
-    if (!fresh) {
-      return error{errc::invalid_argument, file.string() + " and " + at->second.audio.string() +
-                                               " are both utterance " + key};
+    if (auto ok = add_entry(*it, *inside, met); !ok) {
+      return std::move(ok).error();
     }
   }
   if (ec) {
     return error{errc::io_error, root.string() + ": cannot list: " + ec.message()};
   }
-  if (audio.empty()) {
+  if (met.audio.empty()) {
     return error{errc::empty_dataset, root.string() + ": no .flac or .wav files"};
   }
   librispeech_set out;
-  for (auto& [key, u] : audio) {
-    if (auto line = lines.find(key); line != lines.end()) {
+  for (auto& [key, u] : met.audio) {
+    if (auto line = met.lines.find(key); line != met.lines.end()) {
       u.transcript = std::move(line->second.text);
-      lines.erase(line);
+      met.lines.erase(line);
     } else {
       ++out.untranscribed;
     }
     out.utterances.push_back(std::move(u));
   }
-  out.unheard = lines.size();
+  out.unheard = met.lines.size();
   return out;
 }
 

@@ -32,8 +32,11 @@ struct librispeech_set {
   std::uint64_t unheard = 0;  ///< transcript lines naming no audio file
 };
 
-/// Scans `root` and every directory under it. Errors: not_found for a missing path, io_error
-/// for one that is not a directory, cannot be listed, or a transcript file that cannot be
+/// Scans `root` and every directory under it. A symbolic link named as an audio or transcript
+/// file is followed only to a regular file inside `root` (contained_file.hpp says why): it is
+/// named by its own path (its key, its extension), and its target is read. Errors: invalid_argument
+/// naming a link that leads out of `root` and where it leads; not_found for a missing path,
+/// io_error for one that is not a directory, cannot be listed, or a transcript file that cannot be
 /// read; invalid_argument naming both places for two audio files of one id or two transcript
 /// lines of one id, and naming the file and line for a line that does not begin with an id;
 /// empty_dataset when there is no audio file.

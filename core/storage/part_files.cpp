@@ -4,9 +4,9 @@
 #include <map>
 
 #include "core/storage/byte_source.hpp"
+#include "core/storage/contained_file.hpp"
 #include "core/storage/file_slice.hpp"
 #include "core/storage/record_parts.hpp"
-#include "core/storage/require_directory.hpp"
 #include "core/storage/webdataset_index.hpp"
 
 namespace conveyor {
@@ -32,48 +32,52 @@ std::optional<member_name> split_npy_pair_name(std::string_view relative) {
                      std::string(base.substr(underscore + 1))};
 }
 
-// Adds `file` (at `relative` under the root) to the sample its key names.
+// Adds `file` to the sample its name (`split`) makes.
 expected<void> add_file(std::map<std::string, part_files>& samples,
-                        const std::filesystem::path& file, const std::string& relative,
-                        std::uint64_t& skipped, name_rule rule) {
-  auto split = rule(relative);
-  if (!split) {
-    ++skipped;
-    return {};
-  }
-  if (!is_part_name(split->part)) {
-    return error{errc::invalid_argument, file.string() + ": the part name \"" + split->part +
+                        const std::filesystem::path& file, const member_name& split) {
+  if (!is_part_name(split.part)) {
+    return error{errc::invalid_argument, file.string() + ": the part name \"" + split.part +
                                              "\" is not 1..255 bytes of [A-Za-z0-9._-]"};
   }
-  auto& sample = samples[split->key];
-  sample.key = split->key;
+  auto& sample = samples[split.key];
+  sample.key = split.key;
   for (const auto& [name, other] : sample.parts) {
-    if (name == split->part) {
+    if (name == split.part) {
       return error{errc::invalid_argument, file.string() + " and " + other.string() +
                                                " are both part \"" + name + "\" of sample " +
-                                               split->key};
+                                               split.key};
     }
   }
-  sample.parts.emplace_back(split->part, file);
+  sample.parts.emplace_back(split.part, file);
   return {};
 }
 
 expected<part_files_list> scan(const std::filesystem::path& root, name_rule rule,
                                std::string_view expected_names) {
-  if (auto ok = require_directory(root); !ok) {
-    return std::move(ok).error();
+  auto inside = canonical_directory(root);
+  if (!inside) {
+    return std::move(inside).error();
   }
   std::map<std::string, part_files> samples;
   part_files_list out;
   std::error_code ec;
   for (std::filesystem::recursive_directory_iterator it(root, ec), end; !ec && it != end;
        it.increment(ec)) {
-    if (!it->is_regular_file(ec)) {
+    // Named by where the scan meets it (a link by its own name), read where it is.
+    auto split = rule(it->path().lexically_relative(root).generic_string());
+    if (!split) {
+      std::error_code not_a_file;
+      out.skipped += it->is_regular_file(not_a_file) ? 1 : 0;
       continue;
     }
-    auto relative = it->path().lexically_relative(root).generic_string();
-    if (auto ok = add_file(samples, it->path(), relative, out.skipped, rule); !ok) {
-      return std::move(ok).error();
+    auto file = contained_file(*it, *inside);
+    if (!file) {
+      return std::move(file).error();
+    }
+    if (*file) {
+      if (auto ok = add_file(samples, **file, *split); !ok) {
+        return std::move(ok).error();
+      }
     }
   }
   if (ec) {

@@ -28,10 +28,13 @@ struct part_files_list {
   std::uint64_t skipped = 0;        ///< files whose name has no extension, or starts with '.'
 };
 
-/// Scans `root` and every directory under it. Errors: not_found for a missing path, io_error
-/// for a path that is not a directory or cannot be listed, invalid_argument naming the files
-/// for a part name that is not one (record_parts.hpp) or two files giving a sample the same
-/// part ("000.JPG" and "000.jpg"), empty_dataset when no file makes a sample.
+/// Scans `root` and every directory under it. A symbolic link named as a part is followed only
+/// to a regular file inside `root` (contained_file.hpp says why): it is named by its own path,
+/// and its target is read. Errors: not_found for a missing path, io_error for a path that is not a
+/// directory or cannot be listed, invalid_argument naming the files for a part name that is
+/// not one (record_parts.hpp) or two files giving a sample the same part ("000.JPG" and
+/// "000.jpg"), invalid_argument naming a link that leads out of `root` and where it leads,
+/// empty_dataset when no file makes a sample.
 expected<part_files_list> scan_part_files(const std::filesystem::path& root);
 
 /// The same for the MLPerf layout: every `<key>_<name>.npy` file (split at the last '_' of its

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
+#include "core/base/bounded_file.hpp"
 #include "core/codecs/txt_decoder.hpp"
 
 namespace conveyor {
@@ -90,16 +89,11 @@ expected<vocabulary> vocabulary::of(const std::vector<std::string>& tokens) {
 
 expected<vocabulary> vocabulary::load(const std::string& path) {
   const std::string context = "vocabulary " + path + ": ";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return error{errc::invalid_config, context + "cannot be read"};
+  auto read = read_bounded_file(path, max_file_bytes);
+  if (!read) {
+    return error{errc::invalid_config, "vocabulary " + read.error().message()};
   }
-  std::ostringstream all;
-  all << in.rdbuf();
-  const std::string text = all.str();
-  if (text.size() > max_file_bytes) {
-    return error{errc::invalid_config, context + "over 64 MiB"};
-  }
+  const std::string& text = *read;
   std::vector<std::string> tokens;
   for (std::size_t at = 0; at < text.size();) {
     auto end = std::min(text.find('\n', at), text.size());

@@ -18,8 +18,10 @@ namespace conveyor {
 class vocabulary {
  public:
   /// The vocabulary of file `path`. errc::invalid_config naming the path and line: a file
-  /// that does not read, is over 64 MiB or holds no token; a line that is empty or not UTF-8;
-  /// a token twice (both lines named). A final newline ends the last line; "\r\n" is a newline.
+  /// that does not read, is not a regular file (a FIFO, /dev/zero: refused from its type,
+  /// without blocking or reading), is over 64 MiB (refused from its size; at most 64 MiB + 1
+  /// bytes are ever read) or holds no token; a line that is empty or not UTF-8; a token twice
+  /// (both lines named). A final newline ends the last line; "\r\n" is a newline.
   static expected<vocabulary> load(const std::string& path);
   /// The vocabulary of `tokens`, ids in their order; the same checks, naming the index.
   static expected<vocabulary> of(const std::vector<std::string>& tokens);

@@ -7,7 +7,9 @@ here (PIL writes none) and PIL's reading of it.
 Usage: write_png_references.py DIR. Writes DIR/<image>.png, DIR/<case>.raw (the pixels as the
 decoder must give them: HWC, C order, uint8, or int32 for 16-bit) and DIR/manifest.txt, one
 line per case: "<case> <image>.png <keep|rgb> <dtype> <rank> <extents...>". Also writes
-DIR/huge.png, a valid header of 100000 x 100000 pixels with a few bytes of data. Exits 77
+DIR/huge.png, a valid header of 100000 x 100000 pixels with a few bytes of data, and
+DIR/rgba16_huge.png, one of 16384 x 16384 16-bit RGBA pixels (within the pixel limit, 4 GiB
+decoded) with as few. Exits 77
 where NumPy or PIL is missing.
 """
 import os
@@ -87,9 +89,10 @@ def write_interlaced(path, pixels):
                 chunk(b"IDAT", zlib.compress(data)) + chunk(b"IEND", b""))
 
 
-def write_huge(path):
-    """A well-formed header that asks for 10^10 pixels: refused before any allocation."""
-    header = struct.pack(">IIBBBBB", 100000, 100000, 8, 0, 0, 0, 0)
+def write_huge(path, size=100000, bit_depth=8, colour_type=0):
+    """A well-formed header that asks for size x size pixels (10^10 by default): refused
+    before any allocation."""
+    header = struct.pack(">IIBBBBB", size, size, bit_depth, colour_type, 0, 0, 0)
     data = zlib.compress(b"\0" * 64)
     with open(path, "wb") as f:
         f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) +
@@ -117,6 +120,7 @@ def main():
                 fields = [case, name + ".png", policy, dtype, str(pixels.ndim)]
                 manifest.write(" ".join(fields + [str(e) for e in pixels.shape]) + "\n")
     write_huge(os.path.join(out_dir, "huge.png"))
+    write_huge(os.path.join(out_dir, "rgba16_huge.png"), 16384, 16, 6)
 
 
 if __name__ == "__main__":
