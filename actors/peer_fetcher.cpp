@@ -36,32 +36,50 @@ std::optional<record> peer_fetcher::ask(const peer_cache_actor& holder, std::uin
                                         std::uint64_t epoch, std::uint64_t id) const {
   std::optional<record> out;
   caf::scoped_actor self{*system_};
+  // A plain message, its answer awaited beside the holder's down message: a holder whose run
+  // ends, or whose connection is lost, ends the wait at once. (CAF 0.17's blocking receive of a
+  // request's answer skips every other message, a down message too.)
+  self->monitor(holder);
   const auto asked = peer_health::clock::now();
-  self->request(holder, deadline_, atoms::fetch::value, epoch, id)
-      .receive(
-          [&](peer_record& r) {
-            const auto now = peer_health::clock::now();
-            peers_->health().answered(rank, now - asked, now);
-            if (r.status == static_cast<std::uint8_t>(peer_status::found)) {
-              out = checked(r, rank, id);
-            } else {
-              log("cluster")->warn("{} did not give sample {}: {}", peers_->health().name(rank), id,
-                                   r.error);
-            }
-          },
-          [&](caf::error& e) {
-            if (e == caf::sec::request_timeout) {
-              peers_->health().timed_out(rank, peer_health::clock::now());
-              log("cluster")->warn(
-                  "{} did not give sample {} within cluster.peer_timeout_ms = {}: its samples "
-                  "are read from storage for a while",
-                  peers_->health().name(rank), id, deadline_.count());
-            } else {
-              log("cluster")->warn("fetch of sample {} from {} failed: {}", id,
-                                   peers_->health().name(rank), system_->render(e));
-            }
+  self->send(holder, atoms::fetch::value, epoch, id);
+  self->receive(
+      [&](peer_record& r) {
+        const auto now = peer_health::clock::now();
+        peers_->health().answered(rank, now - asked, now);
+        out = answered(r, rank, id);
+      },
+      [&](caf::down_msg& down) {
+        log("cluster")->info("{} went away before it gave sample {} ({}): it is read from storage",
+                             peers_->health().name(rank), id, system_->render(down.reason));
+      },
+      caf::after(deadline_) >>
+          [&] {
+            peers_->health().timed_out(rank, peer_health::clock::now());
+            log("cluster")->warn(
+                "{} did not give sample {} within cluster.peer_timeout_ms = {}: its samples are "
+                "read from storage for a while",
+                peers_->health().name(rank), id, deadline_.count());
           });
+  self->demonitor(holder.address());
   return out;
+}
+
+std::optional<record> peer_fetcher::answered(peer_record& r, std::uint64_t rank,
+                                             std::uint64_t id) const {
+  switch (static_cast<peer_status>(r.status)) {
+    case peer_status::found:
+      return checked(r, rank, id);
+    case peer_status::ended:
+      if (peers_->left(rank)) {
+        log("cluster")->info("{} ended its run: its samples are read from storage from now on",
+                             peers_->health().name(rank));
+      }
+      return std::nullopt;
+    default:
+      log("cluster")->warn("{} did not give sample {}: {}", peers_->health().name(rank), id,
+                           r.error);
+      return std::nullopt;
+  }
 }
 
 std::optional<record> peer_fetcher::checked(peer_record& r, std::uint64_t rank,

@@ -6,8 +6,10 @@
 /// peer rests (is not asked) for cluster.peer_retry_ms, longer each time in a row; so does a
 /// peer whose answers come near the deadline, or that gives a record that does not match this
 /// node's own dataset (sample_source::check: the key of the id asked for, and the shard's own
-/// checksum), which is not used. A peer that is down or refused is not asked at all. Every
-/// outcome is counted in `read_counts`; failures are logged.
+/// checksum), which is not used. A peer that is down or refused is not asked at all; one whose
+/// server or connection goes away while it is asked ends the wait at once, and one that answers
+/// that its run is over is not asked again (as after its leave). Every outcome is counted in
+/// `read_counts`; failures are logged.
 
 #include <caf/actor_system.hpp>
 
@@ -44,6 +46,9 @@ class peer_fetcher {
   // one (the peer's health hears how long it took, and of timeouts and wrong records).
   std::optional<record> ask(const peer_cache_actor& holder, std::uint64_t rank, std::uint64_t epoch,
                             std::uint64_t id) const;
+  // What peer `rank` answered for sample `id`: its record when it found it and it is that
+  // sample; nothing when it refused (a peer whose run is over is marked as having left).
+  std::optional<record> answered(peer_record& r, std::uint64_t rank, std::uint64_t id) const;
   // The record `r` of sample `id` that peer `rank` found, when it is that sample.
   std::optional<record> checked(peer_record& r, std::uint64_t rank, std::uint64_t id) const;
 

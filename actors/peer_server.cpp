@@ -83,13 +83,17 @@ peer_cache_actor::behavior_type front(front_pointer self, peer_server_options op
         // then, and the node's shutdown waited for it forever.
         const bool served = from_a_peer(self, opts);  // before the promise takes the sender
         auto answer = self->make_response_promise<peer_record>();
+        if (opts.ended && opts.ended->load()) {
+          answer.deliver(refusal(peer_status::ended, "this node's run is over"));
+          return answer;
+        }
         if (!served) {
           answer.deliver(refusal(peer_status::not_a_peer, "this node serves its peers only"));
           return answer;
         }
         auto& s = self->state;
         const auto& to = s.workers[s.next++ % s.workers.size()];
-        self->request(to, opts.deadline, atoms::fetch::value, epoch, id)
+        self->request(to, opts.deadline / 2, atoms::fetch::value, epoch, id)
             .then([answer](peer_record& r) mutable { answer.deliver(std::move(r)); },
                   [answer, id](const caf::error&) mutable {
                     answer.deliver(refusal(peer_status::read_failed,
@@ -115,7 +119,7 @@ peer_record serve_fetch(const peer_server_options& opts, std::uint64_t epoch, st
                    "sample " + std::to_string(id) + " is not one this node caches");
   }
   auto read = opts.cache->read_through(
-      id, [&] { return opts.source->read(id); }, opts.deadline);
+      id, [&] { return opts.source->read(id); }, opts.deadline / 4);
   if (!read.got) {
     return refusal(peer_status::read_failed, read.got.error().what());
   }

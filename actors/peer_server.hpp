@@ -5,10 +5,12 @@
 /// node's cache, to a node it admitted as a peer only. A sample the node holds but has not cached
 /// yet is read from storage, cached and given: the cluster reads each held sample from storage
 /// once. A front actor hands fetches to `workers` detached actors, so storage reads for peers run
-/// beside each other and never on the scheduler's threads; the front alone answers the peers.
+/// beside each other and never on the scheduler's threads; the front alone answers the peers,
+/// every fetch, before the asker's deadline (messages/peer_cache.hpp).
 
 #include <caf/actor_system.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -31,9 +33,13 @@ struct peer_server_options {
   peer_links_actor links;                   ///< answers hello and leave
   /// The peers this node admitted: a fetch from any other node is refused (not_a_peer).
   std::shared_ptr<const peer_directory> peers;
-  /// A fetch a worker has not answered by then is answered as failed (the asker has given
-  /// up by then: it waits as long).
+  /// The askers' fetch deadline (cluster.peer_timeout_ms). A fetch a worker has not answered
+  /// within half of it is answered as failed, while the asker still waits; a worker waits for
+  /// another's read of the same sample a quarter of it at most.
   std::chrono::milliseconds deadline{1000};
+  /// Set once this node's run is over (before it says leave): every fetch is answered `ended`
+  /// from then on. Null: never.
+  std::shared_ptr<const std::atomic<bool>> ended;
 };
 
 /// What this node answers to a fetch of sample `id` for `epoch`. Plain: callable from any

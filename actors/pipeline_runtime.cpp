@@ -7,6 +7,7 @@
 #include <caf/openssl/all.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <mutex>
 
@@ -156,6 +157,8 @@ struct pipeline_runtime::impl {
   std::shared_ptr<peer_directory> peers;        ///< null without peers
   std::shared_ptr<const peer_fetcher> fetcher;  ///< the readers' way to the peers' caches
   peer_cache_actor peer_server;
+  /// Set when the run is over: the server answers every fetch `ended` from then on.
+  std::shared_ptr<std::atomic<bool>> serving_over = std::make_shared<std::atomic<bool>>(false);
   peer_links_actor peer_links;
   std::optional<error> startup_error;
 };
@@ -297,8 +300,9 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
       p.tls.enabled() ? system.openssl_manager().actor_handle() : system.middleman().actor_handle();
   peer_links = spawn_peer_links(system, {peers, identity, connector, p.fetch_timeout, p.retry,
                                          p.wait, std::move(start), p.secret});
-  peer_server = spawn_peer_server(system, {spec.source, spec.cache, status, spec.settings.epochs,
-                                           p.server_workers, peer_links, peers, p.fetch_timeout});
+  peer_server = spawn_peer_server(
+      system, {spec.source, spec.cache, status, spec.settings.epochs, p.server_workers, peer_links,
+               peers, p.fetch_timeout, serving_over});
   if (auto port = publish(peer_server); !port) {
     startup_error = port.error();
     status->fail(port.error());
@@ -335,6 +339,7 @@ void pipeline_runtime::impl::stop() {
   }
   stopped = true;
   status->close_channels();
+  serving_over->store(true);  // before the goodbyes: a fetch that crosses one is answered
   say_goodbye();
   auto stop_one = [](auto& handle) {
     if (handle) {

@@ -6,7 +6,7 @@
 ///
 ///   node A --hello(A's identity and proof, A's peer_cache_actor)--> node B's peer_cache_actor
 ///          <-- B's identity and proof (or an error: A's hello is refused)
-///   node A --fetch(epoch, id)--> node B's peer_cache_actor --> peer_record
+///   node A --fetch(epoch, id)--> node B's peer_cache_actor --> peer_record (a refusal too)
 ///   node B --fetch(epoch, id)--> node A's peer_cache_actor --> peer_record
 ///   node A --leave(A's rank)--> node B's peer_cache_actor --> B's rank   (A's run is over)
 ///
@@ -47,7 +47,9 @@ namespace conveyor {
 /// proves it to the receiver (HMAC-SHA256 under the run's secret, run_secret::prove over
 /// these fields and the receiver's rank), empty without cluster.secret_file.
 struct peer_identity {
-  std::uint32_t protocol = 3;  ///< 3: peer_record carries `multipart`
+  /// 3: peer_record carries `multipart`; 4: a fetch is a plain message answered by one, and a
+  /// node whose run is over answers `ended`.
+  std::uint32_t protocol = 4;
   std::uint64_t dataset_size = 0;
   std::uint64_t seed = 0;
   std::uint64_t world = 0;
@@ -68,7 +70,8 @@ enum class peer_status : std::uint8_t {
   not_held = 1,     ///< the sample is not one this node caches
   read_failed = 2,  ///< this node holds it but could not read it from storage (`error` says why)
   bad_request = 3,  ///< an id or epoch outside the run (`error` says which)
-  not_a_peer = 4,   ///< the asker is on no node this node admitted as a peer
+  not_a_peer = 4,   ///< the asker is on no node this node admitted as a peer (not yet, or not)
+  ended = 5,        ///< this node's run is over: it serves no more (as if it had said leave)
 };
 
 /// A sample's record as one node sends it to another, or why it does not.
@@ -92,7 +95,11 @@ typename Inspector::result_type inspect(Inspector& f, peer_record& x) {
 /// (a peer_cache_actor); the answer is this node's identity, with its proof for that rank; an
 /// error when the hello is refused (its proof does not hold, the rank is up already, or is
 /// not below this node's). `fetch(epoch, id)` gives sample `id` from this node's cache, to a
-/// node admitted as a peer (not_a_peer to any other); a
+/// node admitted as a peer (not_a_peer to any other). Every fetch is answered, within half the
+/// fetch deadline (a refusal is an answer: read_failed when storage is slower), and from the
+/// moment its run is over the node answers `ended`; the asker sends it as a plain message and
+/// monitors the node's server meanwhile, so that a server or a connection that goes away ends
+/// its wait at once. A
 /// sample it holds but has not cached yet is read from its storage, cached and given (so the
 /// cluster's storage is read once per sample); `epoch` is the asker's, for this node's
 /// per-epoch counts. `leave(rank)`: that node's run is over (it stops serving): not a failure;

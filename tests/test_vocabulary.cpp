@@ -77,7 +77,7 @@ TEST(Vocabulary, BadFilesAreRefusedNamingTheLine) {
   auto missing = vocabulary::load((dir / "none.txt").string());
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code(), errc::invalid_config);
-  EXPECT_NE(missing.error().message().find("cannot be read"), std::string::npos);
+  EXPECT_NE(missing.error().message().find("No such file"), std::string::npos);
   // "\r\n" ends a line too, and a last line without a newline is a token.
   auto crlf = vocabulary::load(written(dir, "a\r\nb"));
   ASSERT_TRUE(crlf);

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/storage/regular_file.hpp"
+#include "core/base/regular_file.hpp"
 
 namespace conveyor {
 namespace {

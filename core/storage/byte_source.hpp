@@ -27,7 +27,7 @@ class byte_source {
   virtual void will_need(std::uint64_t offset, std::uint64_t n) const noexcept;
 };
 
-/// Opens a regular file for reading, as open_regular_file does (core/storage/regular_file.hpp:
+/// Opens a regular file for reading, as open_regular_file does (core/base/regular_file.hpp:
 /// no FIFO or device, bounded in time). Errors name the path.
 expected<std::shared_ptr<const byte_source>> open_file_source(const std::filesystem::path& path);
 

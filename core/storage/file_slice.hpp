@@ -13,7 +13,7 @@
 /// says which of its parts those are (record::in_place). A descriptor is never recognised from
 /// a part's bytes: bytes that merely look like one (a WebDataset member made so) are data, so
 /// a dataset file cannot make the node open another file. Opening a slice opens only a regular
-/// file, without blocking, within a time bound (core/storage/regular_file.hpp), and checks
+/// file, without blocking, within a time bound (core/base/regular_file.hpp), and checks
 /// that it is still the one described (device, inode, size and modification time): a file
 /// replaced or rewritten since the record was read is an error naming it, never other bytes
 /// read as the sample's.
@@ -26,7 +26,7 @@
 
 #include "conveyor/error.hpp"
 #include "core/storage/byte_source.hpp"
-#include "core/storage/regular_file.hpp"
+#include "core/base/regular_file.hpp"
 
 namespace conveyor {
 

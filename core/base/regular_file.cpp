@@ -1,4 +1,4 @@
-#include "core/storage/regular_file.hpp"
+#include "core/base/regular_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -17,8 +17,25 @@ file_identity identity_of(const struct stat& st) {
           static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
 }
 
-error not_regular(const std::filesystem::path& path) {
-  return error{errc::io_error, path.string() + ": not a regular file"};
+/// What a file that is not a regular one is, for messages.
+const char* kind_of(mode_t mode) {
+  if (S_ISFIFO(mode)) {
+    return "a FIFO";
+  }
+  if (S_ISCHR(mode)) {
+    return "a character device";
+  }
+  if (S_ISBLK(mode)) {
+    return "a block device";
+  }
+  if (S_ISDIR(mode)) {
+    return "a directory";
+  }
+  return S_ISSOCK(mode) ? "a socket" : "not a regular file";
+}
+
+error not_regular(const std::filesystem::path& path, mode_t mode) {
+  return error{errc::io_error, path.string() + ": is " + kind_of(mode) + ", not a regular file"};
 }
 
 error failed(const std::filesystem::path& path, const char* what, int err) {
@@ -33,7 +50,7 @@ expected<regular_file> open_now(const std::filesystem::path& path) {
     return failed(path, "cannot open", errno);
   }
   if (!S_ISREG(st.st_mode)) {
-    return not_regular(path);
+    return not_regular(path, st.st_mode);
   }
   unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (!fd) {
@@ -43,7 +60,7 @@ expected<regular_file> open_now(const std::filesystem::path& path) {
     return failed(path, "cannot stat", errno);
   }
   if (!S_ISREG(st.st_mode)) {
-    return not_regular(path);
+    return not_regular(path, st.st_mode);
   }
   return regular_file{std::move(fd), identity_of(st)};
 }

@@ -1,7 +1,8 @@
 #pragma once
-/// Opening a file a dataset names, safely: the one way the readers open a dataset's files
-/// (record shards, image files, tars, the files parts are left in). A dataset is outside input:
-/// a name in it may be a FIFO, a device or a link to one, or lie on a file system that hangs.
+/// Opening a file that outside input names, safely: the one way the readers open a dataset's
+/// files (record shards, image files, tars, the files parts are left in) and the node reads the
+/// small files its configuration names (core/base/bounded_file.hpp). A name may be a FIFO, a
+/// device or a link to one, or lie on a file system that hangs.
 ///
 ///   - Only a regular file is opened: the path is stat()ed first (links are followed, to
 ///     regular files only) and anything else is refused before open(2) is called, so a FIFO
@@ -45,7 +46,7 @@ struct regular_file {
 inline constexpr std::chrono::milliseconds file_open_bound{10'000};
 
 /// Opens the regular file at `path` for reading, as above. Errors name the path: not_found,
-/// io_error ("not a regular file", or open's reason), timed_out. Thread-safe.
+/// io_error ("is a FIFO, not a regular file", or open's reason), timed_out. Thread-safe.
 expected<regular_file> open_regular_file(const std::filesystem::path& path,
                                          std::chrono::milliseconds bound = file_open_bound);
 
