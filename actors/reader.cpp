@@ -2,6 +2,8 @@
 
 #include <caf/all.hpp>
 #include <cstdio>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 namespace conveyor {
@@ -53,11 +55,30 @@ expected<record> read_record(const reader_options& opts, const sample_ticket& ti
   return r;
 }
 
+// The read, or the error a buffer that cannot be had becomes: a size read from storage (a
+// store's listing, an index) may lie, and it fails its sample alone (retried, then quarantined,
+// named), never the reader.
+expected<record> read_or_refuse(const reader_options& opts, const sample_ticket& ticket) {
+  const auto no_buffer = [&](const char* why) {
+    const auto id = ticket.sample_id;
+    return error{errc::io_error, opts.source->locate(id) + ": " + why + " for its " +
+                                     std::to_string(opts.source->stored_bytes(id)) +
+                                     " bytes (as its storage gives its size)"};
+  };
+  try {
+    return read_record(opts, ticket);
+  } catch (const std::bad_alloc&) {
+    return no_buffer("out of memory");
+  } catch (const std::length_error&) {
+    return no_buffer("no buffer can be that large");
+  }
+}
+
 raw_sample read_sample(const reader_options& opts, const sample_ticket& ticket) {
   const auto& source = *opts.source;
   raw_sample raw;
   raw.ticket = ticket;
-  auto r = read_record(opts, ticket);
+  auto r = read_or_refuse(opts, ticket);
   if (!r) {
     raw.key = source.locate(ticket.sample_id);
     raw.error_code = static_cast<std::uint8_t>(r.error().code());

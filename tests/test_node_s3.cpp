@@ -1,9 +1,11 @@
 // conveyor-node and conveyor-pack with a dataset in object storage, against a real S3 server
 // on a loopback port (support/s3_server.hpp): a set packed and uploaded by conveyor-pack --out
 // s3://, trained from by the node, every sample once, later epochs served by the cache (memory,
-// and the disk tier behind it) with no request; three nodes sharing their caches over it; and
+// and the disk tier behind it) with no request; three nodes sharing their caches over it;
 // every bad input stopping start-up with exit code 2, naming the URL and the
-// server's error code, never the credentials.
+// server's error code, never the credentials; and a store that lies (answers rewritten by
+// support/fault_proxy.hpp): a listing that never ends stops start-up, and a sample whose size
+// no buffer can hold is quarantined by name while the others are delivered.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include "support/cluster_nodes.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/node_app.hpp"
+#include "support/python_tars.hpp"
 #include "support/s3_server.hpp"
 
 namespace conveyor {
@@ -230,6 +233,87 @@ TEST_F(NodeS3, AServerThatAnswersGarbageIsNamedNeverAHang) {
   auto r = node(topology(dir_, "s3://train/set", endpoint));
   expect_refused(r, "s3://train/set/manifest.txt", "an answer that is not HTTP",
                  {testing::s3_test_secret});
+}
+
+// A node over WebDataset tars at `url` through `proxy`, with `extra` (TOML, after [s3]) and
+// `sets` (more of the command line).
+testing::run_result webdataset_node(const temp_dir& dir, const std::string& env,
+                                    const std::string& url, const testing::fault_proxy& proxy,
+                                    const std::string& extra = "", const std::string& sets = "") {
+  const auto file = topology(dir, url, "http://127.0.0.1:" + std::to_string(proxy.port()), extra);
+  return run_app(
+      env + " timeout 120 " + CONVEYOR_NODE_BIN, dir,
+      "--topology " + file.string() + " --set dataset.format=\\\"webdataset\\\" " + sets);
+}
+
+bool is_listing(const std::string& request) {
+  return request.substr(0, request.find("\r\n")).find("list-type=2") != std::string::npos;
+}
+
+TEST_F(NodeS3, AListingThatRepeatsItselfStopsStartUpNamingThePage) {
+  testing::proxy_faults faults;
+  faults.rewrite = [](const std::string& request, testing::proxy_answer& a) {
+    if (is_listing(request)) {
+      testing::answer_listing(a, {{"wds/a.tar", 10240}}, "again");
+    }
+  };
+  testing::fault_proxy proxy(server_.port(), faults);
+  auto r = webdataset_node(dir_, env_, "s3://train/wds", proxy);
+  expect_refused(r, "s3://train/wds/", "page 2", {testing::s3_test_secret});
+  EXPECT_NE(r.err.find("continuation token"), std::string::npos) << r.err;
+}
+
+// A tar cut after the header of a member of 2^48 bytes, listed by a store that says the tar is
+// that long: the walk finds the member whole, and a reader would size its sample's buffer by
+// it. (The tar's bytes run on in zeros, the start of that member's data, to a whole number of
+// the blocks its headers are walked in, s3.read_size: the walk reads only bytes the object
+// has, and a store's answer for a block past its end would fail the opening.) That sample is
+// quarantined, named, every epoch; the others are delivered; no reader dies. Refused before a
+// buffer is sized by default (more than s3.prefetch_bytes allows in flight), and, with a bound
+// that allows it, when the allocation fails.
+TEST_F(NodeS3, ASampleNoBufferCanHoldIsQuarantinedByNameAndNoReaderDies) {
+  std::vector<std::filesystem::path> jpegs;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(testing::make_image_folder(dir_, 2))) {
+    if (entry.is_regular_file()) {
+      jpegs.push_back(entry.path());
+    }
+  }
+  ASSERT_EQ(jpegs.size(), 2u);
+  const auto tar = dir_ / "huge.tar";
+  testing::pack_with_python(dir_, tar, {{"k0.jpg", jpegs[0]}, {"k1.jpg", jpegs[1]}});
+  const std::uint64_t claimed = std::uint64_t{1} << 48;
+  testing::cut_after_header(dir_, tar, "k2.jpg", claimed);
+  auto bytes = testing::read_file(tar);
+  const auto header_end = bytes.size();
+  constexpr std::size_t block = 64 << 10;  // s3.read_size below
+  bytes.resize((header_end + block - 1) / block * block);
+  server_.put("train", "lie/huge.tar", bytes);
+  const auto real_size = "<Size>" + std::to_string(bytes.size()) + "</Size>";
+  const auto lie = "<Size>" + std::to_string(header_end + claimed) + "</Size>";
+  testing::proxy_faults faults;
+  faults.rewrite = [&](const std::string& request, testing::proxy_answer& a) {
+    if (is_listing(request) && a.body.find(real_size) != std::string::npos) {
+      auto body = a.body;
+      set_body(a, body.replace(body.find(real_size), real_size.size(), lie));
+    }
+  };
+  testing::fault_proxy proxy(server_.port(), faults);
+  for (const std::string prefetch : {"", "1024T"}) {
+    auto r = webdataset_node(
+        dir_, env_, "s3://train/lie", proxy, "[supervision]\nmax_sample_retries = 0\n",
+        "--set s3.read_size=\\\"64K\\\"" +
+            (prefetch.empty() ? "" : " --set s3.prefetch_bytes=\\\"" + prefetch + "\\\""));
+    ASSERT_EQ(r.exit_code, 0) << "prefetch_bytes " << prefetch << ": " << r.err;
+    EXPECT_EQ(json_number(r.out, "samples"), 3u * 2);
+    EXPECT_EQ(json_number(r.out, "quarantined"), 3u);
+    EXPECT_EQ(json_number(r.out, "lost"), 0u);
+    EXPECT_EQ(json_number(r.out, "restarts"), 0u) << r.err;
+    EXPECT_NE(r.err.find("s3://train/lie/huge.tar key k2"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(prefetch.empty() ? "s3.prefetch_bytes" : "out of memory"),
+              std::string::npos)
+        << r.err;
+  }
 }
 
 }  // namespace

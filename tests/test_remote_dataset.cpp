@@ -1,7 +1,8 @@
 // Datasets in object storage against a real S3-compatible server on a loopback port
 // (support/s3_server.hpp: moto_server, or s3rver): uploads (conveyor-pack's), record shards and
 // WebDataset tars read as their local files read, the reads ahead coalesced, the cache's blocks
-// fetched once, virtual-host addressing, and what a reader is told when objects are missing.
+// fetched once, virtual-host addressing, what a reader is told when objects are missing, and a
+// range no buffer can hold (an object's size as a lying store gives it) failing its read alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -232,6 +233,32 @@ TEST_F(RemoteDataset, MissingObjectsAreNamedWithTheServersCode) {
                                      server_.settings(), 0, server_.credentials());
   ASSERT_FALSE(no_tars);
   EXPECT_EQ(no_tars.error().code(), errc::empty_dataset);
+}
+
+// An object the store's listing says is 2^48 bytes long (it holds 1000): a range of it wanted
+// ahead, for which no buffer can be had, fails its own read, naming the object and the reason;
+// the connection that took it lives on and answers the next read.
+TEST_F(RemoteDataset, ARangeNoBufferCanHoldFailsItsReadAloneAndItsConnectionLivesOn) {
+  server_.put("data", "blob", std::vector<std::uint8_t>(1000, 7));
+  auto settings = server_.settings();
+  settings.connections = 1;
+  auto access = resolve_s3_access(settings, server_.credentials());
+  ASSERT_TRUE(access) << access.error().what();
+  const std::uint64_t claimed = std::uint64_t{1} << 48;
+  auto store =
+      remote_store::open("data", {{"blob", claimed}}, std::make_shared<const s3_access>(*access),
+                         settings, std::make_shared<transfer_counters>(), 4 * claimed);
+  ASSERT_EQ(store->want({{0, 0, claimed, fetch_priority::window}}, 0), 1u);
+  std::vector<std::uint8_t> into(16);
+  auto huge = store->read(0, 0, into.data(), into.size());  // takes the range wanted at 0
+  ASSERT_FALSE(huge);
+  EXPECT_NE(huge.error().message().find("s3://data/blob"), std::string::npos)
+      << huge.error().message();
+  EXPECT_NE(huge.error().message().find("out of memory"), std::string::npos)
+      << huge.error().message();
+  auto small = store->read(0, 100, into.data(), into.size());
+  ASSERT_TRUE(small) << small.error().what();
+  EXPECT_EQ(into, std::vector<std::uint8_t>(16, 7));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 namespace conveyor {
 
@@ -98,6 +99,16 @@ std::string remote_store::url(std::size_t object) const {
   return "s3://" + bucket_ + "/" + objects_[object].key;
 }
 
+std::uint64_t remote_store::largest_read() const noexcept {
+  return std::max(prefetch_bytes_, settings_.read_size);
+}
+
+std::string remote_store::too_large(std::uint64_t size) const {
+  return std::to_string(size) + " bytes, more than the " + std::to_string(largest_read()) +
+         " a read may ask for (what s3.prefetch_bytes allows in flight: by default the cache's "
+         "memory plus two requests per connection); refused before a buffer is sized for it";
+}
+
 std::uint64_t remote_store::ahead_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return ahead_bytes_;
@@ -186,6 +197,10 @@ std::chrono::milliseconds remote_store::wait_bound() const {
 
 expected<void> remote_store::read(std::size_t object, std::uint64_t offset, std::uint8_t* into,
                                   std::size_t size) {
+  if (size > largest_read()) {
+    return error{errc::io_error,
+                 url(object) + ": a read at " + std::to_string(offset) + " of " + too_large(size)};
+  }
   std::shared_ptr<slot> s;
   std::unique_lock<std::mutex> lock(mutex_);
   auto it = ahead_.find({object, offset});
@@ -268,15 +283,25 @@ std::vector<std::shared_ptr<remote_store::slot>> remote_store::take_request() {
 void remote_store::run(int /*connection*/) {
   s3_client client(access_, settings_, counters_);
   for (;;) {
-    auto group = take_request();
-    if (group.empty()) {
-      return;
+    std::vector<std::shared_ptr<slot>> group;
+    try {
+      group = take_request();
+      if (group.empty()) {
+        return;
+      }
+      fetch(client, group);
+    } catch (const std::exception& e) {
+      // Its readers are told, and the connection goes on: an exception that left this thread
+      // would end the process.
+      if (!group.empty()) {
+        settle(group, nullptr, 0,
+               error{errc::io_error, url(group.front()->object) + ": a fetch failed: " + e.what()});
+      }
     }
-    fetch(client, std::move(group));
   }
 }
 
-void remote_store::fetch(s3_client& client, std::vector<std::shared_ptr<slot>> group) {
+void remote_store::fetch(s3_client& client, std::vector<std::shared_ptr<slot>>& group) {
   // In the order their last bytes arrive: each is read as soon as its own bytes are in.
   std::sort(group.begin(), group.end(),
             [](const auto& a, const auto& b) { return a->end() < b->end(); });
@@ -291,7 +316,13 @@ void remote_store::fetch(s3_client& client, std::vector<std::shared_ptr<slot>> g
   // Left uninitialized: the answer fills it. Zeroing a set's worth of fresh buffers first
   // doubled the system time of a first epoch from an object store (bench/results/s3.md).
   const std::size_t size = group.back()->end() - first;
-  std::shared_ptr<std::uint8_t[]> bytes(new std::uint8_t[size]);
+  std::shared_ptr<std::uint8_t[]> bytes(new (std::nothrow) std::uint8_t[size]);
+  if (!bytes) {
+    settle(group, nullptr, first,
+           error{errc::io_error, url(group.front()->object) + ": out of memory for a range of " +
+                                     std::to_string(size) + " bytes at " + std::to_string(first)});
+    return;
+  }
   // The last is settled once the request is counted: a reader that has read every range has
   // seen every request in the counters.
   std::size_t settled = 0;
@@ -324,6 +355,9 @@ void remote_store::settle(const std::vector<std::shared_ptr<slot>>& slots,
   }
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& s : slots) {
+    if (s->done) {
+      continue;
+    }
     if (failed) {
       s->failure = *failed;
     } else {

@@ -14,8 +14,12 @@
 /// object's URL and the server's answer.
 ///
 /// Memory: ranges fetched ahead and not read yet are s3.prefetch_bytes at most (a want past it
-/// is declined: that sample is fetched when read). Every wait is bounded: a read gives up after
-/// the time its fetch may take with every retry (timed_out).
+/// is declined: that sample is fetched when read). A read of more than largest_read() is
+/// refused before a buffer is sized for it: sizes come from what the store said (a listing, an
+/// index), and a store may lie. A buffer that cannot be had (or any exception of a fetch) fails
+/// the reads of that fetch's ranges alone, naming the object; the connection's thread goes on.
+/// Every wait is bounded: a read gives up after the time its fetch may take with every retry
+/// (timed_out).
 ///
 /// Thread-safe. The connections' threads stop when the store is destroyed; reads waiting then
 /// fail (io_error).
@@ -73,7 +77,8 @@ class remote_store : public std::enable_shared_from_this<remote_store> {
   /// most, is not queued. How many were. Precondition: the ranges lie within their objects.
   std::size_t want(const std::vector<range_want>& ranges, std::optional<std::uint64_t> epoch);
   /// Exactly `size` bytes at `offset` of object `object` into `into`: a range wanted at that
-  /// offset (taken: it is read once), or fetched now. Errors name the object's URL.
+  /// offset (taken: it is read once), or fetched now. Errors name the object's URL; a size past
+  /// largest_read() is refused (io_error) before anything is asked or allocated.
   expected<void> read(std::size_t object, std::uint64_t offset, std::uint8_t* into,
                       std::size_t size);
   /// Drops what was fetched ahead of object `object` and not read (a tar's blocks after its
@@ -87,6 +92,12 @@ class remote_store : public std::enable_shared_from_this<remote_store> {
   const remote_object_ref& object(std::size_t i) const { return objects_[i]; }
   std::string url(std::size_t object) const;
   std::uint64_t read_size() const noexcept { return settings_.read_size; }
+  /// The most bytes one read may ask for, and a sample's reads together: what the configuration
+  /// allows in flight (the bytes fetched ahead at most, s3.prefetch_bytes' budget), and at
+  /// least one request of s3.read_size.
+  std::uint64_t largest_read() const noexcept;
+  /// The message of a read of `size` bytes past largest_read(), after "<what>: ".
+  std::string too_large(std::uint64_t size) const;
   /// Bytes fetched ahead (or being fetched) and not read yet.
   std::uint64_t ahead_bytes() const;
   const std::shared_ptr<transfer_counters>& counters() const noexcept { return counters_; }
@@ -103,10 +114,11 @@ class remote_store : public std::enable_shared_from_this<remote_store> {
   void enqueue(const std::shared_ptr<slot>& s, bool notify);
   std::shared_ptr<slot> dequeue(slot* s);
   std::vector<std::shared_ptr<slot>> take_request();
-  /// One range GET of `group`'s ranges; each is settled as soon as its own bytes are in.
-  void fetch(s3_client& client, std::vector<std::shared_ptr<slot>> group);
+  /// One range GET of `group`'s ranges (sorted by their ends); each is settled as soon as its
+  /// own bytes are in. A buffer that cannot be had fails them all.
+  void fetch(s3_client& client, std::vector<std::shared_ptr<slot>>& group);
   /// `slots` done: their bytes lie in `bytes` (from offset `first` of their object), or they
-  /// failed with `failed`.
+  /// failed with `failed`. Slots settled before are left as they are.
   void settle(const std::vector<std::shared_ptr<slot>>& slots,
               const std::shared_ptr<const std::uint8_t[]>& bytes, std::uint64_t first,
               const std::optional<error>& failed);

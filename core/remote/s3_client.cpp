@@ -27,47 +27,15 @@ std::string_view text_of(const std::vector<std::uint8_t>& body) {
   return {reinterpret_cast<const char*>(body.data()), body.size()};
 }
 
-expected<std::uint64_t> size_of(const std::string& text, const std::string& where) {
-  std::uint64_t value = 0;
-  if (text.empty() || text.size() > 19 ||
-      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return error{errc::io_error, where + ": a listing with a Size that is not a number"};
-  }
-  for (char c : text) {
-    value = value * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  return value;
+// A range GET into memory whose every byte has arrived, though its attempt failed after them
+// (the connection broke, or the deadline passed, before the answer's end).
+bool range_complete(const s3_request& r, const s3_response& attempt) {
+  return r.range && r.into != nullptr && retryable(attempt.failure) &&
+         attempt.range_bytes == r.range->second;
 }
 
-// One page of a ListObjectsV2 answer appended to `out`; the continuation token, or "".
-expected<std::string> read_listing_page(std::string_view xml, const std::string& where,
-                                        std::vector<listed_object>& out) {
-  if (xml.find("<ListBucketResult") == std::string_view::npos) {
-    return error{errc::io_error, where + ": the listing is not a ListBucketResult document"};
-  }
-  for (auto contents : xml_elements(xml, "Contents")) {
-    auto key = xml_text(contents, "Key");
-    auto size = xml_text(contents, "Size");
-    if (!key || !size) {
-      return error{errc::io_error, where + ": a listed object without a Key or a Size"};
-    }
-    auto bytes = size_of(*size, where);
-    if (!bytes) {
-      return std::move(bytes).error();
-    }
-    out.push_back({*key, *bytes});
-  }
-  if (xml_text(xml, "IsTruncated").value_or("false") != "true") {
-    return std::string();
-  }
-  auto token = xml_text(xml, "NextContinuationToken");
-  if (!token || token->empty()) {
-    return error{errc::io_error, where + ": a truncated listing without a continuation token"};
-  }
-  return *token;
-}
-
-// A range GET into memory that received `bytes` more: the next attempt asks for the rest.
+// A range GET into memory that received `bytes` more (fewer than it asked): the next attempt
+// asks for the rest.
 void resume_after(s3_request& r, std::uint64_t bytes) {
   if (!r.range || r.into == nullptr || bytes == 0) {
     return;
@@ -108,6 +76,11 @@ expected<s3_response> s3_client::call(s3_request r) {
     auto response = connection_.perform(r);
     counters_->attempt(response.failure, response.body_bytes, r.payload_size);
     if (response.failure == s3_failure::none) {
+      return response;
+    }
+    if (range_complete(r, response)) {
+      response.failure = s3_failure::none;
+      response.detail.clear();
       return response;
     }
     if (!retryable(response.failure) || attempt >= settings_.retries) {
@@ -154,8 +127,10 @@ expected<void> s3_client::get_range(const std::string& bucket, const std::string
 }
 
 expected<std::vector<listed_object>> s3_client::list(const std::string& bucket,
-                                                     const std::string& prefix) {
-  std::vector<listed_object> out;
+                                                     const std::string& prefix,
+                                                     listing_bounds bounds) {
+  const auto where = "s3://" + bucket + "/" + prefix;
+  object_listing listing(where, bounds);
   std::string token;
   do {
     s3_request r;
@@ -168,13 +143,17 @@ expected<std::vector<listed_object>> s3_client::list(const std::string& bucket,
     if (!answer) {
       return std::move(answer).error();
     }
-    auto next = read_listing_page(text_of(answer->body), "s3://" + bucket + "/" + prefix, out);
+    auto page = parse_listing_page(text_of(answer->body), where);
+    if (!page) {
+      return std::move(page).error();
+    }
+    auto next = listing.add(std::move(*page));
     if (!next) {
       return std::move(next).error();
     }
     token = std::move(*next);
   } while (!token.empty());
-  return out;
+  return std::move(listing).take();
 }
 
 expected<void> s3_client::put_object(const std::string& bucket, const std::string& key,

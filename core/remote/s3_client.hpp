@@ -15,15 +15,11 @@
 #include <vector>
 
 #include "conveyor/error.hpp"
+#include "core/remote/object_listing.hpp"
 #include "core/remote/s3_connection.hpp"
 #include "core/remote/transfer_counters.hpp"
 
 namespace conveyor {
-
-struct listed_object {
-  std::string key;
-  std::uint64_t size = 0;
-};
 
 class s3_client {
  public:
@@ -32,7 +28,8 @@ class s3_client {
 
   /// `r`, attempted until it succeeds, fails for good, or the retries are spent. A range GET
   /// into memory that broke off is resumed: the next attempt asks only for the bytes not
-  /// received yet (those received are not written again).
+  /// received yet (those received are not written again); one that broke off after the
+  /// range's every byte had arrived is complete (its response then says no failure).
   expected<s3_response> call(s3_request r);
 
   /// A whole object (a manifest): at most `limit` bytes, else invalid_argument.
@@ -43,8 +40,11 @@ class s3_client {
   expected<void> get_range(const std::string& bucket, const std::string& key, std::uint64_t offset,
                            std::uint64_t size, std::uint8_t* into,
                            std::function<void(std::uint64_t)> progress = {});
-  /// Every object whose key starts with `prefix` (ListObjectsV2, page after page), in key order.
-  expected<std::vector<listed_object>> list(const std::string& bucket, const std::string& prefix);
+  /// Every object whose key starts with `prefix` (ListObjectsV2, page after page), in the
+  /// store's order (S3's: by key), within `bounds`; errors name "s3://bucket/prefix" and, for a
+  /// page that cannot be believed, its number (object_listing.hpp).
+  expected<std::vector<listed_object>> list(const std::string& bucket, const std::string& prefix,
+                                            listing_bounds bounds = {});
   expected<void> put_object(const std::string& bucket, const std::string& key,
                             const std::uint8_t* data, std::size_t size);
   /// Deletes an object; one that does not exist is no error (S3 answers 204 either way).

@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "core/remote/aws_sigv4.hpp"
+#include "core/remote/content_range.hpp"
 #include "core/remote/xml_fields.hpp"
 
 namespace conveyor {
@@ -114,6 +116,27 @@ std::string status_detail(long status, const std::vector<std::uint8_t>& body) {
   return out;
 }
 
+// The value of header `name` (lower case, without the colon) if `line` is that header's.
+std::optional<std::string_view> header_value(std::string_view line, std::string_view name) {
+  if (line.size() <= name.size() || line[name.size()] != ':' ||
+      strncasecmp(line.data(), name.data(), name.size()) != 0) {
+    return std::nullopt;
+  }
+  auto value = line.substr(name.size() + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
+    value.remove_prefix(1);
+  }
+  while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
+    value.remove_suffix(1);
+  }
+  return value;
+}
+
+// The blank line that ends an answer's headers.
+bool ends_headers(std::string_view line) {
+  return line == "\r\n" || line == "\n";
+}
+
 }  // namespace
 
 struct s3_connection::impl {
@@ -121,20 +144,30 @@ struct s3_connection::impl {
   // Per request:
   const s3_request* request = nullptr;
   s3_response* response = nullptr;
-  bool overflow = false;
+  /// Why the transfer was aborted from a callback ("" when it was not): an answer that is not
+  /// believed, whatever libcurl then says.
+  std::string refusal;
+  /// The current answer's Content-Range, once its header has come.
+  std::optional<std::string> content_range;
+
+  long status() const {
+    long code = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+    return code;
+  }
 
   static std::size_t on_body(char* data, std::size_t size, std::size_t n, void* self_ptr) {
     auto& self = *static_cast<impl*>(self_ptr);
     const std::size_t bytes = size * n;
-    long status = 0;
-    curl_easy_getinfo(self.curl, CURLINFO_RESPONSE_CODE, &status);
+    const long status = self.status();
     auto& out = *self.response;
     const auto& r = *self.request;
-    // The range's bytes: a 206, or a 200 (the whole object) for a range from its first byte.
-    // Any other answer's body is kept apart (an error's XML, or garbage), never in `into`.
+    // The range's bytes: a 206 (whose Content-Range on_header checked), or a 200 (the whole
+    // object) for a range from its first byte. Any other answer's body is kept apart (an
+    // error's XML, or garbage), never in `into`.
     if (r.into != nullptr && r.range && (status == 206 || (status == 200 && r.range->first == 0))) {
       if (out.body_bytes + bytes > r.range->second) {
-        self.overflow = true;
+        self.refusal = "the server sent more than was asked for";
         return 0;  // more than the range: abort (CURLE_WRITE_ERROR)
       }
       std::memcpy(r.into + out.body_bytes, data, bytes);
@@ -144,7 +177,7 @@ struct s3_connection::impl {
       }
     } else {
       if (out.body.size() + bytes > max_answer_bytes) {
-        self.overflow = true;
+        self.refusal = "the server sent more than was asked for";
         return 0;
       }
       out.body.insert(out.body.end(), data, data + bytes);
@@ -155,20 +188,32 @@ struct s3_connection::impl {
 
   static std::size_t on_header(char* data, std::size_t size, std::size_t n, void* self_ptr) {
     auto& self = *static_cast<impl*>(self_ptr);
-    std::string_view line(data, size * n);
-    constexpr std::string_view etag = "etag:";
-    if (line.size() > etag.size() && strncasecmp(line.data(), etag.data(), etag.size()) == 0) {
-      auto value = line.substr(etag.size());
-      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-        value.remove_prefix(1);
-      }
-      while (!value.empty() &&
-             (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
-        value.remove_suffix(1);
-      }
-      self.response->etag = std::string(value);
+    const std::size_t bytes = size * n;
+    const std::string_view line(data, bytes);
+    if (line.rfind("HTTP/", 0) == 0) {  // the status line of an answer (another, after a 1xx)
+      self.content_range.reset();
+    } else if (auto etag = header_value(line, "etag")) {
+      self.response->etag = std::string(*etag);
+    } else if (auto range = header_value(line, "content-range")) {
+      self.content_range = std::string(*range);
+    } else if (ends_headers(line) && !self.range_believed()) {
+      return 0;  // abort (CURLE_WRITE_ERROR) before a byte of the body is taken
     }
-    return size * n;
+    return bytes;
+  }
+
+  // At the end of an answer's headers: false, and why in `refusal`, for a 206 to a range GET
+  // into memory whose Content-Range is not the range asked.
+  bool range_believed() {
+    const auto& r = *request;
+    if (status() != 206 || !r.range || r.into == nullptr) {
+      return true;
+    }
+    auto why = content_range_mismatch(content_range, r.range->first, r.range->second);
+    if (why) {
+      refusal = std::move(*why);
+    }
+    return refusal.empty();
   }
 };
 
@@ -199,7 +244,8 @@ s3_response s3_connection::perform(const s3_request& r) {
   curl_easy_reset(curl);  // options only: the connection stays alive
   impl_->request = &r;
   impl_->response = &out;
-  impl_->overflow = false;
+  impl_->refusal.clear();
+  impl_->content_range.reset();
 
   const auto t = target_of(*access_, r);
   const auto payload_hash = r.payload != nullptr || r.payload_size > 0
@@ -260,10 +306,10 @@ s3_response s3_connection::perform(const s3_request& r) {
   curl_slist_free_all(headers);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out.status);
   if (code != CURLE_OK) {
-    out.failure = impl_->overflow ? s3_failure::garbage : failure_of_curl(code);
-    out.detail = impl_->overflow ? "the server sent more than was asked for"
-                                 : std::string(curl_easy_strerror(code));
-    if (out.failure == s3_failure::garbage && !impl_->overflow) {
+    const bool refused = !impl_->refusal.empty();
+    out.failure = refused ? s3_failure::garbage : failure_of_curl(code);
+    out.detail = refused ? impl_->refusal : std::string(curl_easy_strerror(code));
+    if (out.failure == s3_failure::garbage && !refused) {
       out.detail = "an answer that is not HTTP (libcurl: " + out.detail + ")";
     }
     if (out.status != 0) {

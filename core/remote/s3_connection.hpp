@@ -21,7 +21,10 @@ class s3_connection {
   s3_connection& operator=(const s3_connection&) = delete;
 
   /// Performs `r` once. Bodies of answers other than a range's data are kept up to 64 MiB
-  /// (more is `garbage`); a range's data goes into r.into, exactly r.range->second bytes.
+  /// (more is `garbage`); a range's data goes into r.into, exactly r.range->second bytes, from a
+  /// 206 whose Content-Range is the range asked (content_range.hpp: one without it, or for
+  /// another range, is `garbage` naming both, and not a byte of it reaches r.into), or from a
+  /// 200 for a range from the object's first byte.
   s3_response perform(const s3_request& r);
 
   const s3_access& access() const noexcept { return *access_; }

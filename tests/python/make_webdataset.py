@@ -4,6 +4,7 @@ find in them.
 
     /usr/bin/python3 make_webdataset.py clean|damaged OUT_DIR
     /usr/bin/python3 make_webdataset.py pack OUT.tar MEMBER_NAME FILE [MEMBER_NAME FILE ...]
+    /usr/bin/python3 make_webdataset.py cut TAR MEMBER_NAME SIZE
 
 OUT_DIR/expected.txt lists the samples in dataset order (tars by name, then tar order), one
 line each, tab-separated:
@@ -183,9 +184,26 @@ def pack(out, members):
             tar.add(path, arcname=name)
 
 
+def cut(path, name, size):
+    """Drops the end-of-archive blocks of the tar at `path` and appends the header of a member
+    `name` of `size` bytes, with none of its data: a tar cut right after that header."""
+    with tarfile.open(path) as tar:
+        end = max((m.offset_data + -(-m.size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+                   for m in tar.getmembers()), default=0)
+    info = tarfile.TarInfo(name)
+    info.size = size
+    info.mtime = 1700000000
+    with open(path, "r+b") as f:
+        f.truncate(end)
+        f.seek(end)
+        f.write(info.tobuf(tarfile.PAX_FORMAT, tarfile.ENCODING, "surrogateescape"))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "pack":
         pack(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "cut":
+        cut(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         scenario, out = sys.argv[1], sys.argv[2]
         {"clean": clean, "damaged": damaged}[scenario](out)

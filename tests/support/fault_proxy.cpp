@@ -97,18 +97,29 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The value of header `name` in a head, or nullopt.
-std::optional<std::string> header(const std::string& head, const std::string& name) {
-  auto text = lower(head);
-  auto at = text.find("\r\n" + name + ":");
-  if (at == std::string::npos) {
+// Where the line of header `name` starts in `head` (after its CRLF), or npos.
+std::size_t header_line(const std::string& head, const std::string& name) {
+  auto at = lower(head).find("\r\n" + lower(name) + ":");
+  return at == std::string::npos ? at : at + 2;
+}
+
+// The next chunk of a chunked body, read into `pending` from `fd` whole: its data's size (0:
+// the last chunk) and how many bytes of `pending` it spans (size line, data, CRLF). nullopt
+// when the upstream fails.
+std::optional<std::pair<std::size_t, std::size_t>> next_chunk(int fd, std::string& pending) {
+  auto eol = pending.find("\r\n");
+  while (eol == std::string::npos) {
+    if (!read_at_least(fd, pending, pending.size() + 1)) {
+      return std::nullopt;
+    }
+    eol = pending.find("\r\n");
+  }
+  const auto size = std::stoull(pending.substr(0, eol), nullptr, 16);
+  const auto whole = eol + 2 + size + 2;
+  if (!read_at_least(fd, pending, whole)) {
     return std::nullopt;
   }
-  auto start = at + name.size() + 3;
-  auto end = head.find("\r\n", start);
-  auto value = head.substr(start, end - start);
-  value.erase(0, value.find_first_not_of(' '));
-  return value;
+  return std::pair{static_cast<std::size_t>(size), static_cast<std::size_t>(whole)};
 }
 
 int connect_upstream(std::uint16_t port) {
@@ -194,7 +205,7 @@ class connection {
       return false;
     }
     const auto head = in_.substr(0, head_end);
-    const auto body_size = std::stoull(header(head, "content-length").value_or("0"));
+    const auto body_size = std::stoull(header_value(head, "content-length").value_or("0"));
     if (!read_at_least(client_, in_, head_end + body_size)) {
       return false;
     }
@@ -239,14 +250,17 @@ class connection {
       return false;
     }
     const auto head = answer.substr(0, head_end);
-    const auto length = header(head, "content-length");
-    const bool chunked = lower(header(head, "transfer-encoding").value_or("")) == "chunked";
+    const auto length = header_value(head, "content-length");
+    const bool chunked = lower(header_value(head, "transfer-encoding").value_or("")) == "chunked";
     std::size_t body = head_only || !length ? 0 : std::stoull(*length);
+    answer.erase(0, head_end);
+    if (s_.faults.rewrite) {
+      return rewritten(request, head, chunked, body, answer);
+    }
     pace_.restart();
     if (!pace_.send(client_, head.data(), head.size())) {
       return false;
     }
-    answer.erase(0, head_end);
     if (chunked) {
       return relay_chunked(answer);
     }
@@ -272,30 +286,56 @@ class connection {
       answer.erase(0, n);
       body -= n;
     }
-    return lower(header(head, "connection").value_or("")) != "close";
+    return lower(header_value(head, "connection").value_or("")) != "close";
   }
 
   // A chunked body relayed as it is, up to its last chunk.
   bool relay_chunked(std::string& pending) {
     for (;;) {
-      auto eol = pending.find("\r\n");
-      while (eol == std::string::npos) {
-        if (!read_at_least(upstream_, pending, pending.size() + 1)) {
-          return false;
-        }
-        eol = pending.find("\r\n");
-      }
-      const auto size = std::stoull(pending.substr(0, eol), nullptr, 16);
-      const auto whole = eol + 2 + size + 2;
-      if (!read_at_least(upstream_, pending, whole) ||
-          !pace_.send(client_, pending.data(), whole)) {
+      auto chunk = next_chunk(upstream_, pending);
+      if (!chunk || !pace_.send(client_, pending.data(), chunk->second)) {
         return false;
       }
-      pending.erase(0, whole);
-      if (size == 0) {
+      pending.erase(0, chunk->second);
+      if (chunk->first == 0) {
         return true;
       }
     }
+  }
+
+  // The answer read whole (`pending` holds what came after its head), passed through the
+  // test's rewrite, and sent as the rewrite left it.
+  bool rewritten(const std::string& request, const std::string& head, bool chunked,
+                 std::size_t body, std::string& pending) {
+    proxy_answer a{head, {}, false};
+    if (chunked) {
+      for (;;) {
+        auto chunk = next_chunk(upstream_, pending);
+        if (!chunk) {
+          return false;
+        }
+        a.body.append(pending, chunk->second - chunk->first - 2, chunk->first);
+        pending.erase(0, chunk->second);
+        if (chunk->first == 0) {
+          break;
+        }
+      }
+      set_header(a.head, "transfer-encoding", std::nullopt);
+      set_body(a, std::move(a.body));
+    } else if (read_at_least(upstream_, pending, body)) {
+      a.body = pending.substr(0, body);
+    } else {
+      return false;
+    }
+    s_.faults.rewrite(request, a);
+    pace_.restart();
+    const bool sent = pace_.send(client_, a.head.data(), a.head.size()) &&
+                      pace_.send(client_, a.body.data(), a.body.size());
+    if (!sent || a.close_after) {
+      ::shutdown(client_, SHUT_RDWR);
+      return false;
+    }
+    return lower(header_value(a.head, "connection").value_or("")) != "close";
   }
 
   int client_;
@@ -306,6 +346,51 @@ class connection {
 };
 
 }  // namespace
+
+std::optional<std::string> header_value(const std::string& head, const std::string& name) {
+  const auto line = header_line(head, name);
+  if (line == std::string::npos) {
+    return std::nullopt;
+  }
+  const auto start = line + name.size() + 1;
+  auto value = head.substr(start, head.find("\r\n", start) - start);
+  value.erase(0, value.find_first_not_of(' '));
+  return value;
+}
+
+void set_header(std::string& head, const std::string& name,
+                const std::optional<std::string>& value) {
+  if (const auto line = header_line(head, name); line != std::string::npos) {
+    head.erase(line, head.find("\r\n", line) + 2 - line);
+  }
+  if (value) {
+    head.insert(head.size() - 2, name + ": " + *value + "\r\n");  // before the blank line
+  }
+}
+
+void set_body(proxy_answer& answer, std::string body) {
+  answer.body = std::move(body);
+  set_header(answer.head, "Content-Length", std::to_string(answer.body.size()));
+}
+
+void answer_listing(proxy_answer& answer,
+                    const std::vector<std::pair<std::string, std::uint64_t>>& objects,
+                    const std::string& next_token) {
+  std::string xml =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult "
+      "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Name>bucket</Name>";
+  for (const auto& [key, size] : objects) {
+    xml += "<Contents><Key>" + key + "</Key><Size>" + std::to_string(size) + "</Size></Contents>";
+  }
+  xml += "<KeyCount>" + std::to_string(objects.size()) + "</KeyCount><IsTruncated>" +
+         (next_token.empty() ? "false" : "true") + "</IsTruncated>";
+  if (!next_token.empty()) {
+    xml += "<NextContinuationToken>" + next_token + "</NextContinuationToken>";
+  }
+  answer.head = "HTTP/1.1 200 OK" + answer.head.substr(answer.head.find("\r\n"));
+  set_header(answer.head, "Content-Type", "application/xml");
+  set_body(answer, xml + "</ListBucketResult>");
+}
 
 fault_proxy::fault_proxy(std::uint16_t upstream, proxy_faults faults)
     : state_(std::make_shared<state>()) {

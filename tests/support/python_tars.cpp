@@ -74,6 +74,14 @@ void pack_with_python(const temp_dir& dir, const std::filesystem::path& tar,
   EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
+void cut_after_header(const temp_dir& dir, const std::filesystem::path& tar,
+                      const std::string& name, std::uint64_t size) {
+  auto run = run_app(CONVEYOR_PYTHON, dir,
+                     std::string(CONVEYOR_SOURCE_DIR) + "/tests/python/make_webdataset.py cut " +
+                         tar.string() + " " + name + " " + std::to_string(size));
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+}
+
 detection_set make_detection_set(const temp_dir& dir, int count, int per_tar) {
   const std::string source = CONVEYOR_SOURCE_DIR;
   detection_set set{dir / "detection", {}, source + "/config/examples/detection.toml"};

@@ -64,4 +64,10 @@ speech_set make_speech_set(const temp_dir& dir, int count, int per_tar);
 void pack_with_python(const temp_dir& dir, const std::filesystem::path& tar,
                       const std::vector<std::pair<std::string, std::filesystem::path>>& members);
 
+/// Cuts the tar `tar` after its last member (its end-of-archive blocks dropped) and appends the
+/// header of a member `name` of `size` bytes with none of its data, written by Python's tarfile
+/// (a pax header past 8 GiB): a tar cut right after that header, which ends the file.
+void cut_after_header(const temp_dir& dir, const std::filesystem::path& tar,
+                      const std::string& name, std::uint64_t size);
+
 }  // namespace conveyor::testing
