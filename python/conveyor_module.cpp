@@ -11,7 +11,9 @@
 //               ...
 //               b.release()                           # or let the batch go
 //
-// Every wait releases the GIL and wakes every 100 ms to let Ctrl-C through (KeyboardInterrupt).
+// Every wait releases the GIL and wakes every 100 ms to let Ctrl-C through (KeyboardInterrupt);
+// every other call that may block (a release, a close, a feed or batch collected) runs without
+// the GIL too, so that feeds used from several threads of one process each go on.
 // A node serves host memory, normalised on its CPU (float32) or as uint8 to normalise on the
 // trainer's GPU. A GPU trainer may pin the feed's memory once (feed.memory(): torch's
 // cudart().cudaHostRegister) and copy each batch asynchronously on a stream of its own; it then
@@ -112,6 +114,16 @@ std::chrono::milliseconds to_ms(double seconds) {
   return std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(seconds));
 }
 
+/// Runs `f`, a call that may block (a send to the node, the CUDA driver, a drain of the
+/// socket), without the GIL: a trainer that drives its GPUs from threads, a feed each, goes on
+/// in its other threads meanwhile. The caller holds the GIL (every binding and every
+/// destructor of a Python-owned object does).
+template <class F>
+void without_gil(F&& f) {
+  py::gil_scoped_release nogil;
+  f();
+}
+
 // --- Feed and Batch ------------------------------------------------------------------------
 
 struct Feed {
@@ -122,6 +134,16 @@ struct Feed {
   /// The epoch this rank is in: every batch is taken through this module, so it counts the
   /// epochs' last batches itself (as the C++ epoch range does).
   std::uint64_t current_epoch = 0;
+
+  Feed() = default;
+  Feed(Feed&&) = default;
+  Feed& operator=(Feed&&) = default;
+  /// A feed collected without close() closes here, which drains the socket for up to 2 s.
+  ~Feed() {
+    if (client) {
+      without_gil([this] { client.reset(); });
+    }
+  }
 
   std::string name() const {
     return "rank " + std::to_string(info.rank) + " of job " + std::to_string(info.job);
@@ -164,14 +186,24 @@ struct Batch {
     keys = batch.keys();
   }
 
+  Batch(Batch&&) = default;
+  Batch& operator=(Batch&&) = delete;
+  /// A batch collected without release() is given back here.
+  ~Batch() {
+    if (!released) {
+      release();
+    }
+  }
+
   void release() noexcept {
-    batch.release();
+    without_gil([this] { batch.release(); });
     released = true;
   }
   /// Gives the batch back once the work queued on CUDA stream `stream` (an address, as torch's
   /// Stream.cuda_stream; 1: the legacy default stream) has completed.
   void release_after(std::uintptr_t stream) noexcept {
-    batch.release_after(reinterpret_cast<conveyor::cuda_stream_t>(stream));
+    without_gil(
+        [this, stream] { batch.release_after(reinterpret_cast<conveyor::cuda_stream_t>(stream)); });
     released = true;
   }
 };

@@ -1,24 +1,33 @@
 #pragma once
 /// A blocking call that may never return (an open(2) or stat(2) on a file system that does
-/// not answer) run with a bound on how long its caller waits: the call runs on a thread of its
-/// own; a caller that has waited `bound` goes on with errc::timed_out, and the thread finishes
-/// alone whenever the call returns (what it returned is destroyed there: a descriptor it
-/// opened is closed). A thread per call: for calls that cost far more than starting one
-/// (a file's open is 10-20 us against a few us for the thread), never for a hot inner loop.
+/// not answer) run with a bound on how long its caller waits: the call runs on a thread of a
+/// process-wide pool; a caller that has waited `bound` goes on with errc::timed_out, and the
+/// call finishes alone whenever it returns (what it returned is destroyed there: a descriptor
+/// it opened is closed). The pool starts threads as calls need them, up to
+/// max_blocking_threads busy at once (calls past that wait their turn, within their callers'
+/// bounds), and lets a thread idle for long go; handing a call over costs a few microseconds.
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <system_error>
-#include <thread>
 
 #include "conveyor/error.hpp"
 
 namespace conveyor {
+
+/// The most threads the pool runs calls on at once (calls that never return hold theirs).
+inline constexpr std::size_t max_blocking_threads = 64;
+
+namespace detail {
+/// Runs `job` on a thread of the pool; false when no thread could be started for it (then it
+/// is not run). Thread-safe.
+bool run_blocking(std::function<void()> job);
+}  // namespace detail
 
 /// What `work` returns, or errc::timed_out ("<what>: took longer than <bound> ms") when it
 /// has not returned within `bound`, or errc::io_error when no thread could be started for it.
@@ -32,15 +41,14 @@ expected<T> call_within(std::chrono::milliseconds bound, const std::string& what
     std::optional<expected<T>> result;
   };
   auto shared = std::make_shared<handoff>();
-  try {
-    std::thread([shared, work = std::move(work)] {
-      auto got = work();
-      std::lock_guard<std::mutex> lock(shared->mutex);
-      shared->result.emplace(std::move(got));
-      shared->done.notify_one();
-    }).detach();
-  } catch (const std::system_error& e) {
-    return error{errc::io_error, what + ": no thread to run it on (" + e.what() + ")"};
+  const bool started = detail::run_blocking([shared, work = std::move(work)] {
+    auto got = work();
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    shared->result.emplace(std::move(got));
+    shared->done.notify_one();
+  });
+  if (!started) {
+    return error{errc::io_error, what + ": no thread to run it on"};
   }
   std::unique_lock<std::mutex> lock(shared->mutex);
   if (!shared->done.wait_for(lock, bound, [&] { return shared->result.has_value(); })) {

@@ -11,6 +11,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 try:
@@ -305,6 +306,47 @@ class ClientTest(unittest.TestCase):
                     y.release()
                 self.assertEqual(sorted(ids), list(range(SAMPLES)))
         self.assert_node_ok(node)
+
+    def test_feeds_in_threads_of_one_process(self):
+        # A trainer that drives its GPUs from threads: a feed per thread, two ranks of one job
+        # or two jobs, each thread takes every batch of its feed; batches are given back by
+        # collection (no release() call), and the feeds close in their own threads.
+        for name, extra, pairs in (("threads-ranks", ("--set", "gpus=2"), ((0, 0), (1, 0))),
+                                   ("threads-jobs", ("--set", "serve.jobs=2"), ((0, 0), (0, 1)))):
+            with self.subTest(name):
+                node, socket = self.node(name, *extra)
+                feeds = [conveyor.attach(socket, rank=r, job=j, timeout=30, next_timeout=WAIT_S)
+                         for r, j in pairs]
+                ids = {}
+                errors = []
+
+                def take(feed):
+                    try:
+                        seen = []
+                        for e in range(feed.epochs):
+                            for b in feed.epoch(e):
+                                seen.extend((e, int(i)) for i in b.sample_ids)
+                                del b  # collected: given back by the Batch's destructor
+                        feed.close()
+                        ids[(feed.rank, feed.job)] = seen
+                    except Exception as error:  # reported below, in the test's thread
+                        errors.append(repr(error))
+
+                threads = [threading.Thread(target=take, args=(f,)) for f in feeds]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join(timeout=WAIT_S)
+                self.assertFalse(any(t.is_alive() for t in threads), "a feed's thread hangs")
+                self.assertEqual(errors, [])
+                if name == "threads-ranks":
+                    both = sorted(ids[(0, 0)] + ids[(1, 0)])
+                    self.assertEqual(both, [(e, i) for e in range(EPOCHS) for i in range(SAMPLES)])
+                else:
+                    for seen in ids.values():
+                        self.assertEqual(sorted(seen),
+                                         [(e, i) for e in range(EPOCHS) for i in range(SAMPLES)])
+                self.assert_node_ok(node)
 
     def test_resume_from_state_dict(self):
         # A trainer takes 3 batches and checkpoints the feed's state_dict() with its model
