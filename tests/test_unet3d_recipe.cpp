@@ -52,10 +52,12 @@ struct epoch_result {
   pipeline_report report;
 };
 
-epoch_result run_epoch(const std::filesystem::path& dir, const std::string& format) {
+epoch_result run_epoch(const std::filesystem::path& dir, const std::string& format,
+                       const std::string& map_parts = "[\"x.npy\", \"y.npy\"]") {
   auto p = pipeline::from_toml(
       recipe_text(), {"dataset.path=" + dir.string(), "dataset.format=" + format, "gpus=1",
-                      "pipeline.preprocessors=2", "trainer.epochs=1"});
+                      "pipeline.preprocessors=2", "trainer.epochs=1",
+                      "dataset.map_parts=" + map_parts});
   EXPECT_TRUE(p) << (p ? "" : p.error().what());
   epoch_result out;
   if (!p) {
@@ -115,9 +117,10 @@ TEST(Unet3dRecipe, BothLayoutsGiveEveryCaseOnceWithTheSameVoxels) {
 }
 
 TEST(Unet3dRecipe, AMemberThatLooksLikeADescriptorIsDataNeverAnotherFile) {
-  // Two cases whose x.npy members are forged file slice descriptors (dataset.map_parts is
-  // off): one names a case's volume outside the dataset, one a FIFO (opening it would block
-  // the worker, then every worker the sample is reissued to). Both are data: not .npy bytes.
+  // Two cases whose x.npy members are forged file slice descriptors, read with
+  // dataset.map_parts off (with it on, the reader makes its own descriptors of the members): one
+  // names a case's volume outside the dataset, one a FIFO (opening it would block the worker,
+  // then every worker the sample is reissued to). Both are data: not .npy bytes.
   testing::temp_dir dir;
   auto made = generate_synthetic_volumes(dir / "mlperf", small_cases(3));
   ASSERT_TRUE(made) << made.error().what();
@@ -140,7 +143,7 @@ TEST(Unet3dRecipe, AMemberThatLooksLikeADescriptorIsDataNeverAnotherFile) {
   std::filesystem::create_directories(dir / "tars");
   testing::pack_with_python(dir, dir / "tars" / "kits-000000.tar", members);
 
-  auto run = run_epoch(dir / "tars", "webdataset");
+  auto run = run_epoch(dir / "tars", "webdataset", "[]");
   EXPECT_EQ(run.samples.size(), 3u) << "the good cases go on";
   EXPECT_EQ(run.report.quarantined, 2u);
   testing::expect_quarantined(run.report.quarantined_samples, {{"forged_file", "not a .npy file"},
