@@ -15,17 +15,23 @@ namespace {
 
 constexpr std::int64_t X = 6, Y = 7, Z = 8;
 
+// The index of label `a`, written to `dir` as y.npy and read in place.
+expected<case_index> index_of(const testing::temp_dir& dir, const host_array& a, int max_class) {
+  EXPECT_TRUE(write_npy(dir / "y.npy", a));
+  auto file = open_file_source(dir / "y.npy");
+  EXPECT_TRUE(file) << file.error().what();
+  auto part = open_volume_part("y.npy", *file, dtype::uint8);
+  EXPECT_TRUE(part) << part.error().what();
+  return build_case_index(*part, max_class);
+}
+
 struct label_volume {
   host_array a = host_array::zeros(dtype::uint8, {1, X, Y, Z});
   void set(std::int64_t x, std::int64_t y, std::int64_t z, std::uint8_t v) {
     a.data<std::uint8_t>()[(x * Y + y) * Z + z] = v;
   }
   expected<case_index> index(const testing::temp_dir& dir, int max_class = 2) const {
-    EXPECT_TRUE(write_npy(dir / "y.npy", a));
-    auto file = open_file_source(dir / "y.npy");
-    auto part = open_volume_part("y.npy", *file, dtype::uint8);
-    EXPECT_TRUE(part) << part.error().what();
-    return build_case_index(*part, max_class);
+    return index_of(dir, a, max_class);
   }
 };
 
@@ -100,11 +106,7 @@ TEST(ForegroundIndex, ALabelOfCountlessPiecesIsRefusedNotIndexed) {
   for (std::int64_t i = 0; i < side * side * side; ++i) {
     v[i] = static_cast<std::uint8_t>((i / (side * side) + i / side + i) % 2);
   }
-  ASSERT_TRUE(write_npy(dir / "y.npy", a));
-  auto file = open_file_source(dir / "y.npy");
-  auto part = open_volume_part("y.npy", *file, dtype::uint8);
-  ASSERT_TRUE(part);
-  auto index = build_case_index(*part, 2);
+  auto index = index_of(dir, a, 2);
   ASSERT_FALSE(index);
   EXPECT_NE(index.error().message().find("separate foreground pieces"), std::string::npos)
       << index.error().message();
@@ -123,11 +125,7 @@ TEST(ForegroundIndex, ALabelIsRefusedAtThePieceOverTheLimitNotAtTheEndOfItsSlab)
       v[y * side + z] = static_cast<std::uint8_t>((y + z) % 2);
     }
   }
-  ASSERT_TRUE(write_npy(dir / "y.npy", a));
-  auto file = open_file_source(dir / "y.npy");
-  auto part = open_volume_part("y.npy", *file, dtype::uint8);
-  ASSERT_TRUE(part);
-  auto index = build_case_index(*part, 2);
+  auto index = index_of(dir, a, 2);
   ASSERT_FALSE(index);
   EXPECT_NE(index.error().message().find("pieces by voxel (0, 0, 976, "), std::string::npos)
       << index.error().message();

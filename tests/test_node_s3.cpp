@@ -246,17 +246,9 @@ testing::run_result webdataset_node(const temp_dir& dir, const std::string& env,
       "--topology " + file.string() + " --set dataset.format=\\\"webdataset\\\" " + sets);
 }
 
-bool is_listing(const std::string& request) {
-  return request.substr(0, request.find("\r\n")).find("list-type=2") != std::string::npos;
-}
-
 TEST_F(NodeS3, AListingThatRepeatsItselfStopsStartUpNamingThePage) {
   testing::proxy_faults faults;
-  faults.rewrite = [](const std::string& request, testing::proxy_answer& a) {
-    if (is_listing(request)) {
-      testing::answer_listing(a, {{"wds/a.tar", 10240}}, "again");
-    }
-  };
+  faults.rewrite = testing::repeating_listing({{"wds/a.tar", 10240}});
   testing::fault_proxy proxy(server_.port(), faults);
   auto r = webdataset_node(dir_, env_, "s3://train/wds", proxy);
   expect_refused(r, "s3://train/wds/", "page 2", {testing::s3_test_secret});
@@ -293,7 +285,7 @@ TEST_F(NodeS3, ASampleNoBufferCanHoldIsQuarantinedByNameAndNoReaderDies) {
   const auto lie = "<Size>" + std::to_string(header_end + claimed) + "</Size>";
   testing::proxy_faults faults;
   faults.rewrite = [&](const std::string& request, testing::proxy_answer& a) {
-    if (is_listing(request) && a.body.find(real_size) != std::string::npos) {
+    if (testing::is_listing(request) && a.body.find(real_size) != std::string::npos) {
       auto body = a.body;
       set_body(a, body.replace(body.find(real_size), real_size.size(), lie));
     }

@@ -142,10 +142,6 @@ std::vector<std::uint8_t> put_random(const testing::s3_server& server, const std
   return object;
 }
 
-bool is_listing(const std::string& request) {
-  return request.substr(0, request.find("\r\n")).find("list-type=2") != std::string::npos;
-}
-
 bool is_partial(const testing::proxy_answer& answer) {
   return answer.head.rfind("HTTP/1.1 206", 0) == 0;
 }
@@ -250,11 +246,7 @@ TEST_F(S3Faults, AnAnswerForAnotherRangeIsRefusedBeforeAByteOfItIsWritten) {
 // that gives it again ends the listing, naming the prefix and the page.
 TEST_F(S3Faults, AListingThatRepeatsItsContinuationTokenIsRefusedNamingThePage) {
   testing::proxy_faults faults;
-  faults.rewrite = [](const std::string& request, testing::proxy_answer& a) {
-    if (is_listing(request)) {
-      testing::answer_listing(a, {{"set/a.tar", 10240}}, "again");
-    }
-  };
+  faults.rewrite = testing::repeating_listing({{"set/a.tar", 10240}});
   testing::fault_proxy proxy(server_.port(), faults);
   auto client = client_through(server_, proxy, std::make_shared<transfer_counters>());
   auto listed = client.list("train", "set/");
@@ -272,7 +264,7 @@ TEST_F(S3Faults, AListingThatNeverEndsStopsAtItsBounds) {
   std::atomic<int> pages{0};
   testing::proxy_faults faults;
   faults.rewrite = [&](const std::string& request, testing::proxy_answer& a) {
-    if (is_listing(request)) {
+    if (testing::is_listing(request)) {
       const auto n = std::to_string(++pages);
       testing::answer_listing(a, {{"set/" + n + ".tar", 10240}}, "token-" + n);
     }

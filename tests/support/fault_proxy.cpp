@@ -373,6 +373,18 @@ void set_body(proxy_answer& answer, std::string body) {
   set_header(answer.head, "Content-Length", std::to_string(answer.body.size()));
 }
 
+bool is_listing(const std::string& request) {
+  return request.substr(0, request.find("\r\n")).find("list-type=2") != std::string::npos;
+}
+
+answer_rewrite repeating_listing(std::vector<std::pair<std::string, std::uint64_t>> objects) {
+  return [objects = std::move(objects)](const std::string& request, proxy_answer& a) {
+    if (is_listing(request)) {
+      answer_listing(a, objects, "again");
+    }
+  };
+}
+
 void answer_listing(proxy_answer& answer,
                     const std::vector<std::pair<std::string, std::uint64_t>>& objects,
                     const std::string& next_token) {

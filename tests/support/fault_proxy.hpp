@@ -42,6 +42,11 @@ void set_header(std::string& head, const std::string& name,
                 const std::optional<std::string>& value);
 /// Replaces the answer's body, and its Content-Length with the new size.
 void set_body(proxy_answer& answer, std::string body);
+/// Whether `request` (its head) asks for a ListObjectsV2 page.
+bool is_listing(const std::string& request);
+/// A rewrite that answers every listing with one page of `objects`, truncated, whose
+/// continuation token is always "again": a listing that never ends.
+answer_rewrite repeating_listing(std::vector<std::pair<std::string, std::uint64_t>> objects);
 /// Makes the answer a 200 whose body is a ListObjectsV2 page as S3 writes it: `objects` (key,
 /// size), truncated when `next_token` is not "" (then the token to ask the next page with).
 void answer_listing(proxy_answer& answer,
