@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/log.hpp"
+#include "core/base/memory_bound.hpp"
 #include "core/storage/record_parts.hpp"
 
 namespace conveyor {
@@ -189,6 +190,11 @@ expected<record> webdataset::read(std::uint64_t id) const {
   }
   if (!in_place_.empty()) {
     return read_in_place(id);
+  }
+  // The parts' sizes come from the tar's headers (or a store's listing of it): bounded before a
+  // buffer is sized by them.
+  if (auto fits = fits_in_memory(payload_size(id), "its parts"); !fits) {
+    return refused(id, errc::io_error, fits.error().message());
   }
   record r{index_.at(id).key, 0, encode_part_table(table_of(index_, id)), true};
   auto at = r.payload.size();
