@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "core/base/memory_bound.hpp"
+
 namespace conveyor {
 
 struct remote_store::slot {
@@ -316,11 +318,16 @@ void remote_store::fetch(s3_client& client, std::vector<std::shared_ptr<slot>>& 
   // Left uninitialized: the answer fills it. Zeroing a set's worth of fresh buffers first
   // doubled the system time of a first epoch from an object store (bench/results/s3.md).
   const std::size_t size = group.back()->end() - first;
+  const auto range = url(group.front()->object) + ": a range at " + std::to_string(first);
+  if (auto fits = fits_in_memory(size, range); !fits) {  // a size from the store's listing
+    settle(group, nullptr, first, std::move(fits).error());
+    return;
+  }
   std::shared_ptr<std::uint8_t[]> bytes(new (std::nothrow) std::uint8_t[size]);
   if (!bytes) {
     settle(group, nullptr, first,
-           error{errc::io_error, url(group.front()->object) + ": out of memory for a range of " +
-                                     std::to_string(size) + " bytes at " + std::to_string(first)});
+           error{errc::io_error,
+                 range + ": out of memory for its " + std::to_string(size) + " bytes"});
     return;
   }
   // The last is settled once the request is counted: a reader that has read every range has
