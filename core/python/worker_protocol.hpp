@@ -1,0 +1,125 @@
+#pragma once
+/// The messages between an actor and the Python worker process it owns (python/
+/// conveyor_worker.py is the other half), over a SOCK_SEQPACKET socket (core/serving/
+/// fd_passing.hpp). Little-endian, fixed layouts:
+///
+///   start   (to the worker)   kind 1, "CVPW", protocol, worker id, setup bytes; + a memfd
+///                             holding the setup (the pickled dataset: worker_process.hpp)
+///   sample  (to the worker)   kind 2, epoch, index, seed
+///   stop    (to the worker)   kind 3
+///   ready   (from the worker) kind 1
+///   failed  (from the worker) kind 2, 0, type, message, last frame (the start's exception)
+///   done    (from the worker) kind 3, index, region bytes, field count, structure bytes, the
+///                             structure (JSON), the field table; + a memfd of the fields'
+///                             bytes, sealed against writes, when there are any
+///   raised  (from the worker) kind 4, index, type, message, last frame (dataset[index]'s)
+///
+/// The worker runs the user's code and may be hostile or broken: decode_reply checks every
+/// length, count, shape, offset and seal before anything is sized or read by it, and names
+/// what it refused. Pure functions (no process, no socket): fuzzed (fuzz/fuzz_worker_reply).
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "conveyor/error.hpp"
+#include "core/serving/fd_passing.hpp"
+#include "core/serving/shared_region.hpp"
+
+namespace conveyor {
+
+inline constexpr std::uint32_t worker_protocol_version = 1;
+/// The largest message a worker may send (its structure and field table); more is refused.
+inline constexpr std::size_t max_worker_message = std::size_t{1} << 20;
+inline constexpr std::size_t max_worker_fields = 4096;
+inline constexpr std::size_t max_worker_ndim = 32;
+inline constexpr std::size_t max_worker_text = 4096;
+
+/// Element types a Python sample's arrays may have (NumPy's and torch's names). Values are
+/// the wire's.
+enum class worker_dtype : std::uint8_t {
+  bool_ = 0,
+  uint8,
+  int8,
+  int16,
+  uint16,
+  int32,
+  uint32,
+  int64,
+  uint64,
+  float16,
+  bfloat16,
+  float32,
+  float64,
+};
+/// Bytes per element; 0 for a value that is no worker_dtype.
+std::size_t size_of(worker_dtype type) noexcept;
+/// "bool", "uint8", ... as NumPy and torch spell them.
+const char* name_of(worker_dtype type) noexcept;
+
+/// What a leaf of the sample was in Python, so that the consumer rebuilds it (a tensor stays a
+/// tensor, an int becomes int64, a str a str).
+enum class field_kind : std::uint8_t {
+  tensor = 0,  ///< a torch.Tensor
+  ndarray,     ///< a numpy.ndarray or NumPy scalar
+  int_,        ///< a Python int (int64, no dimensions)
+  float_,      ///< a Python float (float64, no dimensions)
+  bool_,       ///< a Python bool (bool, no dimensions)
+  str,         ///< UTF-8 bytes (uint8, one dimension)
+  bytes,       ///< bytes (uint8, one dimension)
+  pickled,     ///< any other object, pickled (uint8, one dimension)
+};
+
+struct worker_field {
+  field_kind kind = field_kind::tensor;
+  worker_dtype dtype = worker_dtype::uint8;
+  std::string name;  ///< its path in the sample: "sample.0", "sample.image"
+  std::vector<std::uint64_t> shape;
+  std::uint64_t offset = 0;  ///< in the region
+  std::uint64_t bytes = 0;   ///< elements x size_of(dtype)
+};
+
+/// A sample a worker made: its structure and fields, their bytes in a region no one can write
+/// any more (null when there are no bytes). Immutable once decoded; shareable across threads.
+struct worker_sample {
+  std::uint64_t index = 0;
+  std::string structure;  ///< JSON, as the worker wrote it (the consumer parses it)
+  std::vector<worker_field> fields;
+  std::shared_ptr<const shared_region> region;
+
+  /// The first byte of `f`'s data. Precondition: f is one of fields.
+  const std::uint8_t* data(const worker_field& f) const noexcept;
+};
+
+/// An exception the user's code raised in a worker.
+struct worker_exception {
+  std::uint64_t index = 0;  ///< the sample's (0 for a start's)
+  std::string type;         ///< e.g. "ValueError"
+  std::string message;
+  std::string frame;  ///< "file:line in function" of the traceback's last frame
+  /// "ValueError: message (at file:line in function)".
+  std::string what() const;
+};
+
+enum class reply_kind : std::uint8_t { ready = 1, failed = 2, done = 3, raised = 4 };
+
+struct worker_reply {
+  reply_kind kind = reply_kind::ready;
+  worker_sample sample;        ///< for done
+  worker_exception exception;  ///< for failed and raised
+};
+
+std::vector<std::uint8_t> start_message(std::uint32_t worker_id, std::uint64_t setup_bytes);
+std::vector<std::uint8_t> sample_message(std::uint64_t epoch, std::uint64_t index,
+                                         std::uint64_t seed);
+std::vector<std::uint8_t> stop_message();
+
+/// The reply in `m` (its descriptors taken). errc::invalid_argument naming what is wrong: an
+/// unknown kind, a message cut short or too long, a count, shape or name past the limits
+/// above, a field whose bytes do not match its shape or lie outside the region, a region that
+/// is missing, not a memfd sealed against writes and resizing, or of another size than said.
+expected<worker_reply> decode_reply(received_message m);
+
+}  // namespace conveyor

@@ -1,0 +1,278 @@
+// Python worker processes (core/python/worker_process.hpp) running datasets this test writes:
+// real interpreters (Debian's python3, numpy, torch), real sockets and memfds. A sample comes
+// back as its structure and fields; draws depend only on the seed; the user's exceptions, a
+// worker's death (its own exit, a signal from outside), a hang, a start that raises and a
+// reply a hostile dataset forges each end as their contract says, and no process is left.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/python/worker_process.hpp"
+#include "support/app_process.hpp"
+#include "support/test_support.hpp"
+
+namespace conveyor {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The datasets, as a user writes them.
+constexpr const char* datasets_py = R"(
+import os, random, signal, socket, struct, time
+import numpy as np
+import torch
+
+
+class Fields:
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return (np.full((2, 3), i, np.float32), torch.tensor([i, 2 * i]),
+                {"n": i, "x": i / 2, "ok": i % 2 == 0, "name": "s%d" % i, "raw": b"xy"},
+                torch.arange(4, dtype=torch.bfloat16), np.zeros((0, 5), np.uint8))
+
+
+class Draws:
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return (random.random(), np.random.rand(), torch.rand(1))
+
+
+class Faulty:
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        if i == 3:
+            raise ValueError("sample %d is bad" % i)
+        if i == 4:
+            os._exit(7)
+        if i == 5:
+            time.sleep(3600)
+        if i == 6:  # answers for the worker, with a field outside its region
+            s = socket.socket(fileno=os.dup(3))
+            name = b"sample"
+            table = struct.pack("<BBBxH", 1, 1, 1, len(name)) + name + struct.pack("<QQQ", 16, 0, 16)
+            s.sendmsg([struct.pack("<BxxxQQII", 3, i, 0, 1, 2) + b"{}" + table])
+            time.sleep(3600)
+        return np.arange(i)
+
+
+def failing_init(worker_id):
+    raise RuntimeError("no GPU for worker %d" % worker_id)
+)";
+
+class PythonWorker : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string text = datasets_py;
+    testing::write_file(dir_ / "datasets.py", {text.begin(), text.end()});
+  }
+
+  worker_launch launch(const std::string& cls, const std::string& init_fn = "") {
+    const auto out = dir_ / (cls + init_fn + ".setup");
+    auto r = testing::run_app(CONVEYOR_PYTHON, dir_,
+                              std::string(CONVEYOR_SOURCE_DIR) + "/tests/python/worker_setup.py " +
+                                  dir_.path().string() + " datasets " + cls + " " + out.string() +
+                                  " " + init_fn);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    worker_launch l;
+    l.python = CONVEYOR_PYTHON;
+    l.script = std::string(CONVEYOR_SOURCE_DIR) + "/python/conveyor_worker.py";
+    l.setup = std::make_shared<std::vector<std::uint8_t>>(testing::read_file(out));
+    l.start_timeout = 120s;
+    return l;
+  }
+
+  static worker_process started(const worker_launch& l, std::uint32_t id = 0) {
+    auto w = worker_process::start(l, id);
+    if (!w) {
+      ADD_FAILURE() << w.error().what();
+      std::abort();
+    }
+    return std::move(*w);
+  }
+
+  static expected<worker_sample> sample(worker_process& w, std::uint64_t index,
+                                        std::uint64_t seed = 1) {
+    if (auto asked = w.ask(0, index, seed); !asked) {
+      return asked.error();
+    }
+    return w.await(60s);
+  }
+
+  testing::temp_dir dir_;
+};
+
+// Whether process `pid` is gone (reaped: not even a zombie of ours is left).
+bool gone(pid_t pid) {
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+const worker_field& field(const worker_sample& s, const std::string& name) {
+  for (const auto& f : s.fields) {
+    if (f.name == name) {
+      return f;
+    }
+  }
+  ADD_FAILURE() << "no field " << name;
+  return s.fields.front();
+}
+
+template <class T>
+T value_of(const worker_sample& s, const worker_field& f, std::size_t i = 0) {
+  T v{};
+  std::memcpy(&v, s.data(f) + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+TEST_F(PythonWorker, ASampleComesBackAsItsStructureAndFieldsInSealedMemory) {
+  auto w = started(launch("Fields"));
+  auto s = sample(w, 7);
+  ASSERT_TRUE(s) << s.error().what();
+  EXPECT_EQ(s->index, 7u);
+  ASSERT_EQ(s->fields.size(), 9u);
+  const auto& array = field(*s, "sample.0");
+  EXPECT_EQ(array.kind, field_kind::ndarray);
+  EXPECT_EQ(array.dtype, worker_dtype::float32);
+  EXPECT_EQ(array.shape, (std::vector<std::uint64_t>{2, 3}));
+  EXPECT_EQ(value_of<float>(*s, array, 5), 7.0f);
+  const auto& tensor = field(*s, "sample.1");
+  EXPECT_EQ(tensor.kind, field_kind::tensor);
+  EXPECT_EQ(tensor.dtype, worker_dtype::int64);
+  EXPECT_EQ(value_of<std::int64_t>(*s, tensor, 1), 14);
+  EXPECT_EQ(field(*s, "sample.2.n").kind, field_kind::int_);
+  EXPECT_EQ(value_of<std::int64_t>(*s, field(*s, "sample.2.n")), 7);
+  EXPECT_EQ(value_of<double>(*s, field(*s, "sample.2.x")), 3.5);
+  EXPECT_EQ(field(*s, "sample.2.ok").kind, field_kind::bool_);
+  EXPECT_EQ(value_of<bool>(*s, field(*s, "sample.2.ok")), false);
+  const auto& name = field(*s, "sample.2.name");
+  EXPECT_EQ(name.kind, field_kind::str);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(s->data(name)), name.bytes), "s7");
+  EXPECT_EQ(field(*s, "sample.2.raw").kind, field_kind::bytes);
+  const auto& half = field(*s, "sample.3");
+  EXPECT_EQ(half.dtype, worker_dtype::bfloat16);
+  EXPECT_EQ(value_of<std::uint16_t>(*s, half, 1), 0x3f80);  // 1.0 in bfloat16
+  EXPECT_EQ(field(*s, "sample.4").shape, (std::vector<std::uint64_t>{0, 5}));
+  EXPECT_NE(s->structure.find("\"tuple\""), std::string::npos) << s->structure;
+  EXPECT_NE(s->structure.find("\"dict\""), std::string::npos) << s->structure;
+  ASSERT_TRUE(s->region);
+  // No one, the worker included, can write the bytes once they are checked.
+  EXPECT_NE(::fcntl(s->region->fd(), F_GET_SEALS) & F_SEAL_WRITE, 0);
+}
+
+TEST_F(PythonWorker, DrawsDependOnTheSeedNeverOnTheWorker) {
+  const auto l = launch("Draws");
+  auto one = started(l, 0);
+  auto other = started(l, 1);
+  auto bytes = [](const worker_sample& s) {
+    std::vector<std::uint8_t> all;
+    for (const auto& f : s.fields) {
+      all.insert(all.end(), s.data(f), s.data(f) + f.bytes);
+    }
+    return all;
+  };
+  auto a = sample(one, 2, 42);
+  (void)sample(other, 9, 5);  // another sample first: the worker's state must not matter
+  auto b = sample(other, 2, 42);
+  auto c = sample(one, 2, 43);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(bytes(*a), bytes(*b));
+  EXPECT_NE(bytes(*a), bytes(*c));
+}
+
+TEST_F(PythonWorker, AnExceptionNamesTheIndexTypeMessageAndFrameAndTheWorkerLivesOn) {
+  auto w = started(launch("Faulty"));
+  auto bad = sample(w, 3);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code(), errc::transform_error);
+  const auto text = bad.error().message();
+  EXPECT_NE(text.find("dataset[3]"), std::string::npos) << text;
+  EXPECT_NE(text.find("ValueError: sample 3 is bad"), std::string::npos) << text;
+  EXPECT_NE(text.find("datasets.py:"), std::string::npos) << text;
+  EXPECT_NE(text.find("__getitem__"), std::string::npos) << text;
+  auto next = sample(w, 2);
+  ASSERT_TRUE(next) << next.error().what();
+  EXPECT_EQ(field(*next, "sample").shape, (std::vector<std::uint64_t>{2}));
+}
+
+TEST_F(PythonWorker, AWorkerThatExitsIsNamedWithItsExitCodeAndReaped) {
+  auto w = started(launch("Faulty"), 4);
+  const auto pid = w.pid();
+  auto died = sample(w, 4);
+  ASSERT_FALSE(died);
+  EXPECT_EQ(died.error().code(), errc::worker_failed);
+  EXPECT_NE(died.error().message().find("Python worker 4 (pid " + std::to_string(pid)),
+            std::string::npos)
+      << died.error().message();
+  EXPECT_NE(died.error().message().find("exited with code 7"), std::string::npos)
+      << died.error().message();
+  EXPECT_FALSE(w.alive());
+  EXPECT_TRUE(gone(pid));
+  EXPECT_EQ(w.ask(0, 1, 1).error().code(), errc::worker_failed);
+}
+
+TEST_F(PythonWorker, AWorkerKilledFromOutsideIsNamedWithItsSignal) {
+  auto w = started(launch("Faulty"));
+  ASSERT_TRUE(w.ask(0, 5, 1));  // sleeps
+  ASSERT_EQ(::kill(w.pid(), SIGKILL), 0);
+  auto died = w.await(60s);
+  ASSERT_FALSE(died);
+  EXPECT_EQ(died.error().code(), errc::worker_failed);
+  EXPECT_NE(died.error().message().find("killed by signal 9"), std::string::npos)
+      << died.error().message();
+}
+
+TEST_F(PythonWorker, AHungSampleTimesOutAndItsWorkerIsKilledAndReaped) {
+  auto w = started(launch("Faulty"));
+  const auto pid = w.pid();
+  ASSERT_TRUE(w.ask(0, 5, 1));
+  auto waited = w.await(200ms);
+  ASSERT_FALSE(waited);
+  EXPECT_EQ(waited.error().code(), errc::timed_out);
+  EXPECT_TRUE(w.alive());
+  w.kill();
+  EXPECT_FALSE(w.alive());
+  EXPECT_TRUE(gone(pid));
+}
+
+TEST_F(PythonWorker, AForgedReplyIsRefusedNamingWhatIsWrongAndItsWorkerIsKilled) {
+  auto w = started(launch("Faulty"));
+  const auto pid = w.pid();
+  auto forged = sample(w, 6);
+  ASSERT_FALSE(forged);
+  EXPECT_EQ(forged.error().code(), errc::worker_failed);
+  EXPECT_NE(forged.error().message().find("field sample lies outside the sample's region"),
+            std::string::npos)
+      << forged.error().message();
+  EXPECT_TRUE(gone(pid));
+}
+
+TEST_F(PythonWorker, AStartThatRaisesIsRefusedNamingTheException) {
+  auto w = worker_process::start(launch("Fields", "failing_init"), 2);
+  ASSERT_FALSE(w);
+  EXPECT_EQ(w.error().code(), errc::worker_failed);
+  EXPECT_NE(w.error().message().find("RuntimeError: no GPU for worker 2"), std::string::npos)
+      << w.error().message();
+}
+
+TEST_F(PythonWorker, ADestroyedWorkerIsStoppedAndReaped) {
+  pid_t pid = -1;
+  {
+    auto w = started(launch("Fields"));
+    pid = w.pid();
+    ASSERT_TRUE(sample(w, 1));
+  }
+  EXPECT_TRUE(gone(pid));
+}
+
+}  // namespace
+}  // namespace conveyor
