@@ -2,6 +2,9 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+#include <chrono>
+
 #include "actors/sample_work.hpp"
 
 namespace conveyor {
@@ -66,6 +69,20 @@ bool try_hand_off(preprocessor_pointer self, const preprocessor_options& opts,
   return true;
 }
 
+// How long to wait for an external step's work before the budget is looked at again: what is
+// left of the budget, while a hand-off may still come; otherwise long slices (the step bounds
+// its work itself).
+std::chrono::nanoseconds wait_slice(preprocessor_pointer self, const preprocessor_options& opts,
+                                    clock_type::time_point start, bool kept) {
+  constexpr std::chrono::nanoseconds shortest = std::chrono::milliseconds(1);
+  constexpr std::chrono::nanoseconds longest = std::chrono::seconds(1);
+  if (!opts.hand_off || kept) {
+    return longest;
+  }
+  const auto left = std::chrono::nanoseconds(self->state.budget.budget_ns - elapsed_ns(start));
+  return std::clamp(left, shortest, longest);
+}
+
 void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sample& raw) {
   auto start = clock_type::now();
   const auto& ctx = opts.context;
@@ -88,6 +105,15 @@ void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sa
         return;
       }
       kept = true;
+    }
+    if (opts.chain.next_is_external(*s)) {
+      auto ended =
+          advance_external(opts.chain, *s, *opts.status, wait_slice(self, opts, start, kept));
+      if (!ended) {
+        fail(self, opts, ticket, std::move(s->key), ended.error());
+        return;
+      }
+      continue;  // ended, or still running: the budget is looked at again
     }
     if (auto ok = run_step(opts.chain, *s, *opts.status); !ok) {
       fail(self, opts, ticket, std::move(s->key), ok.error());

@@ -6,6 +6,16 @@
 
 namespace conveyor {
 
+namespace {
+
+error thrown(const sample_state& s, const std::exception& e) {
+  return error{errc::transform_error, "sample " + std::to_string(s.sample_id) + " (" + s.key +
+                                          "): step " + std::to_string(s.next_step) +
+                                          " threw: " + e.what()};
+}
+
+}  // namespace
+
 expected<void> run_step(const transform_chain& chain, sample_state& s, pipeline_status& status) {
   try {
     auto ok = chain.run_next(s);
@@ -14,9 +24,21 @@ expected<void> run_step(const transform_chain& chain, sample_state& s, pipeline_
     }
     return ok;
   } catch (const std::exception& e) {
-    return error{errc::transform_error, "sample " + std::to_string(s.sample_id) + " (" + s.key +
-                                            "): step " + std::to_string(s.next_step) +
-                                            " threw: " + e.what()};
+    return thrown(s, e);
+  }
+}
+
+expected<bool> advance_external(const transform_chain& chain, sample_state& s,
+                                pipeline_status& status, std::chrono::nanoseconds timeout) {
+  try {
+    auto ended = chain.advance_external(s, timeout);
+    if (ended && *ended) {
+      status.count_step();
+    }
+    return ended;
+  } catch (const std::exception& e) {
+    s.pending.reset();
+    return thrown(s, e);
   }
 }
 
@@ -38,10 +60,10 @@ std::int64_t element_count(const sample_state& s, std::size_t index) {
 
 bool past_budget(const transform_chain& chain, sample_state& s, const budget_figures& b,
                  std::int64_t elapsed_ns) {
-  if (s.next_step == 0) {
+  const auto cost = chain.next_cost(s);
+  if (s.next_step == 0 && cost.how != step_cost::kind::external) {
     return s.source_pixels > b.straggler_pixels;
   }
-  const auto cost = chain.next_cost(s);
   if (cost.how == step_cost::kind::cheap) {
     return false;
   }

@@ -159,6 +159,9 @@ std::string describe_step(const tokenize_spec& spec) {
 std::string describe_step(const user_step_spec& spec) {
   return spec.name + " (user step)";
 }
+std::string describe_step(const built_step_spec& spec) {
+  return spec.name;
+}
 
 std::string describe_transforms(const topology& node) {
   std::string out;

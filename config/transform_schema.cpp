@@ -301,6 +301,7 @@ void read_params(table_reader& table, tokenize_spec& spec, transform_list& /*lis
 
 // default_spec never gives a user step: read_user_step reads those.
 void read_params(table_reader& /*table*/, user_step_spec& /*spec*/, transform_list& /*list*/) {}
+void read_params(table_reader& /*table*/, built_step_spec& /*spec*/, transform_list& /*list*/) {}
 
 /// One [[transform]] table; nullopt after a report.
 std::optional<transform_spec> read_spec(table_reader& table, transform_list& list) {

@@ -294,6 +294,12 @@ py::dtype numpy_dtype(conveyor::dtype type) {
       return py::dtype::of<std::int64_t>();
     case conveyor::dtype::float16:
       return py::dtype("float16");
+    case conveyor::dtype::float64:
+      return py::dtype::of<double>();
+    case conveyor::dtype::int8:
+      return py::dtype::of<std::int8_t>();
+    case conveyor::dtype::bool_:
+      return py::dtype::of<bool>();
   }
   return py::dtype::of<std::uint8_t>();
 }

@@ -13,8 +13,7 @@
 #include <cstring>
 
 #include "core/python/worker_process.hpp"
-#include "support/app_process.hpp"
-#include "support/test_support.hpp"
+#include "support/python_workers.hpp"
 
 namespace conveyor {
 namespace {
@@ -72,24 +71,8 @@ def failing_init(worker_id):
 
 class PythonWorker : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const std::string text = datasets_py;
-    testing::write_file(dir_ / "datasets.py", {text.begin(), text.end()});
-  }
-
   worker_launch launch(const std::string& cls, const std::string& init_fn = "") {
-    const auto out = dir_ / (cls + init_fn + ".setup");
-    auto r = testing::run_app(CONVEYOR_PYTHON, dir_,
-                              std::string(CONVEYOR_SOURCE_DIR) + "/tests/python/worker_setup.py " +
-                                  dir_.path().string() + " datasets " + cls + " " + out.string() +
-                                  " " + init_fn);
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    worker_launch l;
-    l.python = CONVEYOR_PYTHON;
-    l.script = std::string(CONVEYOR_SOURCE_DIR) + "/python/conveyor_worker.py";
-    l.setup = std::make_shared<std::vector<std::uint8_t>>(testing::read_file(out));
-    l.start_timeout = 120s;
-    return l;
+    return testing::python_worker_launch(dir_, "datasets", datasets_py, cls, init_fn);
   }
 
   static worker_process started(const worker_launch& l, std::uint32_t id = 0) {
@@ -141,23 +124,23 @@ TEST_F(PythonWorker, ASampleComesBackAsItsStructureAndFieldsInSealedMemory) {
   EXPECT_EQ(s->index, 7u);
   ASSERT_EQ(s->fields.size(), 9u);
   const auto& array = field(*s, "sample.0");
-  EXPECT_EQ(array.kind, field_kind::ndarray);
+  EXPECT_EQ(array.kind, leaf_kind::ndarray);
   EXPECT_EQ(array.dtype, worker_dtype::float32);
   EXPECT_EQ(array.shape, (std::vector<std::uint64_t>{2, 3}));
   EXPECT_EQ(value_of<float>(*s, array, 5), 7.0f);
   const auto& tensor = field(*s, "sample.1");
-  EXPECT_EQ(tensor.kind, field_kind::tensor);
+  EXPECT_EQ(tensor.kind, leaf_kind::tensor);
   EXPECT_EQ(tensor.dtype, worker_dtype::int64);
   EXPECT_EQ(value_of<std::int64_t>(*s, tensor, 1), 14);
-  EXPECT_EQ(field(*s, "sample.2.n").kind, field_kind::int_);
+  EXPECT_EQ(field(*s, "sample.2.n").kind, leaf_kind::int_);
   EXPECT_EQ(value_of<std::int64_t>(*s, field(*s, "sample.2.n")), 7);
   EXPECT_EQ(value_of<double>(*s, field(*s, "sample.2.x")), 3.5);
-  EXPECT_EQ(field(*s, "sample.2.ok").kind, field_kind::bool_);
+  EXPECT_EQ(field(*s, "sample.2.ok").kind, leaf_kind::bool_);
   EXPECT_EQ(value_of<bool>(*s, field(*s, "sample.2.ok")), false);
   const auto& name = field(*s, "sample.2.name");
-  EXPECT_EQ(name.kind, field_kind::str);
+  EXPECT_EQ(name.kind, leaf_kind::str);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(s->data(name)), name.bytes), "s7");
-  EXPECT_EQ(field(*s, "sample.2.raw").kind, field_kind::bytes);
+  EXPECT_EQ(field(*s, "sample.2.raw").kind, leaf_kind::bytes);
   const auto& half = field(*s, "sample.3");
   EXPECT_EQ(half.dtype, worker_dtype::bfloat16);
   EXPECT_EQ(value_of<std::uint16_t>(*s, half, 1), 0x3f80);  // 1.0 in bfloat16

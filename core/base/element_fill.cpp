@@ -87,6 +87,15 @@ void fill_elements(std::uint8_t* dest, std::size_t count, dtype type, double val
     case dtype::float32:
       fill_as(dest, count, static_cast<float>(value));
       return;
+    case dtype::float64:
+      fill_as(dest, count, value);
+      return;
+    case dtype::int8:
+      fill_as(dest, count, static_cast<std::int8_t>(value));
+      return;
+    case dtype::bool_:
+      fill_as(dest, count, static_cast<std::uint8_t>(value != 0));
+      return;
   }
 }
 

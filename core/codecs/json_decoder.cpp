@@ -163,6 +163,15 @@ expected<void> store_number(const json& v, const value_place& place, dtype type,
       return stored(integer_value<std::int32_t>(v, place, type));
     case dtype::int64:
       return stored(integer_value<std::int64_t>(v, place, type));
+    case dtype::int8:
+      return stored(integer_value<std::int8_t>(v, place, type));
+    case dtype::float64: {
+      const auto d = v.get<double>();
+      if (!std::isfinite(d)) {
+        return decode_failure(place, shown(v) + " is outside float64");
+      }
+      return store(d);
+    }
     case dtype::float32:
     case dtype::float16: {
       const auto f = static_cast<float>(v.get<double>());
@@ -173,6 +182,7 @@ expected<void> store_number(const json& v, const value_place& place, dtype type,
       return type == dtype::float32 ? store(f) : store(h.bits());
     }
     case dtype::bfloat16:
+    case dtype::bool_:
       break;
   }
   return error(errc::invalid_argument, "json: no conversion to " + std::string(name_of(type)));
@@ -212,8 +222,9 @@ expected<void> fill(const json& v, const array_shape& shape, dtype type, value_p
 }
 
 expected<void> check_request(dtype type, const std::vector<std::int64_t>& inner_shape) {
-  if (type == dtype::bfloat16) {
-    return error(errc::invalid_argument, "json: bfloat16 is not read from JSON (ask float32)");
+  if (type == dtype::bfloat16 || type == dtype::bool_) {
+    return error(errc::invalid_argument, "json: " + std::string(name_of(type)) +
+                                             " is not read from JSON (ask float32 or uint8)");
   }
   const bool negative =
       std::any_of(inner_shape.begin(), inner_shape.end(), [](std::int64_t e) { return e < 0; });

@@ -244,13 +244,18 @@ std::string worker_process::named() const {
   return "Python worker " + std::to_string(id_) + " (pid " + std::to_string(pid_) + ")";
 }
 
-void worker_process::stop() noexcept {
-  if (!alive()) {
-    return;
+void worker_process::request_stop() noexcept {
+  if (alive()) {
+    const auto bye = stop_message();
+    (void)send_message(socket(), bye.data(), bye.size(), -1, false);
   }
-  const auto bye = stop_message();
-  (void)send_message(socket(), bye.data(), bye.size(), -1, false);
-  (void)reap(stop_grace_);
+}
+
+void worker_process::stop() noexcept {
+  if (alive()) {
+    request_stop();
+    (void)reap(stop_grace_);
+  }
 }
 
 }  // namespace conveyor

@@ -63,6 +63,10 @@ class worker_process {
   /// worker_failed the worker is gone (alive() is false).
   expected<worker_sample> await(std::chrono::milliseconds timeout);
 
+  /// Asks the worker to exit after its current sample (without waiting): destroying it then
+  /// takes only as long as the worker needs to exit.
+  void request_stop() noexcept;
+
   /// Kills the worker now (SIGKILL) and reaps it; a sample it was working on is lost to it.
   void kill() noexcept;
 

@@ -15,7 +15,7 @@ constexpr std::array<std::size_t, 13> element_sizes = {1, 1, 1, 2, 2, 4, 4, 8, 8
 constexpr std::array<const char*, 13> dtype_names = {
     "bool",  "uint8",  "int8",    "int16",    "uint16",  "int32",  "uint32",
     "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
-constexpr std::uint8_t last_kind = static_cast<std::uint8_t>(field_kind::pickled);
+constexpr std::uint8_t last_kind = static_cast<std::uint8_t>(leaf_kind::pickled);
 
 error refused(const std::string& why) {
   return error{errc::invalid_argument, "a worker's reply: " + why};
@@ -101,18 +101,18 @@ expected<void> check_kind(const worker_field& f) {
   const auto scalar = [&](worker_dtype t) { return f.dtype == t && f.shape.empty(); };
   bool ok = true;
   switch (f.kind) {
-    case field_kind::int_:
+    case leaf_kind::int_:
       ok = scalar(worker_dtype::int64);
       break;
-    case field_kind::float_:
+    case leaf_kind::float_:
       ok = scalar(worker_dtype::float64);
       break;
-    case field_kind::bool_:
+    case leaf_kind::bool_:
       ok = scalar(worker_dtype::bool_);
       break;
-    case field_kind::str:
-    case field_kind::bytes:
-    case field_kind::pickled:
+    case leaf_kind::str:
+    case leaf_kind::bytes:
+    case leaf_kind::pickled:
       ok = f.dtype == worker_dtype::uint8 && f.shape.size() == 1;
       break;
     default:
@@ -141,7 +141,7 @@ expected<worker_field> read_field(message_reader& in, std::uint64_t region_bytes
   if (ndim > max_worker_ndim) {
     return refused("a field of " + std::to_string(ndim) + " dimensions");
   }
-  f.kind = static_cast<field_kind>(kind);
+  f.kind = static_cast<leaf_kind>(kind);
   f.dtype = static_cast<worker_dtype>(type);
   f.name = in.text(name_size, "field name");
   for (std::uint8_t d = 0; d < ndim && !in.failed(); ++d) {

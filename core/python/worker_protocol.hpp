@@ -61,7 +61,7 @@ const char* name_of(worker_dtype type) noexcept;
 
 /// What a leaf of the sample was in Python, so that the consumer rebuilds it (a tensor stays a
 /// tensor, an int becomes int64, a str a str).
-enum class field_kind : std::uint8_t {
+enum class leaf_kind : std::uint8_t {
   tensor = 0,  ///< a torch.Tensor
   ndarray,     ///< a numpy.ndarray or NumPy scalar
   int_,        ///< a Python int (int64, no dimensions)
@@ -73,7 +73,7 @@ enum class field_kind : std::uint8_t {
 };
 
 struct worker_field {
-  field_kind kind = field_kind::tensor;
+  leaf_kind kind = leaf_kind::tensor;
   worker_dtype dtype = worker_dtype::uint8;
   std::string name;  ///< its path in the sample: "sample.0", "sample.image"
   std::vector<std::uint64_t> shape;

@@ -3,6 +3,7 @@
 /// between any two steps and resume later on another thread or actor: everything it needs to
 /// go on is in here, every field included.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -56,6 +57,13 @@ struct field_value {
   }
 };
 
+/// Work an external step runs elsewhere for a sample (external_step.hpp): what it needs to
+/// wait for the work's end, and to abandon it when destroyed.
+class pending_work {
+ public:
+  virtual ~pending_work() = default;
+};
+
 /// Not synchronised: one owner at a time (move it between actors).
 struct sample_state {
   std::uint64_t sample_id = 0;   ///< index in the dataset; with epoch_seed, picks the randomness
@@ -80,6 +88,12 @@ struct sample_state {
   /// Set by the caller (exactness tests): the volume steps take their draws from it, in the
   /// reference's order, instead of from their generators (step_draws.hpp).
   std::shared_ptr<step_draws> given_draws;
+  /// The work of an external step in flight (external_step.hpp), from its begin to its end;
+  /// dropping the last holder abandons the work. Moves with the sample (a copy of a state,
+  /// which tests make, shares it).
+  std::shared_ptr<pending_work> pending;
+  /// When that step began (its time counts from then, whoever waits for its end).
+  std::chrono::steady_clock::time_point pending_since{};
   std::size_t next_step = 0;          ///< index of the next step of the chain to run
   std::vector<std::int64_t> step_ns;  ///< wall time of each completed step, in nanoseconds
 };

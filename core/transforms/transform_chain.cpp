@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/transforms/chain_fields.hpp"
+#include "core/transforms/external_step.hpp"
 
 namespace conveyor {
 namespace {
@@ -69,12 +70,41 @@ expected<void> transform_chain::run_next(sample_state& sample) const {
                                              std::to_string(size()) + "-step chain)");
   }
   std::mt19937_64 rng = step_rng(sample, sample.next_step);
-  auto start = std::chrono::steady_clock::now();
+  // An external step begun elsewhere counts from its begin.
+  auto start = sample.pending ? sample.pending_since : std::chrono::steady_clock::now();
   auto result = step(sample.next_step).apply(sample, rng);
-  auto elapsed = std::chrono::steady_clock::now() - start;
   if (!result) {
     return result;
   }
+  finish_step(sample, start);
+  return {};
+}
+
+bool transform_chain::next_is_external(const sample_state& sample) const noexcept {
+  return dynamic_cast<const external_step*>(&step(sample.next_step)) != nullptr;
+}
+
+expected<bool> transform_chain::advance_external(sample_state& sample,
+                                                 std::chrono::nanoseconds timeout) const {
+  const auto& s = static_cast<const external_step&>(step(sample.next_step));
+  if (!sample.pending) {
+    std::mt19937_64 rng = step_rng(sample, sample.next_step);
+    sample.pending_since = std::chrono::steady_clock::now();
+    if (auto begun = s.begin(sample, rng); !begun) {
+      return begun.error();
+    }
+  }
+  const auto start = sample.pending_since;
+  auto ended = s.wait(sample, timeout);
+  if (ended && *ended) {
+    finish_step(sample, start);
+  }
+  return ended;
+}
+
+void transform_chain::finish_step(sample_state& sample,
+                                  std::chrono::steady_clock::time_point start) const {
+  auto elapsed = std::chrono::steady_clock::now() - start;
   sample.step_ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
   if (sample.next_step == shared_->last_part_reader) {
     // The bytes are dead weight from here on; swapping really returns the memory (clear()
@@ -82,7 +112,6 @@ expected<void> transform_chain::run_next(sample_state& sample) const {
     std::vector<std::uint8_t>().swap(sample.encoded);
   }
   ++sample.next_step;
-  return {};
 }
 
 expected<void> transform_chain::run_all(sample_state& sample) const {

@@ -4,6 +4,7 @@
 /// on another thread or actor; because each step's randomness is seeded from (epoch seed,
 /// sample id, step index) only, the result is the same wherever and whenever each step runs.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -44,6 +45,14 @@ class transform_chain {
   /// later step reads a part of the record, its bytes are freed.
   expected<void> run_next(sample_state& sample) const;
 
+  /// Whether the sample's next step is an external_step (its work runs in another process).
+  /// Precondition: !done(sample).
+  bool next_is_external(const sample_state& sample) const noexcept;
+  /// For an external next step: begins it (unless begun: sample.pending) and waits at most
+  /// `timeout` for its end. true once it has ended, as run_next would leave the sample (its
+  /// time counted from its begin, next_step advanced); false while it still runs. On error the
+  /// sample stays at that step, nothing pending. Precondition: next_is_external(sample).
+  expected<bool> advance_external(sample_state& sample, std::chrono::nanoseconds timeout) const;
   /// Runs the remaining steps; stops at the first error.
   expected<void> run_all(sample_state& sample) const;
 
@@ -73,6 +82,8 @@ class transform_chain {
     std::size_t last_part_reader = 0;  ///< steps after this one read no part of the record
   };
   explicit transform_chain(std::shared_ptr<const shared> s) : shared_(std::move(s)) {}
+  /// Records a step that has run since `start` and advances the sample past it.
+  void finish_step(sample_state& sample, std::chrono::steady_clock::time_point start) const;
 
   std::shared_ptr<const shared> shared_;
 };

@@ -53,6 +53,9 @@ std::string_view op_name(const transform_spec& spec) {
   if (const auto* user = std::get_if<user_step_spec>(&spec)) {
     return user->name;
   }
+  if (const auto* built = std::get_if<built_step_spec>(&spec)) {
+    return built->name;
+  }
   return std::visit([](const auto& s) { return s.op; }, spec);
 }
 

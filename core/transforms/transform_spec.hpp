@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -332,12 +333,25 @@ struct user_step_spec {
   std::shared_ptr<const step> made;
 };
 
+class chain_fields;
+class transform_step;
+
+/// A step a part of Conveyor builds itself, never named in a topology (the step that runs a
+/// Python Dataset's dataset[i] in a worker process: core/python/python_step.hpp): `make`
+/// declares the fields it reads and writes in the chain being built and makes the step.
+struct built_step_spec {
+  static constexpr std::string_view op = "";  ///< no op of a topology: named by `name`
+  std::string name;
+  std::function<expected<std::unique_ptr<const transform_step>>(chain_fields&)> make;
+};
+
 using transform_spec =
     std::variant<decode_spec, random_resized_crop_spec, resize_spec, center_crop_spec, flip_spec,
                  normalize_spec, to_uint8_spec, rand_balanced_crop_spec, rand_flip_spec, cast_spec,
                  rand_brightness_spec, gaussian_noise_spec, speed_perturb_spec, trim_silence_spec,
                  dither_spec, preemphasis_spec, mel_spectrogram_spec, normalize_features_spec,
-                 spec_augment_spec, frame_splice_spec, tokenize_spec, user_step_spec>;
+                 spec_augment_spec, frame_splice_spec, tokenize_spec, user_step_spec,
+                 built_step_spec>;
 
 /// The op name of a spec, e.g. "center_crop" (a user step's registered name).
 std::string_view op_name(const transform_spec& spec);

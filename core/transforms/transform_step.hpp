@@ -22,8 +22,10 @@ namespace conveyor {
 /// `clock` (built-in steps: the time the sample has taken so far says), `cheap` (a hand-off
 /// before it would cost more than running it), or `per_element` (with the element count of
 /// field `field`, which becomes the sample's size measure, as an image's pixel count is).
+/// `external`: the work runs in another process (external_step.hpp); the clock says, and a
+/// preprocessor may hand the sample off while it runs.
 struct step_cost {
-  enum class kind : std::uint8_t { clock, cheap, per_element };
+  enum class kind : std::uint8_t { clock, cheap, per_element, external };
   kind how = kind::clock;
   std::size_t field = 0;  ///< per_element: the field's index in the chain
 };
@@ -115,6 +117,8 @@ expected<step_ptr> make_step(const frame_splice_spec& spec, chain_fields& fields
 expected<step_ptr> make_step(const tokenize_spec& spec, chain_fields& fields);
 /// A public API step (user_step.hpp).
 expected<step_ptr> make_step(const user_step_spec& spec, chain_fields& fields);
+/// A step built by a part of Conveyor (external_step.cpp): spec.make's.
+expected<step_ptr> make_step(const built_step_spec& spec, chain_fields& fields);
 
 // One parameter check per op, next to its factory.
 expected<void> check_params(const decode_spec& spec);
@@ -140,6 +144,7 @@ expected<void> check_params(const frame_splice_spec& spec);
 expected<void> check_params(const tokenize_spec& spec);
 /// Its factory made a step (the loader checked its parameters then).
 expected<void> check_params(const user_step_spec& spec);
+expected<void> check_params(const built_step_spec& spec);
 
 /// The generator step `step_index` of `sample` draws from, seeded from (epoch seed, sample id,
 /// step index) only (sample_seed.hpp). The chain seeds each step with it; a step that decides

@@ -1,0 +1,76 @@
+#pragma once
+/// The Python worker processes of one pipeline: at most `capacity` of them live (its
+/// preprocessors plus its straggler actors, so that an actor that hands a sample off with its
+/// worker still finds one for the next), each started the first time an actor needs one and
+/// kept between samples. An actor takes a worker for a sample as a lease; the lease moves with
+/// the sample (a hand-off) and gives the worker back when it ends. A worker that died, was
+/// killed or broke the protocol is not given back: its place (and its worker id, which
+/// worker_init_fn sees again) goes to the next one started. Thread-safe.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "conveyor/error.hpp"
+#include "core/python/worker_process.hpp"
+
+namespace conveyor {
+
+class worker_pool;
+
+/// One worker, taken from its pool for a sample. Move-only; gives the worker back (or, if it
+/// is gone, its place) when destroyed.
+class worker_lease {
+ public:
+  worker_lease(std::shared_ptr<worker_pool> pool, worker_process worker) noexcept;
+  worker_lease(worker_lease&&) noexcept = default;
+  worker_lease& operator=(worker_lease&&) noexcept = default;
+  worker_lease(const worker_lease&) = delete;
+  worker_lease& operator=(const worker_lease&) = delete;
+  ~worker_lease();
+
+  worker_process& operator*() noexcept { return *worker_; }
+  worker_process* operator->() noexcept { return &*worker_; }
+
+ private:
+  std::shared_ptr<worker_pool> pool_;
+  std::optional<worker_process> worker_;
+};
+
+class worker_pool : public std::enable_shared_from_this<worker_pool> {
+ public:
+  /// Precondition: capacity > 0.
+  static std::shared_ptr<worker_pool> make(worker_launch launch, std::size_t capacity);
+  /// Stops the idle workers (a leased one holds the pool until its lease ends).
+  ~worker_pool();
+  worker_pool(const worker_pool&) = delete;
+  worker_pool& operator=(const worker_pool&) = delete;
+
+  /// An idle worker, or a new one started now (its start bounded by launch.start_timeout) when
+  /// none is idle and fewer than `capacity` live. Errors: worker_process::start's (a start
+  /// that failed frees its place); errc::resource_exhausted when `capacity` workers are leased
+  /// (more actors than the pool was made for).
+  expected<worker_lease> take();
+
+  /// Workers started so far, the first `capacity` included (a replacement is a restart).
+  std::uint64_t started() const;
+  /// Workers that live now (idle or leased).
+  std::size_t live() const;
+
+ private:
+  friend class worker_lease;
+  worker_pool(worker_launch launch, std::size_t capacity);
+  void give_back(worker_process w) noexcept;
+
+  const worker_launch launch_;
+  const std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::vector<worker_process> idle_;
+  std::vector<std::uint32_t> free_ids_;  ///< the ids of places no worker holds
+  std::uint64_t started_ = 0;
+};
+
+}  // namespace conveyor

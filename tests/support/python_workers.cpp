@@ -1,0 +1,26 @@
+#include "support/python_workers.hpp"
+
+#include <gtest/gtest.h>
+
+#include "support/app_process.hpp"
+
+namespace conveyor::testing {
+
+worker_launch python_worker_launch(const temp_dir& dir, const std::string& module,
+                                   const std::string& source, const std::string& cls,
+                                   const std::string& init_fn) {
+  write_file(dir / (module + ".py"), {source.begin(), source.end()});
+  const auto out = dir / (module + "." + cls + init_fn + ".setup");
+  auto r = run_app(CONVEYOR_PYTHON, dir,
+                   std::string(CONVEYOR_SOURCE_DIR) + "/tests/python/worker_setup.py " +
+                       dir.path().string() + " " + module + " " + cls + " " + out.string() + " " +
+                       init_fn);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  worker_launch l;
+  l.python = CONVEYOR_PYTHON;
+  l.script = std::string(CONVEYOR_SOURCE_DIR) + "/python/conveyor_worker.py";
+  l.setup = std::make_shared<std::vector<std::uint8_t>>(read_file(out));
+  return l;
+}
+
+}  // namespace conveyor::testing
