@@ -186,8 +186,9 @@ class python_step final : public external_step {
         return ok;
       }
       auto a = host_array::uninitialized(*batch_dtype(f.dtype), f.shape.begin(), f.shape.end());
-      if (f.bytes > 0) {
-        std::memcpy(a.bytes.data(), got.data(f), f.bytes);
+      if (auto read = got.copy(f, a.bytes.data()); !read) {
+        return error{errc::io_error,
+                     sample.key + ": element " + f.name + ": " + read.error().message()};
       }
       sample.fields[targets_[i]].set(std::move(a));
     }

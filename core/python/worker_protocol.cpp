@@ -1,8 +1,11 @@
 #include "core/python/worker_protocol.hpp"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 
 #include "core/base/little_endian.hpp"
@@ -258,6 +261,23 @@ const char* name_of(worker_dtype type) noexcept {
 
 const std::uint8_t* worker_sample::data(const worker_field& f) const noexcept {
   return region ? region->data() + f.offset : nullptr;
+}
+
+expected<void> worker_sample::copy(const worker_field& f, std::uint8_t* out) const {
+  std::uint64_t done = 0;
+  while (done < f.bytes) {
+    const auto n =
+        ::pread(region->fd(), out + done, f.bytes - done, static_cast<off_t>(f.offset + done));
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      return error{errc::io_error, "reading the sample's region: " +
+                                       std::string(n == 0 ? "cut short" : std::strerror(errno))};
+    }
+    done += static_cast<std::uint64_t>(n);
+  }
+  return {};
 }
 
 std::string worker_exception::what() const {

@@ -89,8 +89,12 @@ struct worker_sample {
   std::vector<worker_field> fields;
   std::shared_ptr<const shared_region> region;
 
-  /// The first byte of `f`'s data. Precondition: f is one of fields.
+  /// The first byte of `f`'s data, in the mapping. Precondition: f is one of fields.
   const std::uint8_t* data(const worker_field& f) const noexcept;
+  /// Copies `f`'s bytes to `out` (f.bytes of room) by the kernel (pread): reading a fresh
+  /// region through its mapping faults its pages in one by one, several times the copy's
+  /// cost. errc::io_error naming the failure. Precondition: f is one of fields.
+  expected<void> copy(const worker_field& f, std::uint8_t* out) const;
 };
 
 /// An exception the user's code raised in a worker.
