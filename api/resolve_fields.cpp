@@ -1,5 +1,6 @@
 #include "api/resolve_fields.hpp"
 
+#include "api/resolve_python.hpp"
 #include "core/transforms/normalize_placement.hpp"
 
 namespace conveyor {
@@ -26,23 +27,43 @@ expected<sample_schema> with_collates(const topology& t, sample_schema schema) {
   return schema;
 }
 
-}  // namespace
-
-expected<resolved_fields> resolve_fields(const topology& t, bool normalize_on_device) {
-  auto placed = move_normalize_to_feeder(t.transforms);
-  auto chain = transform_chain::build(placed.cpu_chain);
+// The chain of `t`'s steps (after the normalize that moves to the feeders), or of its Python
+// Dataset, with the collates of its fields.
+expected<std::pair<transform_chain, sample_schema>> chain_of(
+    const topology& t, const std::vector<transform_spec>& steps) {
+  if (t.dataset.format == dataset_format::python) {
+    auto python = resolve_python_chain(t);
+    if (!python) {
+      return python.error();
+    }
+    return std::make_pair(python->chain, python->schema);
+  }
+  auto chain = transform_chain::build(steps);
   if (!chain) {
     return error{chain.error().code(), t.source + ": transform: " + chain.error().message()};
   }
   auto schema = with_collates(t, chain->schema());
   if (!schema) {
-    return std::move(schema).error();
+    return schema.error();
   }
-  resolved_fields out{*chain, nullptr, nullptr, {}, placed.in_feeder, 0};
-  auto batch = *schema;
+  return std::make_pair(*chain, *schema);
+}
+
+}  // namespace
+
+expected<resolved_fields> resolve_fields(const topology& t, bool normalize_on_device) {
+  auto placed = move_normalize_to_feeder(t.transforms);
+  auto built = chain_of(t, placed.cpu_chain);
+  if (!built) {
+    return built.error();
+  }
+  const auto& chain = built->first;
+  auto& schema = built->second;
+  resolved_fields out{chain, nullptr, nullptr, {}, placed.in_feeder, 0};
+  auto batch = schema;
   if (placed.in_feeder) {
-    out.normalize_field = *schema->index_of(placed.in_feeder->field);
-    if (schema->fields[out.normalize_field].collate.mode == collate_mode::ragged) {
+    out.normalize_field = *schema.index_of(placed.in_feeder->field);
+    if (schema.fields[out.normalize_field].collate.mode == collate_mode::ragged) {
       return bad_collate(t, placed.in_feeder->field,
                          "normalize writes this image: it is stacked or padded, not ragged "
                          "(its rows would be its channels)");
@@ -56,7 +77,7 @@ expected<resolved_fields> resolve_fields(const topology& t, bool normalize_on_de
     return error{errc::invalid_config, t.source + ": collate: " + layout.error().message()};
   }
   out.layout = std::move(*layout);
-  out.schema = std::make_shared<const sample_schema>(std::move(*schema));
+  out.schema = std::make_shared<const sample_schema>(std::move(schema));
   out.batch_schema = std::make_shared<const sample_schema>(std::move(batch));
   return out;
 }

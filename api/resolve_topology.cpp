@@ -7,6 +7,7 @@
 #include "api/resolve_devices.hpp"
 #include "api/resolve_fields.hpp"
 #include "core/base/log.hpp"
+#include "core/python/python_dataset.hpp"
 #include "core/remote/open_remote_dataset.hpp"
 #include "core/remote/s3_location.hpp"
 
@@ -208,6 +209,9 @@ expected<std::optional<peer_settings>> peers_of(const topology& t) {
 }
 
 expected<std::shared_ptr<const sample_source>> open_any_dataset(const topology& t) {
+  if (t.dataset.format == dataset_format::python) {
+    return std::shared_ptr<const sample_source>(std::make_shared<python_dataset>(t.python.length));
+  }
   if (!is_s3_url(t.dataset.path)) {
     return open_sample_source(t.dataset.path, t.dataset.format, t.dataset.map_parts);
   }

@@ -275,8 +275,18 @@ std::string describe(const topology& node) {
       << " max_sample_retries=" << s.max_sample_retries << " hang_timeout_ms=" << s.hang_timeout_ms
       << " quarantine_report=" << (s.quarantine_report.empty() ? "none" : s.quarantine_report)
       << "\n"
-      << "faults: " << describe_faults(node.faults) << "\n"
-      << "transform: " << describe_transforms(node);
+      << "faults: " << describe_faults(node.faults) << "\n";
+  if (d.format == dataset_format::python) {
+    const auto& py = node.python;
+    out << "python: length=" << py.length << " interpreter=" << py.interpreter
+        << " worker=" << py.worker << " start_timeout_s=" << number_text(py.start_timeout_s)
+        << " hang_timeout_s=" << number_text(py.hang_timeout_s)
+        << " max_text_bytes=" << py.max_text_bytes
+        << " layout_file=" << (py.layout_file.empty() ? "none" : py.layout_file) << "\n"
+        << "transform: dataset[i] in a Python worker";
+  } else {
+    out << "transform: " << describe_transforms(node);
+  }
   return out.str();
 }
 

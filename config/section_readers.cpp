@@ -73,10 +73,10 @@ dataset_config read_dataset(table_reader& section) {
       section.fail(*path, "path", "must not be empty");
     }
   }
-  out.format =
-      section.choice("format", out.format,
-                     {dataset_format::folder, dataset_format::shards, dataset_format::webdataset,
-                      dataset_format::npy_pairs, dataset_format::librispeech});
+  out.format = section.choice(
+      "format", out.format,
+      {dataset_format::folder, dataset_format::shards, dataset_format::webdataset,
+       dataset_format::npy_pairs, dataset_format::librispeech, dataset_format::python});
   const auto* map_parts = section.find("map_parts");
   if (map_parts == nullptr || !map_parts->is_array() || !map_parts->as_array()->empty()) {
     out.map_parts = section.strings("map_parts", out.map_parts, 16);  // [] is the default: none
@@ -221,6 +221,22 @@ s3_config read_s3(table_reader& section) {
   out.retries = section.integer("retries", out.retries, closed(0, 20));
   out.backoff_ms = section.integer("backoff_ms", out.backoff_ms, closed(1, 60000));
   out.prefetch_bytes = byte_size(section, "prefetch_bytes");
+  return out;
+}
+
+python_config read_python(table_reader& section) {
+  python_config out;
+  if (section.required("length") != nullptr) {
+    out.length = section.integer("length", out.length, at_least(1));
+  }
+  out.interpreter = section.string("interpreter", out.interpreter);
+  if (section.required("worker") != nullptr) {
+    out.worker = section.string("worker", out.worker);
+  }
+  out.start_timeout_s = section.number("start_timeout_s", out.start_timeout_s, above(0));
+  out.hang_timeout_s = section.number("hang_timeout_s", out.hang_timeout_s, above(0));
+  out.max_text_bytes = section.integer("max_text_bytes", out.max_text_bytes, closed(1, 1 << 24));
+  out.layout_file = section.string("layout_file", out.layout_file);
   return out;
 }
 

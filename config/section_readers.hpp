@@ -19,6 +19,7 @@ monitor_config read_monitor(table_reader& section);
 serve_config read_serve(table_reader& section);
 cache_config read_cache(table_reader& section);
 s3_config read_s3(table_reader& section);
+python_config read_python(table_reader& section);
 cluster_config read_cluster(table_reader& section);
 supervision_config read_supervision(table_reader& section);
 fault_config read_faults(table_reader& section);

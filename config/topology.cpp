@@ -39,6 +39,8 @@ std::string_view to_string(dataset_format format) noexcept {
       return "npy_pairs";
     case dataset_format::librispeech:
       return "librispeech";
+    case dataset_format::python:
+      return "python";
   }
   return "?";
 }

@@ -48,6 +48,24 @@ struct dataset_config {
   bool shuffle = true;
 };
 
+/// [python]: a Python Dataset (dataset.format = "python"; dataset.path is the setup its loader
+/// wrote: the pickled dataset and worker_init_fn, python/conveyor_worker.py's format). Its
+/// samples are made by worker processes the preprocessors and straggler actors lease
+/// (core/python/worker_pool.hpp); their fields are those of the first sample.
+struct python_config {
+  std::uint64_t length = 0;                      ///< required, >= 1: len(dataset)
+  std::string interpreter = "/usr/bin/python3";  ///< the trainer's sys.executable
+  std::string worker;                            ///< required: the path of conveyor_worker.py
+  double start_timeout_s = 120;                  ///< > 0: a worker's start (imports, unpickling)
+  double hang_timeout_s = 300;                   ///< > 0: one dataset[i] at most, then killed
+  /// > 0: bytes of a str, bytes or pickled element of one sample at most (a batch's slot holds
+  /// batch_size times this for each such element).
+  std::uint64_t max_text_bytes = 4096;
+  /// Where the node writes the first sample's layout (JSON: its structure and fields) once it
+  /// has it, for the loader that rebuilds samples from batches; "" for nowhere.
+  std::string layout_file;
+};
+
 /// The value of a count given as "auto" (the app picks, e.g. one per core).
 inline constexpr int auto_count = -1;
 
@@ -225,11 +243,13 @@ struct topology {
   serve_config serve;
   cache_config cache;
   s3_config s3;
+  python_config python;
   cluster_config cluster;
   supervision_config supervision;
   fault_config faults;
   plugins_config plugins;
-  /// The [[transform]] tables in order; not empty, accepted by transform_chain::build.
+  /// The [[transform]] tables in order; not empty, accepted by transform_chain::build. Empty
+  /// for a Python Dataset, whose __getitem__ is the whole chain.
   std::vector<transform_spec> transforms;
   /// [collate.<field>]: how a batch carries each field named there (the others: stack), each
   /// checked against the chain's fields (a field no step makes is an error).

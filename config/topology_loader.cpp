@@ -30,6 +30,23 @@ Section read_section(table_reader& root, std::string_view key,
   return out;
 }
 
+/// A Python Dataset's __getitem__ is its whole chain, and its fields are known only once its
+/// first sample is: what names steps or fields is refused, naming the key.
+void refuse_for_python(table_reader& root, const batching_config& batching) {
+  for (const char* key : {"transform", "collate"}) {
+    if (const auto* value = root.find(key)) {
+      root.fail(*value, key,
+                "is not read with dataset.format = \"python\": the Dataset's __getitem__ "
+                "makes the whole sample");
+    }
+  }
+  if (!batching.bucket_by.empty()) {
+    root.fail(*root.find("batching"), "batching",
+              "bucket_by names a field, which a Python Dataset's samples have only once the first "
+              "is made: not with dataset.format = \"python\"");
+  }
+}
+
 topology read_topology(const toml::table& document, report& errors) {
   table_reader root(errors, &document, "");
   topology node;
@@ -47,12 +64,20 @@ topology read_topology(const toml::table& document, report& errors) {
   node.faults = read_section(root, "faults", config_detail::read_faults);
   // Before the transforms: a plugin registers the steps they may name.
   node.plugins = read_section(root, "plugins", config_detail::read_plugins);
-  auto transforms = config_detail::read_transforms(root);
-  node.collate = config_detail::read_collate(root, transforms.schema);
-  config_detail::check_bucketing(root, node.batching, transforms.schema);
-  node.transforms = std::move(transforms.specs);
-  node.normalize_on_gpu = transforms.normalize_on_gpu;
-  node.normalize_dtype = transforms.normalize_dtype;
+  if (node.dataset.format == dataset_format::python) {
+    node.python = read_section(root, "python", config_detail::read_python);
+    refuse_for_python(root, node.batching);
+  } else {
+    if (const auto* python = root.find("python")) {
+      root.fail(*python, "python", "is read only with dataset.format = \"python\"");
+    }
+    auto transforms = config_detail::read_transforms(root);
+    node.collate = config_detail::read_collate(root, transforms.schema);
+    config_detail::check_bucketing(root, node.batching, transforms.schema);
+    node.transforms = std::move(transforms.specs);
+    node.normalize_on_gpu = transforms.normalize_on_gpu;
+    node.normalize_dtype = transforms.normalize_dtype;
+  }
   root.reject_unknown_keys();
   node.source = errors.document();
   return node;

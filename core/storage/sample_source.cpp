@@ -320,6 +320,11 @@ expected<std::shared_ptr<const sample_source>> open_sample_source(
       return wrap<librispeech_source>(scan_librispeech(path));
     case dataset_format::folder:
       break;
+    case dataset_format::python:
+      return error{errc::invalid_argument,
+                   path.string() +
+                       ": a Python Dataset is opened from its setup by the node's "
+                       "[python] section, not as files"};
   }
   return wrap<folder_source>(scan_image_folder(path));
 }

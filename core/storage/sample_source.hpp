@@ -16,7 +16,16 @@
 
 namespace conveyor {
 
-enum class dataset_format : std::uint8_t { shards, folder, webdataset, npy_pairs, librispeech };
+/// python: a Python Dataset, whose samples its worker processes make (core/python/): opened by
+/// the node's [python] section, never by open_sample_source.
+enum class dataset_format : std::uint8_t {
+  shards,
+  folder,
+  webdataset,
+  npy_pairs,
+  librispeech,
+  python
+};
 
 class minio_cache;
 class sharded_dataset;

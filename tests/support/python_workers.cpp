@@ -6,9 +6,9 @@
 
 namespace conveyor::testing {
 
-worker_launch python_worker_launch(const temp_dir& dir, const std::string& module,
-                                   const std::string& source, const std::string& cls,
-                                   const std::string& init_fn) {
+std::filesystem::path write_python_setup(const temp_dir& dir, const std::string& module,
+                                         const std::string& source, const std::string& cls,
+                                         const std::string& init_fn) {
   write_file(dir / (module + ".py"), {source.begin(), source.end()});
   const auto out = dir / (module + "." + cls + init_fn + ".setup");
   auto r = run_app(CONVEYOR_PYTHON, dir,
@@ -16,10 +16,21 @@ worker_launch python_worker_launch(const temp_dir& dir, const std::string& modul
                        dir.path().string() + " " + module + " " + cls + " " + out.string() + " " +
                        init_fn);
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
+}
+
+std::string python_worker_script() {
+  return std::string(CONVEYOR_SOURCE_DIR) + "/python/conveyor_worker.py";
+}
+
+worker_launch python_worker_launch(const temp_dir& dir, const std::string& module,
+                                   const std::string& source, const std::string& cls,
+                                   const std::string& init_fn) {
   worker_launch l;
   l.python = CONVEYOR_PYTHON;
-  l.script = std::string(CONVEYOR_SOURCE_DIR) + "/python/conveyor_worker.py";
-  l.setup = std::make_shared<std::vector<std::uint8_t>>(read_file(out));
+  l.script = python_worker_script();
+  l.setup = std::make_shared<std::vector<std::uint8_t>>(
+      read_file(write_python_setup(dir, module, source, cls, init_fn)));
   return l;
 }
 

@@ -10,9 +10,17 @@
 
 namespace conveyor::testing {
 
-/// Writes `source` to `dir`/`module`.py and returns the launch of workers that run
-/// `module`.`cls`() (and `init_fn`(worker_id) first, when given) with the worker script of the
-/// source tree. A failed setup fails the test.
+/// Writes `source` to `dir`/`module`.py, and the setup of `module`.`cls`() (and
+/// `init_fn`(worker_id) first, when given) as a loader writes it; returns the setup's path. A
+/// failed setup fails the test.
+std::filesystem::path write_python_setup(const temp_dir& dir, const std::string& module,
+                                         const std::string& source, const std::string& cls,
+                                         const std::string& init_fn = "");
+
+/// The worker script of the source tree (python/conveyor_worker.py).
+std::string python_worker_script();
+
+/// The launch of workers that run that setup with Debian's python3 and python_worker_script().
 worker_launch python_worker_launch(const temp_dir& dir, const std::string& module,
                                    const std::string& source, const std::string& cls,
                                    const std::string& init_fn = "");

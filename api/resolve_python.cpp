@@ -1,0 +1,103 @@
+#include "api/resolve_python.hpp"
+
+#include <fstream>
+
+#include "api/resolve_topology.hpp"
+#include "core/base/bounded_file.hpp"
+#include "core/base/log.hpp"
+#include "core/base/memory_bound.hpp"
+#include "core/base/quoted_string.hpp"
+#include "core/batching/epoch_order.hpp"
+#include "core/python/python_step.hpp"
+#include "core/transforms/transform_step.hpp"
+
+namespace conveyor {
+namespace {
+
+error bad(const topology& t, const std::string& key, const std::string& why) {
+  return error{errc::invalid_config, t.source + ": " + key + ": " + why};
+}
+
+std::chrono::milliseconds seconds_of(double s) {
+  return std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(s));
+}
+
+expected<worker_launch> launch_of(const topology& t) {
+  auto setup = read_bounded_file(t.dataset.path, machine_memory_bytes());
+  if (!setup) {
+    return bad(t, "dataset.path", setup.error().message());
+  }
+  worker_launch launch;
+  launch.python = t.python.interpreter;
+  launch.script = t.python.worker;
+  launch.setup = std::make_shared<std::vector<std::uint8_t>>(setup->begin(), setup->end());
+  launch.start_timeout = seconds_of(t.python.start_timeout_s);
+  return launch;
+}
+
+// {"structure": ..., "fields": [{"name": ..., "kind": k, "type": "float32 [2, 3]"}, ...]}
+std::string layout_json(const python_sample_layout& layout) {
+  std::string out = "{\"structure\": " + layout.structure + ", \"fields\": [";
+  for (std::size_t i = 0; i < layout.fields.size(); ++i) {
+    const auto& f = layout.fields[i];
+    out += std::string(i ? ", " : "") + "{\"name\": " + quoted_string(f.name) +
+           ", \"kind\": " + std::to_string(static_cast<int>(layout.leaf_kinds[i])) +
+           ", \"dtype\": " + quoted_string(std::string(name_of(f.type.type))) + "}";
+  }
+  return out + "]}\n";
+}
+
+expected<void> write_layout(const topology& t, const python_sample_layout& layout) {
+  if (t.python.layout_file.empty()) {
+    return {};
+  }
+  std::ofstream out(t.python.layout_file, std::ios::trunc);
+  out << layout_json(layout);
+  if (!out.flush()) {
+    return bad(t, "python.layout_file", "cannot write " + t.python.layout_file);
+  }
+  return {};
+}
+
+}  // namespace
+
+expected<python_chain> resolve_python_chain(const topology& t) {
+  auto launch = launch_of(t);
+  if (!launch) {
+    return launch.error();
+  }
+  const auto counts = resolve_counts(t.pipeline);
+  auto pool = worker_pool::make(std::move(*launch),
+                                static_cast<std::size_t>(counts.preprocessors + counts.stragglers));
+  // The first sample of epoch 0 (its draws as that epoch gives them): its worker stays warm.
+  const auto first = epoch_order(t.python.length, t.dataset.seed, 0, t.dataset.shuffle).front();
+  sample_state probe;
+  probe.sample_id = first;
+  probe.epoch_seed = epoch_seed(t.dataset.seed, 0);
+  const auto seed = step_rng(probe, 0)();  // the step's first draw, as in epoch 0
+  auto layout = probe_python_dataset(*pool, first, seed, seconds_of(t.python.hang_timeout_s));
+  if (!layout) {
+    return bad(t, "dataset.path", "the first sample: " + layout.error().message());
+  }
+  if (auto written = write_layout(t, *layout); !written) {
+    return written.error();
+  }
+  log("node")->info("Python dataset: {} workers at most; the first sample (dataset[{}]) has {}",
+                    pool->live(), first, layout->structure.substr(0, 200));
+  auto chain = transform_chain::build(
+      {python_step_spec(pool, *layout, seconds_of(t.python.hang_timeout_s))});
+  if (!chain) {
+    return bad(t, "dataset.path", chain.error().message());
+  }
+  python_chain out{*chain, chain->schema()};
+  for (auto& f : out.schema.fields) {
+    if (f.type.kind == field_kind::bytes) {
+      f.collate.mode = collate_mode::ragged;
+      f.collate.max_values =
+          static_cast<std::int64_t>(t.python.max_text_bytes) * t.pipeline.batch_size;
+    }
+  }
+  return out;
+}
+
+}  // namespace conveyor

@@ -1,0 +1,26 @@
+#pragma once
+/// A topology's Python Dataset (dataset.format = "python", [python]) as a chain: the pool of
+/// worker processes its preprocessors and straggler actors lease, the layout of its first
+/// sample (which the node writes to python.layout_file for the loader that rebuilds samples
+/// from batches) and the chain of its one step. Each str, bytes or pickled element is carried
+/// ragged, at most python.max_text_bytes a sample.
+
+#include "config/topology.hpp"
+#include "conveyor/error.hpp"
+#include "core/transforms/transform_chain.hpp"
+
+namespace conveyor {
+
+struct python_chain {
+  transform_chain chain;
+  sample_schema schema;  ///< the chain's, with the collates of its byte-string elements
+};
+
+/// Starts a worker (the first of the pool) and makes the first sample of epoch 0 in it.
+/// invalid_config naming the topology and the key: the setup (dataset.path) does not read; a
+/// worker does not start (the exception its start raised: an import, unpickling or
+/// worker_init_fn error); the first sample raised or has an element no batch can carry; the
+/// layout file cannot be written.
+expected<python_chain> resolve_python_chain(const topology& t);
+
+}  // namespace conveyor
