@@ -558,7 +558,7 @@ void close_feed(Feed& f) {
 
 }  // namespace
 
-PYBIND11_MODULE(conveyor, m) {
+PYBIND11_MODULE(_native, m) {
   m.doc() =
       "Batches from a Conveyor node (conveyor-node with serve.socket) as NumPy arrays over its "
       "shared memory, without a copy.";

@@ -1,0 +1,363 @@
+"""conveyor.DataLoader: torch.utils.data.DataLoader's arguments and batches, your own map-style
+Dataset run under Conveyor's actors.
+
+The loader starts a private Conveyor node (`conveyor-node`, found as $CONVEYOR_NODE or on PATH)
+for the dataset and attaches to it as a trainer process does. The node's preprocessors and
+straggler actors each lease a worker process (python/conveyor_worker.py, started with
+posix_spawn: never a fork of a process that runs threads) that runs dataset[i] for one sample
+at a time; a sample past its latency budget keeps its worker and joins a later batch of the
+same epoch while other workers take the next samples. Batches are collated as
+torch.utils.data.default_collate does (tensors and arrays stacked into tensors, ints to int64,
+floats to float64, bools to bool, str and bytes to lists, tuples to lists, dicts and namedtuples
+kept), over the node's shared memory without a copy: a batch's tensors are valid while any of
+them lives.
+"""
+
+import collections
+import json
+import math
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+import weakref
+
+_UNSUPPORTED = {
+    # argument: the value torch treats as "not given"
+    "sampler": None,
+    "batch_sampler": None,
+    "generator": None,
+    "pin_memory_device": "",
+}
+
+_DTYPE_VIEWS = {"bfloat16": "int16"}  # NumPy has no bfloat16: its bits travel as uint16
+
+# python/conveyor_worker.py's leaf kinds
+_TENSOR, _NDARRAY, _INT, _FLOAT, _BOOL, _STR, _BYTES, _PICKLED = range(8)
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _node_binary():
+    node = os.environ.get("CONVEYOR_NODE") or shutil.which("conveyor-node")
+    if not node:
+        raise RuntimeError("conveyor.DataLoader needs the conveyor-node program: set "
+                           "CONVEYOR_NODE to its path or put it on PATH")
+    return node
+
+
+def _setup_of(dataset, worker_init_fn):
+    """The bytes a worker starts from: spawn's preparation of this process, then the pickled
+    dataset and worker_init_fn. An object that cannot be pickled is named."""
+    import multiprocessing.spawn
+    preparation = multiprocessing.spawn.get_preparation_data("conveyor-worker")
+    preparation.pop("authkey", None)  # multiprocessing's own secret: never written out
+    try:
+        inner = pickle.dumps({"dataset": dataset, "worker_init_fn": worker_init_fn})
+    except Exception as exc:
+        raise TypeError(f"conveyor.DataLoader: the dataset ({type(dataset).__name__}) or "
+                        f"worker_init_fn cannot be pickled for its worker processes: {exc}") from exc
+    return pickle.dumps((preparation, inner))
+
+
+def _toml_text(value):
+    return json.dumps(value)  # a JSON string is a TOML basic string
+
+
+class DataLoader:
+    """torch.utils.data.DataLoader for a map-style Dataset (__getitem__, __len__), run under
+    Conveyor. Arguments torch has keep torch's meaning where Conveyor can honour them; one it
+    cannot is a TypeError naming it. Conveyor's own: `seed` (draws per (seed, epoch, index):
+    the same for any num_workers), `policy` ("latency_aware" or "in_order"), `stragglers`
+    (worker processes that finish slow samples; default num_workers // 2, at least 1),
+    `hang_timeout` (seconds one dataset[i] may take before its worker is killed),
+    `max_sample_retries`."""
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=2, persistent_workers=False, pin_memory_device="", seed=None,
+                 policy="latency_aware", stragglers=None, hang_timeout=300.0,
+                 max_sample_retries=2):
+        given = dict(sampler=sampler, batch_sampler=batch_sampler, generator=generator,
+                     pin_memory_device=pin_memory_device)
+        for name, default in _UNSUPPORTED.items():
+            if given[name] != default:
+                raise TypeError(f"conveyor.DataLoader: {name} is not supported (Conveyor orders "
+                                f"each epoch itself from seed and shuffle)")
+        if multiprocessing_context not in (None, "spawn", "forkserver"):
+            raise TypeError("conveyor.DataLoader: multiprocessing_context: workers are always "
+                            "spawned (never forked); give None, 'spawn' or 'forkserver'")
+        if batch_size is None or int(batch_size) < 1:
+            raise TypeError("conveyor.DataLoader: batch_size must be a positive int "
+                            "(batch_size=None, unbatched loading, is not supported)")
+        if pin_memory:
+            import torch
+            if torch.cuda.is_available():
+                raise TypeError("conveyor.DataLoader: pin_memory=True is not supported yet")
+            warnings.warn("pin_memory=True but no CUDA device: ignored (as torch does)")
+        if policy not in ("latency_aware", "in_order"):
+            raise TypeError(f"conveyor.DataLoader: policy must be 'latency_aware' or "
+                            f"'in_order', not {policy!r}")
+        if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
+            raise TypeError("conveyor.DataLoader: the dataset must be map-style "
+                            "(__getitem__ and __len__); IterableDataset is not supported")
+        self.dataset = dataset
+        self.batch_size = int(batch_size)
+        self.shuffle = bool(shuffle)
+        self.num_workers = int(num_workers)
+        self.collate_fn = collate_fn
+        self.drop_last = bool(drop_last)
+        self.timeout = float(timeout)
+        self.worker_init_fn = worker_init_fn
+        self.prefetch_factor = int(prefetch_factor or 2)
+        self.persistent_workers = persistent_workers
+        self.policy = policy
+        self.stragglers = max(1, self.num_workers // 2) if stragglers is None else int(stragglers)
+        self.hang_timeout = float(hang_timeout)
+        self.max_sample_retries = int(max_sample_retries)
+        self.seed = self._base_seed() if seed is None else int(seed) & (2**63 - 1)
+        self._length = len(dataset)
+        self._setup = _setup_of(dataset, worker_init_fn)
+        self._epoch = 0
+        self._node = None
+        self._feed = None
+        self._dir = None
+        self._layout = None
+        self._held = collections.deque()  # per batch yielded: weak references to its tensors
+
+    @staticmethod
+    def _base_seed():
+        import torch  # as torch's DataLoader draws its base seed
+        return int(torch.empty((), dtype=torch.int64).random_().item()) & (2**63 - 1)
+
+    def __len__(self):
+        full, rest = divmod(self._length, self.batch_size)
+        return full if self.drop_last or rest == 0 else full + 1
+
+    def set_epoch(self, epoch):
+        """The epoch the next iteration yields (each iteration otherwise takes the next)."""
+        if self._feed is not None and epoch < self._epoch:
+            raise ValueError(f"conveyor.DataLoader.set_epoch({epoch}): epoch {self._epoch} is "
+                             f"next; a running loader does not go back")
+        self._epoch = int(epoch)
+
+    # --- the node ---------------------------------------------------------------------------
+
+    def _topology(self):
+        d = self._dir
+        worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conveyor_worker.py")
+        return "\n".join([
+            "gpus = 1",
+            "[dataset]",
+            f"path = {_toml_text(os.path.join(d, 'dataset.setup'))}",
+            'format = "python"',
+            f"seed = {self.seed}",
+            f"shuffle = {'true' if self.shuffle else 'false'}",
+            "[python]",
+            f"length = {self._length}",
+            f"interpreter = {_toml_text(sys.executable)}",
+            f"worker = {_toml_text(worker)}",
+            f"hang_timeout_s = {self.hang_timeout}",
+            f"layout_file = {_toml_text(os.path.join(d, 'layout.json'))}",
+            "[pipeline]",
+            f"batch_size = {self.batch_size}",
+            f"preprocessors = {max(1, self.num_workers)}",
+            f"stragglers = {self.stragglers}",
+            f"prefetch_batches = {max(1, self.prefetch_factor)}",
+            "[batching]",
+            f'policy = "{self.policy}"',
+            "[supervision]",
+            f"max_sample_retries = {self.max_sample_retries}",
+            "[trainer]",
+            "epochs = 1000000",
+            "[serve]",
+            f"socket = {_toml_text(os.path.join(d, 'node.sock'))}",
+            "",
+        ])
+
+    def _start(self):
+        from . import _native
+        self._dir = tempfile.mkdtemp(prefix="conveyor-loader-")
+        setup = os.path.join(self._dir, "dataset.setup")
+        fd = os.open(setup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(self._setup)
+        topology = os.path.join(self._dir, "node.toml")
+        with open(topology, "w") as f:
+            f.write(self._topology())
+        self._log = open(os.path.join(self._dir, "node.log"), "wb")
+        self._node = subprocess.Popen([_node_binary(), "--topology", topology],
+                                      stdout=subprocess.DEVNULL, stderr=self._log,
+                                      start_new_session=True)
+        next_timeout = self.timeout if self.timeout > 0 else self.hang_timeout * (
+            self.max_sample_retries + 2)
+        try:
+            self._feed = _native.attach(os.path.join(self._dir, "node.sock"), timeout=
+                                        self.hang_timeout + 120, next_timeout=next_timeout)
+        except Exception as exc:
+            raise RuntimeError(f"conveyor.DataLoader: its node did not start: {exc}\n"
+                               f"{self._node_log()}") from exc
+        with open(os.path.join(self._dir, "layout.json")) as f:
+            self._layout = json.load(f)
+
+    def _node_log(self, last=40):
+        try:
+            with open(os.path.join(self._dir, "node.log"), errors="replace") as f:
+                return "".join(f.readlines()[-last:])
+        except OSError:
+            return ""
+
+    def close(self):
+        """Stops the node and its workers; removes what the loader wrote. Idempotent."""
+        if self._feed is not None:
+            self._feed.close()
+            self._feed = None
+        if self._node is not None:
+            self._node.terminate()
+            try:
+                self._node.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._node.kill()
+                self._node.wait()
+            self._node = None
+            self._log.close()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # --- batches ----------------------------------------------------------------------------
+
+    def __iter__(self):
+        if self._feed is None:
+            self._start()
+        epoch = self._epoch
+        self._epoch += 1
+        batches = self._feed.epoch(epoch)
+        while True:
+            batch = self._next_batch(batches)
+            if batch is None:
+                return
+            if self.drop_last and len(batch) < self.batch_size:
+                batch.release()
+                continue
+            yield self._collate(batch)
+
+    def _next_batch(self, batches):
+        """The next batch of `batches`, or None at the epoch's end. When the batches the
+        trainer still holds take every slot of the node's ring (list(loader), outputs kept),
+        the oldest one's tensors are moved to memory of their own (Tensor.set_: the trainer's
+        tensors stay valid) and its slot goes back, until a batch can come."""
+        from . import _native
+        while True:
+            try:
+                return next(batches)
+            except StopIteration:
+                return None
+            except _native.Error as exc:
+                if "holds all" not in str(exc) or not self._held:
+                    raise
+                self._detach(self._held.popleft())
+
+    @staticmethod
+    def _detach(tensors):
+        for ref in tensors:
+            tensor = ref()
+            if tensor is not None:
+                tensor.set_(tensor.clone())
+
+    def _columns(self, batch):
+        """Each leaf's values for the whole batch: an array over the shared memory (N first),
+        or a list (str, bytes, pickled objects)."""
+        import numpy
+        out = []
+        for field in self._layout["fields"]:
+            name, kind = field["name"], field["kind"]
+            if kind in (_STR, _BYTES, _PICKLED):
+                values = batch.strings(name)
+                if kind == _STR:
+                    values = [v.decode("utf-8") for v in values]
+                elif kind == _PICKLED:
+                    values = [pickle.loads(v) for v in values]
+                out.append(values)
+            else:
+                array = batch[name]
+                view = _DTYPE_VIEWS.get(field["dtype"])
+                out.append(array.view(numpy.dtype(view)) if view else array)
+        return out
+
+    def _tensor(self, index, values):
+        import torch
+        field = self._layout["fields"][index]
+        if field["kind"] in (_STR, _BYTES, _PICKLED):
+            return values
+        with warnings.catch_warnings():  # a read-only batch: the tensors must not be written
+            warnings.simplefilter("ignore", UserWarning)
+            tensor = torch.from_numpy(values)
+        return tensor.view(torch.bfloat16) if field["dtype"] in _DTYPE_VIEWS else tensor
+
+    def _sample_leaf(self, index, values, i):
+        """Leaf `index` of sample i as __getitem__ returned it (what a collate_fn is given)."""
+        import torch
+        kind = self._layout["fields"][index]["kind"]
+        if kind in (_STR, _BYTES, _PICKLED):
+            return values[i]
+        if kind == _TENSOR:
+            tensor = torch.from_numpy(values[i].copy())
+            return tensor.view(torch.bfloat16) if self._layout["fields"][index]["dtype"] in \
+                _DTYPE_VIEWS else tensor
+        if kind == _NDARRAY:
+            return values[i].copy()
+        return {_INT: int, _FLOAT: float, _BOOL: bool}[kind](values[i])
+
+    def _collate(self, batch):
+        columns = self._columns(batch)
+        structure = self._layout["structure"]
+        if self.collate_fn is None:
+            leaves = [self._tensor(k, v) for k, v in enumerate(columns)]
+            while self._held and all(ref() is None for ref in self._held[0]):
+                self._held.popleft()  # collected: nothing of that batch to move any more
+            self._held.append([weakref.ref(t) for t in leaves if isinstance(t, _torch().Tensor)])
+            return _build(structure, leaves, batched=True)
+        samples = []
+        for i in range(len(batch)):
+            leaves = [self._sample_leaf(k, v, i) for k, v in enumerate(columns)]
+            samples.append(_build(structure, leaves, batched=False))
+        batch.release()  # every sample was copied out
+        return self.collate_fn(samples)
+
+
+def _build(structure, leaves, batched):
+    """The object `structure` (python/conveyor_worker.py's flatten) describes over `leaves`:
+    collated as default_collate collates (batched: a tuple becomes a list), or one sample as
+    __getitem__ returned it."""
+    if "f" in structure:
+        return leaves[structure["f"]]
+    if "dict" in structure:
+        return {k: _build(v, leaves, batched) for k, v in structure["dict"].items()}
+    items = [_build(v, leaves, batched) for v in
+             structure.get("items", structure.get("tuple", structure.get("list", [])))]
+    if "namedtuple" in structure:
+        cls = leaves[structure["namedtuple"]]
+        return (cls[0] if batched else cls)(*items)
+    if "tuple" in structure:
+        return items if batched else tuple(items)
+    return items

@@ -1,0 +1,30 @@
+"""Datasets of tests/python/test_dataloader.py, in a module of their own as a user's would be
+(the loader's workers import it as the trainer did)."""
+import numpy as np
+import torch
+
+
+class Mixed(torch.utils.data.Dataset):
+    """Every kind of leaf default_collate knows: arrays, tensors, ints, floats, bools, str,
+    nested in a tuple and a dict."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return (np.full((2, 3), i, np.float32), torch.arange(3, dtype=torch.int64) + i,
+                {"n": i, "x": i / 4, "even": i % 2 == 0, "name": f"s{i}"})
+
+
+class Indexed(torch.utils.data.Dataset):
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return {"index": i, "values": np.full((4,), i, np.float64)}
