@@ -482,7 +482,7 @@ TEST(Topology, BadEnumValuesListTheChoices) {
        "\"fastest\")"});
   expect_invalid(load_dataset("format = \"zip\"\n"),
                  {"dataset.format: must be one of \"folder\", \"shards\", \"webdataset\", "
-                  "\"npy_pairs\", \"librispeech\" (got \"zip\")"});
+                  "\"npy_pairs\", \"librispeech\", \"python\" (got \"zip\")"});
   expect_invalid(load_with("[supervision]\nstrategy = \"all_for_one\"\n"),
                  {"supervision.strategy: must be one of \"one_for_one\""});
   expect_invalid(load_after("[[transform]]\nop = \"resize\"\nsize = 3\ninterpolation = \"x\"\n"),
