@@ -82,6 +82,10 @@ expected<python_chain> resolve_python_chain(const topology& t) {
   if (auto written = write_layout(t, *layout); !written) {
     return written.error();
   }
+  // Every worker now, all at once: one started while samples wait holds them for seconds.
+  if (auto started = pool->start_all(); !started) {
+    return bad(t, "dataset.path", started.error().message());
+  }
   log("node")->info("Python dataset: {} workers at most; the first sample (dataset[{}]) has {}",
                     pool->live(), first, layout->structure.substr(0, 200));
   auto chain = transform_chain::build(

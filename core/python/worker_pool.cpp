@@ -1,5 +1,7 @@
 #include "core/python/worker_pool.hpp"
 
+#include <optional>
+#include <thread>
 #include <utility>
 
 namespace conveyor {
@@ -28,15 +30,18 @@ worker_pool::worker_pool(worker_launch launch, std::size_t capacity)
 expected<worker_lease> worker_pool::take() {
   std::uint32_t id = 0;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    const bool some = returned_.wait_for(lock, launch_.start_timeout,
+                                         [&] { return !idle_.empty() || !free_ids_.empty(); });
+    if (!some) {
+      return error{errc::timed_out, "all " + std::to_string(capacity_) +
+                                        " Python workers stayed taken for " +
+                                        std::to_string(launch_.start_timeout.count()) + " ms"};
+    }
     if (!idle_.empty()) {
       auto w = std::move(idle_.back());
       idle_.pop_back();
       return worker_lease(shared_from_this(), std::move(w));
-    }
-    if (free_ids_.empty()) {
-      return error{errc::resource_exhausted,
-                   "all " + std::to_string(capacity_) + " Python workers are taken"};
     }
     id = free_ids_.back();
     free_ids_.pop_back();
@@ -47,9 +52,27 @@ expected<worker_lease> worker_pool::take() {
   if (!w) {
     std::lock_guard<std::mutex> lock(mutex_);
     free_ids_.push_back(id);
+    returned_.notify_one();
     return w.error();
   }
   return worker_lease(shared_from_this(), std::move(*w));
+}
+
+expected<void> worker_pool::start_all() {
+  std::vector<std::optional<expected<worker_lease>>> taken(capacity_);
+  std::vector<std::thread> starts;
+  for (std::size_t i = 0; i < capacity_; ++i) {
+    starts.emplace_back([this, &taken, i] { taken[i].emplace(take()); });
+  }
+  for (auto& t : starts) {
+    t.join();
+  }
+  for (auto& t : taken) {
+    if (!*t) {
+      return t->error();
+    }
+  }
+  return {};  // the leases end here: every worker goes back to the pool, idle
 }
 
 void worker_pool::give_back(worker_process w) noexcept {
@@ -59,6 +82,7 @@ void worker_pool::give_back(worker_process w) noexcept {
   } else {
     free_ids_.push_back(w.id());
   }
+  returned_.notify_one();
 }
 
 worker_pool::~worker_pool() {

@@ -7,6 +7,7 @@
 /// killed or broke the protocol is not given back: its place (and its worker id, which
 /// worker_init_fn sees again) goes to the next one started. Thread-safe.
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -50,10 +51,15 @@ class worker_pool : public std::enable_shared_from_this<worker_pool> {
   worker_pool& operator=(const worker_pool&) = delete;
 
   /// An idle worker, or a new one started now (its start bounded by launch.start_timeout) when
-  /// none is idle and fewer than `capacity` live. Errors: worker_process::start's (a start
-  /// that failed frees its place); errc::resource_exhausted when `capacity` workers are leased
-  /// (more actors than the pool was made for).
+  /// none is idle and fewer than `capacity` live; when all `capacity` are leased (samples
+  /// handed off wait for a straggler actor with their workers), waits for one to come back, at
+  /// most launch.start_timeout. Errors: worker_process::start's (a start that failed frees its
+  /// place); errc::timed_out when no worker came back in time.
   expected<worker_lease> take();
+
+  /// Starts every place's worker now, all at once (each start takes seconds: an interpreter,
+  /// imports, the dataset), so that none starts while samples wait. The first failure's error.
+  expected<void> start_all();
 
   /// Workers started so far, the first `capacity` included (a replacement is a restart).
   std::uint64_t started() const;
@@ -68,6 +74,7 @@ class worker_pool : public std::enable_shared_from_this<worker_pool> {
   const worker_launch launch_;
   const std::size_t capacity_;
   mutable std::mutex mutex_;
+  std::condition_variable returned_;  ///< a worker came back, or a place was freed
   std::vector<worker_process> idle_;
   std::vector<std::uint32_t> free_ids_;  ///< the ids of places no worker holds
   std::uint64_t started_ = 0;

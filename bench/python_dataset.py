@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""conveyor.DataLoader against torch's DataLoader on a Dataset whose per-sample cost is
+heavy-tailed (issue 47's benchmark; the first of its datasets: a sleep-based one, lognormal
+costs around `median_ms`, 1% of samples at 20x the median). Rounds alternate loaders in one
+run. Figures per loader: samples/s with no training step (step 0) from the first batch on, the
+time to that first batch (the loader's start), and the trainer's stall
+with a simulated step sized to 85% of torch's step-0 rate (demand below supply: a loader that
+holds batches back for slow samples stalls the trainer anyway).
+
+  PYTHONPATH=build-ci/python CONVEYOR_NODE=build-ci/apps/conveyor-node/conveyor-node \\
+    /usr/bin/python3 bench/python_dataset.py [--workers 2] [--rounds 3] [--samples 400]
+Results: bench/results/python_dataset.md
+"""
+import argparse
+import math
+import random
+import time
+
+import torch
+
+import conveyor
+
+
+class HeavyTailed(torch.utils.data.Dataset):
+    """dataset[i] sleeps a cost drawn once per index (fixed across loaders and epochs)."""
+
+    def __init__(self, n, median_ms, seed=1):
+        rng = random.Random(seed)
+        self.costs = []
+        for _ in range(n):
+            cost = median_ms * math.exp(rng.gauss(0, 0.5))
+            if rng.random() < 0.01:
+                cost = 20 * median_ms
+            self.costs.append(cost / 1000)
+
+    def __len__(self):
+        return len(self.costs)
+
+    def __getitem__(self, i):
+        time.sleep(self.costs[i])
+        return torch.full((3, 32, 32), float(i)), i
+
+
+def run(loader, epochs, step_s):
+    """(samples/s after the first batch, seconds to the first batch, stall seconds after it)
+    over `epochs` epochs, `step_s` of 'training' per batch."""
+    samples, stall, start = 0, 0.0, time.perf_counter()
+    first = None
+    for _ in range(epochs):
+        waited = time.perf_counter()
+        for x, _ in loader:
+            now = time.perf_counter()
+            if first is None:
+                first = now
+            else:
+                stall += now - waited
+                samples += len(x)
+            if step_s:
+                time.sleep(step_s)
+            waited = time.perf_counter()
+    return samples / (time.perf_counter() - first), first - start, stall
+
+
+def loaders(dataset, args):
+    common = dict(batch_size=args.batch, num_workers=args.workers)
+    yield "torch", lambda: torch.utils.data.DataLoader(dataset, persistent_workers=True,
+                                                        prefetch_factor=2, **common)
+    for policy in ("in_order", "latency_aware"):
+        yield f"conveyor {policy}", lambda p=policy: conveyor.DataLoader(dataset, policy=p,
+                                                                          seed=1, **common)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=400)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--median-ms", type=float, default=5.0)
+    parser.add_argument("--epochs", type=int, default=2)
+    args = parser.parse_args()
+    dataset = HeavyTailed(args.samples, args.median_ms)
+    figures = {}
+    torch_rate = None
+    for r in range(args.rounds):
+        for name, make in loaders(dataset, args):
+            loader = make()
+            rate, startup, _ = run(loader, args.epochs, 0)
+            if name == "torch":
+                torch_rate = rate if torch_rate is None else min(torch_rate, rate)
+            step = args.batch / (0.85 * torch_rate)
+            _, _, stall = run(loader, args.epochs, step)
+            if hasattr(loader, "close"):
+                loader.close()
+            figures.setdefault(name, []).append((rate, stall, startup))
+            print(f"round {r} {name}: {rate:.1f} samples/s at step 0 (first batch after "
+                  f"{startup:.2f} s), stall {stall:.2f} s at step {step * 1000:.1f} ms", flush=True)
+    print("median over rounds:")
+    base = sorted(f[0] for f in figures["torch"])[len(figures["torch"]) // 2]
+    base_stall = sorted(f[1] for f in figures["torch"])[len(figures["torch"]) // 2]
+    for name, rows in figures.items():
+        rate = sorted(f[0] for f in rows)[len(rows) // 2]
+        stall = sorted(f[1] for f in rows)[len(rows) // 2]
+        startup = sorted(f[2] for f in rows)[len(rows) // 2]
+        print(f"  {name:24s} {rate:7.1f} samples/s ({rate / base:.2f}x torch)  stall {stall:6.2f} s "
+              f"({stall / base_stall if base_stall else float('nan'):.2f}x torch)  first batch "
+              f"{startup:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
