@@ -13,31 +13,10 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
+// The dtype a batch carries a worker's `t` as: conveyor's of the same name; none for the unsigned
+// types torch cannot hold (as default_collate refuses them).
 std::optional<dtype> batch_dtype(worker_dtype t) {
-  switch (t) {
-    case worker_dtype::bool_:
-      return dtype::bool_;
-    case worker_dtype::uint8:
-      return dtype::uint8;
-    case worker_dtype::int8:
-      return dtype::int8;
-    case worker_dtype::int16:
-      return dtype::int16;
-    case worker_dtype::int32:
-      return dtype::int32;
-    case worker_dtype::int64:
-      return dtype::int64;
-    case worker_dtype::float16:
-      return dtype::float16;
-    case worker_dtype::bfloat16:
-      return dtype::bfloat16;
-    case worker_dtype::float32:
-      return dtype::float32;
-    case worker_dtype::float64:
-      return dtype::float64;
-    default:
-      return std::nullopt;  // unsigned types torch cannot hold (as default_collate refuses them)
-  }
+  return dtype_named(name_of(t));
 }
 
 bool is_text(leaf_kind k) {
@@ -148,8 +127,6 @@ class python_step final : public external_step {
     return true;
   }
 
-  step_cost cost() const noexcept override { return external_step::cost(); }
-
  private:
   // `e`, naming the sample unless it does.
   static error failure(const sample_state& sample, const error& e) {
@@ -166,8 +143,7 @@ class python_step final : public external_step {
     if (got.name != want.name || got.kind != layout_.leaf_kinds[i] || !type ||
         (want.type.kind == field_kind::tensor && *type != want.type)) {
       return error{errc::transform_error,
-                   sample.key + ": element " + got.name + " is " +
-                       (type ? describe(*type) : std::string(name_of(got.dtype))) + " " +
+                   sample.key + ": element " + got.name + " is " + name_of(got.dtype) + " " +
                        shape_text(got.shape) + ", where the first sample's " + want.name + " is " +
                        describe(want.type) + ": it cannot go into a batch with it"};
     }

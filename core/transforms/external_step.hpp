@@ -26,7 +26,8 @@ class external_step : public transform_step {
   virtual expected<bool> wait(sample_state& sample, std::chrono::nanoseconds timeout) const = 0;
   /// begin() unless the work was begun (by another actor), then wait() until it ends.
   expected<void> apply(sample_state& sample, std::mt19937_64& rng) const final;
-  step_cost cost() const noexcept override { return {step_cost::kind::external, 0}; }
+  /// Final: transform_chain::next_is_external reads it.
+  step_cost cost() const noexcept final { return {step_cost::kind::external, 0}; }
 };
 
 }  // namespace conveyor

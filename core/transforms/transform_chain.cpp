@@ -81,7 +81,7 @@ expected<void> transform_chain::run_next(sample_state& sample) const {
 }
 
 bool transform_chain::next_is_external(const sample_state& sample) const noexcept {
-  return dynamic_cast<const external_step*>(&step(sample.next_step)) != nullptr;
+  return next_cost(sample).how == step_cost::kind::external;  // only external_step says so
 }
 
 expected<bool> transform_chain::advance_external(sample_state& sample,
