@@ -8,8 +8,8 @@
 #include "core/base/memory_bound.hpp"
 #include "core/base/quoted_string.hpp"
 #include "core/batching/epoch_order.hpp"
+#include "core/python/draw_seed.hpp"
 #include "core/python/python_step.hpp"
-#include "core/transforms/transform_step.hpp"
 
 namespace conveyor {
 namespace {
@@ -71,11 +71,8 @@ expected<python_chain> resolve_python_chain(const topology& t) {
                                 static_cast<std::size_t>(counts.preprocessors + counts.stragglers));
   // The first sample of epoch 0 (its draws as that epoch gives them): its worker stays warm.
   const auto first = epoch_order(t.python.length, t.dataset.seed, 0, t.dataset.shuffle).front();
-  sample_state probe;
-  probe.sample_id = first;
-  probe.epoch_seed = epoch_seed(t.dataset.seed, 0);
-  const auto seed = step_rng(probe, 0)();  // the step's first draw, as in epoch 0
-  auto layout = probe_python_dataset(*pool, first, seed, seconds_of(t.python.hang_timeout_s));
+  auto layout = probe_python_dataset(*pool, first, python_draw_seed(t.dataset.seed, 0, first),
+                                     seconds_of(t.python.hang_timeout_s));
   if (!layout) {
     return bad(t, "dataset.path", "the first sample: " + layout.error().message());
   }

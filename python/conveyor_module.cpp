@@ -38,6 +38,8 @@
 #include "conveyor/client.hpp"
 #include "conveyor/dtype.hpp"
 #include "conveyor/error.hpp"
+#include "core/batching/resume_state.hpp"
+#include "core/python/draw_seed.hpp"
 
 namespace py = pybind11;
 
@@ -505,6 +507,24 @@ conveyor::run_state state_from(const py::object& state) {
   return out;
 }
 
+/// The state of a run that has ended every epoch before `first_epoch` and begun none after:
+/// what attach(state=...) gives a node to start a run at that epoch.
+py::bytes state_at_epoch(std::uint64_t dataset_size, std::uint64_t seed, bool shuffle,
+                         std::uint64_t epochs, std::uint64_t first_epoch) {
+  if (first_epoch >= epochs) {
+    raise_usage("conveyor.state_at_epoch: epoch " + std::to_string(first_epoch) +
+                " does not exist: there are " + std::to_string(epochs) + " epochs");
+  }
+  conveyor::resume_state state;
+  state.dataset_size = dataset_size;
+  state.seed = seed;
+  state.shuffle = shuffle;
+  state.epochs = epochs;
+  state.first_epoch = first_epoch;
+  const auto bytes = conveyor::encode(state);
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
 /// Attaches, retrying in short slices while no node listens yet so that Ctrl-C gets through.
 Feed attach(const py::object& socket, int rank, int job, double timeout, double next_timeout,
             const py::object& state, const py::object& expected_uid) {
@@ -743,6 +763,16 @@ PYBIND11_MODULE(_native, m) {
         return "<conveyor.Feed " + f.name() + " at " + f.socket + (f.client ? ">" : ", closed>");
       });
 
+  m.def("state_at_epoch", &state_at_epoch, py::arg("dataset_size"), py::arg("seed"),
+        py::arg("shuffle"), py::arg("epochs"), py::arg("first_epoch"),
+        "The resume state (bytes) of a run of `dataset_size` samples, seeded `seed`, over "
+        "`epochs` epochs, that starts at `first_epoch`: attach(state=...) to a node with "
+        "serve.resume = true begins there (conveyor.DataLoader.set_epoch before its first "
+        "iteration).");
+  m.def("python_draw_seed", &conveyor::python_draw_seed, py::arg("seed"), py::arg("epoch"),
+        py::arg("index"),
+        "The seed a Python Dataset's worker gives random, numpy.random and torch before "
+        "dataset[index] in `epoch` of a run seeded `seed` (conveyor.DataLoader's draws).");
   m.def("attach", &attach, py::arg("socket"), py::arg("rank") = 0, py::arg("job") = 0,
         py::arg("timeout") = 0.0, py::arg("next_timeout") = 300.0, py::arg("state") = py::none(),
         py::arg("expected_uid") = py::none(),

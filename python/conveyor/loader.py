@@ -35,6 +35,12 @@ _UNSUPPORTED = {
 
 _DTYPE_VIEWS = {"bfloat16": "int16"}  # NumPy has no bfloat16: its bits travel as uint16
 
+_EPOCHS = 1000000  # the node's run: as many epochs as a trainer asks for
+
+# what a state_dict must share with the loader that loads it
+_SAME_RUN = {"batch_size": "batch_size", "shuffle": "shuffle", "drop_last": "drop_last",
+             "rank": "rank", "world_size": "world_size", "length": "_length"}
+
 # python/conveyor_worker.py's leaf kinds
 _TENSOR, _NDARRAY, _INT, _FLOAT, _BOOL, _STR, _BYTES, _PICKLED = range(8)
 
@@ -77,14 +83,28 @@ class DataLoader:
     the same for any num_workers), `policy` ("latency_aware" or "in_order"), `stragglers`
     (worker processes that finish slow samples; default num_workers // 2, at least 1),
     `hang_timeout` (seconds one dataset[i] may take before its worker is killed),
-    `max_sample_retries`."""
+    `max_sample_retries`.
+
+    DDP: `rank` of `world_size` (default torch.distributed's when it is initialised, else 0 of
+    1) takes the positions p of each epoch's order with p % world_size == rank, a disjoint share
+    (the union is the epoch). Every rank yields len(loader) batches: where an even split cannot
+    give them the same number (the smaller shares a multiple of batch_size), a rank with the
+    smaller share ends the epoch with a batch of one repeated sample, its epoch's first one
+    drawn again as its worker drew it (DistributedSampler pads with repeated samples too); with
+    drop_last, a rank with the larger share drops its last full batch.
+
+    state_dict() / load_state_dict() as torchdata's StatefulDataLoader: taken between batches
+    (in the loop's body, or between epochs), saved with the model; a new loader over the same
+    dataset and arguments, given it before its first iteration, continues the saved epoch with
+    exactly the batches not yet yielded, then the later epochs as if never stopped. The state is
+    small: the node's record of the epoch's delivered positions is a prefix and a window."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=2, persistent_workers=False, pin_memory_device="", seed=None,
                  policy="latency_aware", stragglers=None, hang_timeout=300.0,
-                 max_sample_retries=2):
+                 max_sample_retries=2, rank=None, world_size=None):
         given = dict(sampler=sampler, batch_sampler=batch_sampler, generator=generator,
                      pin_memory_device=pin_memory_device)
         for name, default in _UNSUPPORTED.items():
@@ -124,8 +144,13 @@ class DataLoader:
         self.max_sample_retries = int(max_sample_retries)
         self.seed = self._base_seed() if seed is None else int(seed) & (2**63 - 1)
         self._length = len(dataset)
+        self.rank, self.world_size = _distributed(rank, world_size, self._length)
         self._setup = _setup_of(dataset, worker_init_fn)
-        self._epoch = 0
+        self._epoch = 0  # the epoch the next iteration begins
+        self._live = None  # the epoch being iterated: {"epoch", "yielded", "pad"}
+        self._resumed = None  # a saved epoch in progress (load_state_dict), continued next
+        self._start_state = None  # the state the node starts from
+        self._node_epoch = 0  # the epoch the node's feed is in
         self._node = None
         self._feed = None
         self._dir = None
@@ -138,15 +163,71 @@ class DataLoader:
         return int(torch.empty((), dtype=torch.int64).random_().item()) & (2**63 - 1)
 
     def __len__(self):
-        full, rest = divmod(self._length, self.batch_size)
-        return full if self.drop_last or rest == 0 else full + 1
+        """Batches per epoch for every rank (the same for each)."""
+        if self.drop_last:
+            return self._share(self.world_size - 1) // self.batch_size
+        return -(-self._share(0) // self.batch_size)
+
+    def _share(self, rank):
+        """How many samples of each epoch are rank `rank`'s (rank 0's share is the largest)."""
+        whole, rest = divmod(self._length, self.world_size)
+        return whole + (1 if rank < rest else 0)
 
     def set_epoch(self, epoch):
-        """The epoch the next iteration yields (each iteration otherwise takes the next)."""
-        if self._feed is not None and epoch < self._epoch:
+        """The epoch the next iteration yields (each iteration otherwise takes the next): as
+        DistributedSampler.set_epoch, the order and draws of epoch `epoch`."""
+        epoch = int(epoch)
+        if epoch < 0:
+            raise ValueError(f"conveyor.DataLoader.set_epoch({epoch}): epochs count from 0")
+        if self._feed is not None and epoch < self._node_epoch:
             raise ValueError(f"conveyor.DataLoader.set_epoch({epoch}): epoch {self._epoch} is "
                              f"next; a running loader does not go back")
-        self._epoch = int(epoch)
+        if self._resumed is not None and epoch != self._resumed["epoch"]:
+            self._resumed = None  # a state loaded, then another epoch asked for: that epoch
+            self._start_state = None
+        self._epoch = epoch
+
+    def report(self):
+        """The node's figures for this loader: delivered, quarantined, duplicates, lost,
+        retries, restarts, handoffs, ... (empty before the first iteration)."""
+        return {} if self._feed is None else self._feed.report()
+
+    # --- resuming ---------------------------------------------------------------------------
+
+    def state_dict(self):
+        """Where this loader stands (small; save it with the model's checkpoint): the epoch in
+        progress and its batches yielded, or the next epoch between epochs."""
+        live = self._live or self._resumed
+        state = {"epoch": live["epoch"] if live else self._epoch,
+                 "yielded": live["yielded"] if live else 0,
+                 "pad": live["pad"] if live else None,
+                 "seed": self.seed}
+        state.update({key: getattr(self, name) for key, name in _SAME_RUN.items()})
+        if self._feed is not None:
+            state["conveyor_state"] = self._feed.state_dict()["conveyor_state"]
+        elif self._start_state is not None:
+            state["conveyor_state"] = self._start_state
+        return state
+
+    def load_state_dict(self, state):
+        """Continues from `state` (a state_dict() of a loader over the same dataset, with the
+        same batch_size, shuffle, drop_last and rank of the same world_size): the next
+        iteration yields the rest of the saved epoch. A running loader stops its node first
+        (batches it prepared and did not yield are prepared again)."""
+        for key, name in _SAME_RUN.items():
+            if key not in state:
+                raise ValueError(f"conveyor.DataLoader.load_state_dict: the state has no {key!r} "
+                                 f"(not a conveyor.DataLoader.state_dict())")
+            if state[key] != getattr(self, name):
+                raise ValueError(f"conveyor.DataLoader.load_state_dict: the state is of a loader "
+                                 f"with {key}={state[key]!r}, this one has {getattr(self, name)!r}")
+        self.close()
+        self.seed = int(state["seed"])
+        self._epoch = int(state["epoch"])
+        self._live = None
+        self._resumed = {"epoch": self._epoch, "yielded": int(state["yielded"]),
+                         "pad": state.get("pad")}
+        self._start_state = state.get("conveyor_state")
 
     # --- the node ---------------------------------------------------------------------------
 
@@ -176,14 +257,21 @@ class DataLoader:
             "[supervision]",
             f"max_sample_retries = {self.max_sample_retries}",
             "[trainer]",
-            "epochs = 1000000",
+            f"epochs = {_EPOCHS}",
+            "[cluster]",
+            f"rank = {self.rank}",
+            f"world = {self.world_size}",
             "[serve]",
             f"socket = {_toml_text(os.path.join(d, 'node.sock'))}",
+            f"resume = {'true' if self._start_state is not None else 'false'}",
             "",
         ])
 
     def _start(self):
         from . import _native
+        if self._start_state is None and self._epoch > 0:  # set_epoch before the first epoch
+            self._start_state = _native.state_at_epoch(self._length, self.seed, self.shuffle,
+                                                       _EPOCHS, self._epoch)
         self._dir = tempfile.mkdtemp(prefix="conveyor-loader-")
         setup = os.path.join(self._dir, "dataset.setup")
         fd = os.open(setup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -200,12 +288,14 @@ class DataLoader:
             self.max_sample_retries + 2)
         try:
             self._feed = _native.attach(os.path.join(self._dir, "node.sock"), timeout=
-                                        self.hang_timeout + 120, next_timeout=next_timeout)
+                                        self.hang_timeout + 120, next_timeout=next_timeout,
+                                        state=self._start_state)
         except Exception as exc:
             raise RuntimeError(f"conveyor.DataLoader: its node did not start: {exc}\n"
                                f"{self._node_log()}") from exc
         with open(os.path.join(self._dir, "layout.json")) as f:
             self._layout = json.load(f)
+        self._node_epoch = self._feed.info()["start_epoch"]
 
     def _node_log(self, last=40):
         try:
@@ -249,17 +339,70 @@ class DataLoader:
     def __iter__(self):
         if self._feed is None:
             self._start()
-        epoch = self._epoch
-        self._epoch += 1
-        batches = self._feed.epoch(epoch)
-        while True:
-            batch = self._next_batch(batches)
-            if batch is None:
-                return
-            if self.drop_last and len(batch) < self.batch_size:
+        progress = self._resumed or {"epoch": self._epoch, "yielded": 0, "pad": None}
+        self._resumed = None
+        self._epoch = progress["epoch"] + 1
+        self._live = progress
+        return self._epoch_batches(progress)
+
+    def _epoch_batches(self, progress):
+        """The batches of epoch progress["epoch"] from the `yielded`-th on: the node's, then
+        the pads that bring this rank to len(self)."""
+        epoch = progress["epoch"]
+        self._catch_up(epoch)
+        if self._node_epoch == epoch:  # else every batch of it came before a resume
+            batches = self._feed.epoch(epoch)
+            while True:
+                batch = self._next_batch(batches)
+                if batch is None:
+                    break
+                if progress["yielded"] >= len(self) or (self.drop_last and
+                                                        len(batch) < self.batch_size):
+                    batch.release()
+                    continue
+                if progress["pad"] is None:
+                    progress["pad"] = int(batch.sample_ids[0])
+                progress["yielded"] += 1
+                yield self._collate(batch)
+            self._node_epoch = epoch + 1
+        while progress["yielded"] < len(self):
+            progress["yielded"] += 1
+            yield self._pad(epoch, progress["pad"])
+        if self._live is progress:
+            self._live = None
+
+    def _catch_up(self, epoch):
+        """Brings the node to `epoch`: the rest of an epoch left by a break is passed over (as
+        torch's DataLoader abandons it); further epochs are skipped by starting the node
+        anew there."""
+        if self._node_epoch + 1 < epoch:
+            self.close()
+            self._start_state = None
+            self._epoch = epoch
+            self._start()
+            self._epoch = epoch + 1
+        while self._node_epoch < epoch:
+            for batch in self._feed.epoch(self._node_epoch):
                 batch.release()
-                continue
-            yield self._collate(batch)
+            self._node_epoch += 1
+
+    def _pad(self, epoch, index):
+        """A batch of one: sample `index` drawn again here as its worker drew it in `epoch`
+        (python/conveyor_worker.py's seeding); the trainer's own random state is kept."""
+        import random
+        import numpy
+        from . import _native, conveyor_worker
+        torch = _torch()
+        kept = (random.getstate(), numpy.random.get_state(), torch.get_rng_state())
+        try:
+            conveyor_worker.seed_everything(_native.python_draw_seed(self.seed, epoch, index))
+            sample = self.dataset[index]
+        finally:
+            random.setstate(kept[0])
+            numpy.random.set_state(kept[1])
+            torch.set_rng_state(kept[2])
+        collate = self.collate_fn or torch.utils.data.default_collate
+        return collate([sample])
 
     def _next_batch(self, batches):
         """The next batch of `batches`, or None at the epoch's end. When the batches the
@@ -343,6 +486,26 @@ class DataLoader:
             samples.append(_build(structure, leaves, batched=False))
         batch.release()  # every sample was copied out
         return self.collate_fn(samples)
+
+
+def _distributed(rank, world_size, length):
+    """(rank, world_size): as given, else torch.distributed's when it is initialised, else
+    (0, 1). Checked: 0 <= rank < world_size <= length."""
+    if rank is None or world_size is None:
+        import torch.distributed as dist
+        initialised = dist.is_available() and dist.is_initialized()
+        if rank is None:
+            rank = dist.get_rank() if initialised else 0
+        if world_size is None:
+            world_size = dist.get_world_size() if initialised else 1
+    rank, world_size = int(rank), int(world_size)
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"conveyor.DataLoader: rank {rank} of world_size {world_size}: "
+                         f"needs 0 <= rank < world_size")
+    if world_size > length:
+        raise ValueError(f"conveyor.DataLoader: world_size {world_size} is more than the "
+                         f"dataset's {length} samples: a rank would have none")
+    return rank, world_size
 
 
 def _build(structure, leaves, batched):

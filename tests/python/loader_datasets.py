@@ -28,3 +28,19 @@ class Indexed(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         return {"index": i, "values": np.full((4,), i, np.float64)}
+
+
+class Drawn(torch.utils.data.Dataset):
+    """Draws from random, numpy.random and torch in __getitem__, as augmentations do: a sample
+    is the same wherever it runs only if its draws are seeded from its own index."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        import random
+        return {"index": i, "numpy": np.random.rand(3), "torch": torch.rand(2),
+                "random": random.random()}
