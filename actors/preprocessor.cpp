@@ -113,6 +113,9 @@ void prepare(preprocessor_pointer self, const preprocessor_options& opts, raw_sa
         fail(self, opts, ticket, std::move(s->key), ended.error());
         return;
       }
+      if (opts.status->stopping()) {
+        return;  // shutdown: the work in another process is let go (its worker killed)
+      }
       continue;  // ended, or still running: the budget is looked at again
     }
     if (auto ok = run_step(opts.chain, *s, *opts.status); !ok) {

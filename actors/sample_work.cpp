@@ -42,6 +42,17 @@ expected<bool> advance_external(const transform_chain& chain, sample_state& s,
   }
 }
 
+expected<bool> step_or_wait(const transform_chain& chain, sample_state& s,
+                            pipeline_status& status, std::chrono::nanoseconds slice) {
+  if (chain.next_is_external(s)) {
+    return advance_external(chain, s, status, slice);
+  }
+  if (auto ran = run_step(chain, s, status); !ran) {
+    return ran.error();
+  }
+  return true;
+}
+
 namespace {
 
 // Elements of field `index` of `s` (an image's height x width x channels); 0 when absent.

@@ -14,6 +14,9 @@ struct straggler_state {
 
 using straggler_pointer = straggler_actor::stateful_pointer<straggler_state>;
 
+/// The longest wait for work in another process between looks at whether the pipeline stops.
+constexpr std::chrono::nanoseconds wait_slice = std::chrono::seconds(1);
+
 void finish(straggler_pointer self, const straggler_options& opts, const handoff& h) {
   auto start = std::chrono::steady_clock::now();
   const auto& ctx = opts.context;
@@ -26,7 +29,11 @@ void finish(straggler_pointer self, const straggler_options& opts, const handoff
     self->send(opts.batcher, atoms::failed::value, failure_of(h.ticket, std::move(s.key), e));
   };
   while (!opts.chain.done(s)) {
-    if (auto ok = run_step(opts.chain, s, *opts.status); !ok) {
+    if (opts.status->stopping()) {
+      s.pending.reset();  // work in another process is let go (its worker killed)
+      return;
+    }
+    if (auto ok = step_or_wait(opts.chain, s, *opts.status, wait_slice); !ok) {
       failed(ok.error());
       return;
     }

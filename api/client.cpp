@@ -55,6 +55,13 @@ pipeline_report report_of(const serve::node_report& r) {
   out.restarts = r.restarts;
   out.handoffs = r.handoffs;
   out.finished = r.finished;
+  out.hangs = r.hangs;
+  if (r.sample_us[0] > 0) {
+    for (std::size_t i = 0; i < r.sample_us.size(); ++i) {
+      const auto value = static_cast<double>(r.sample_us[i]);
+      out.sample_ms.emplace_back(serve::sample_figures[i], i == 0 ? value : value / 1000.0);
+    }
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/resolve_fields.hpp"
 #include "config/topology.hpp"
 #include "conveyor/pipeline.hpp"
 #include "core/delivery/host_batch.hpp"
@@ -28,6 +29,10 @@ struct pipeline_opening {
   /// caller that needed it first: not opened again (an S3 manifest fetched, a WebDataset's
   /// tars walked twice). Null: opened here.
   std::shared_ptr<const sample_source> dataset;
+  /// The topology's fields, resolved already for host feeders (resolve_fields(t, false)) by a
+  /// caller that needed them first: a Python Dataset's workers are not started and probed a
+  /// second time. Null: resolved here.
+  std::shared_ptr<const resolved_fields> fields;
 };
 
 /// errc::invalid_config (naming the key) when the topology cannot run here, e.g. a dataset

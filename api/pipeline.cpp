@@ -107,7 +107,7 @@ expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
   if (!t) {
     return std::move(t).error();
   }
-  return create_pipeline(*t, {{}, &resume, given_state, nullptr});
+  return create_pipeline(*t, {{}, &resume, given_state, nullptr, nullptr});
 }
 
 expected<pipeline> pipeline::from_toml(std::string_view toml,
@@ -117,7 +117,7 @@ expected<pipeline> pipeline::from_toml(std::string_view toml,
   if (!t) {
     return std::move(t).error();
   }
-  return create_pipeline(*t, {{}, &resume, given_state, nullptr});
+  return create_pipeline(*t, {{}, &resume, given_state, nullptr, nullptr});
 }
 
 namespace {
@@ -136,7 +136,7 @@ expected<std::shared_ptr<const resume_state>> resume_of(const run_state& resume,
 }  // namespace
 
 expected<pipeline> create_pipeline(const topology& t, pipeline_opening how) {
-  auto spec = resolve_topology(t, std::move(how.dataset));
+  auto spec = resolve_topology(t, std::move(how.dataset), std::move(how.fields));
   if (!spec) {
     return std::move(spec).error();
   }

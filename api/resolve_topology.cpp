@@ -254,8 +254,22 @@ expected<std::shared_ptr<const sample_source>> open_dataset(const topology& t) {
   return source;
 }
 
+namespace {
+
+// The fields of `t`: `given` when there are (resolved for host feeders), else resolved here.
+expected<resolved_fields> fields_of(const topology& t, bool on_gpu,
+                                    const std::shared_ptr<const resolved_fields>& given) {
+  if (given && !on_gpu) {
+    return *given;
+  }
+  return resolve_fields(t, on_gpu);
+}
+
+}  // namespace
+
 expected<pipeline_spec> resolve_topology(const topology& t,
-                                         std::shared_ptr<const sample_source> dataset) {
+                                         std::shared_ptr<const sample_source> dataset,
+                                         std::shared_ptr<const resolved_fields> given_fields) {
   if (!t.dataset.map_parts.empty() && t.cluster.partitioned()) {
     // A descriptor names a file on this node: a peer could not read it, and a peer's could
     // name any file here.
@@ -291,7 +305,7 @@ expected<pipeline_spec> resolve_topology(const topology& t,
   if (devices->empty() && t.normalize_dtype == output_dtype::bfloat16) {
     log("node")->warn("normalize dtype = \"bfloat16\" needs a CUDA feeder: serving float32");
   }
-  auto fields = resolve_fields(t, on_gpu);
+  auto fields = fields_of(t, on_gpu, given_fields);
   if (!fields) {
     return std::move(fields).error();
   }

@@ -4,6 +4,7 @@
 /// app exits with code 2 on them): they name the key and the file or path concerned.
 
 #include "actors/pipeline_runtime.hpp"
+#include "api/resolve_fields.hpp"
 #include "config/topology.hpp"
 #include "conveyor/error.hpp"
 
@@ -41,8 +42,11 @@ pipeline_counts resolve_counts(const pipeline_config& p) noexcept;
 /// size once opened (one line per open).
 expected<std::shared_ptr<const sample_source>> open_dataset(const topology& t);
 
-/// The spec of `t`, on `dataset` when it was opened already (open_dataset(t)); null: opened here.
-expected<pipeline_spec> resolve_topology(const topology& t,
-                                         std::shared_ptr<const sample_source> dataset = nullptr);
+/// The spec of `t`, on `dataset` when it was opened already (open_dataset(t)), with `fields`
+/// when they were resolved already for host feeders (resolve_fields(t, false)); null: opened,
+/// resolved here.
+expected<pipeline_spec> resolve_topology(
+    const topology& t, std::shared_ptr<const sample_source> dataset = nullptr,
+    std::shared_ptr<const resolved_fields> fields = nullptr);
 
 }  // namespace conveyor

@@ -457,7 +457,13 @@ py::dict report_dict(const conveyor::pipeline_report& r) {
   d["retries"] = r.retries;
   d["restarts"] = r.restarts;
   d["handoffs"] = r.handoffs;
+  d["hangs"] = r.hangs;
   d["finished"] = r.finished;
+  py::dict sample_ms;
+  for (const auto& [name, ms] : r.sample_ms) {
+    sample_ms[py::str(name)] = ms;
+  }
+  d["sample_ms"] = sample_ms;
   return d;
 }
 
@@ -743,7 +749,9 @@ PYBIND11_MODULE(_native, m) {
           },
           "The node's figures: delivered, quarantined, filtered (left out by the recipe's "
           "filter, e.g. max_duration), duplicates, lost, steps_executed, "
-          "retries, restarts, handoffs, finished.")
+          "retries, restarts, handoffs, hangs, finished, and sample_ms: one sample's work "
+          "(its steps, without queueing) over the last ones prepared, {samples, p50, p90, "
+          "p99, max} in ms (empty before the first).")
       .def("state_dict", &state_dict,
            "Where this rank stands: {\"conveyor_state\": bytes}, covering every batch next() "
            "or an epoch loop returned. Save it with the model's checkpoint; after a restart, "

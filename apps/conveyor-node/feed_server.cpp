@@ -36,8 +36,17 @@ constexpr auto max_accept_backoff = std::chrono::milliseconds(1000);
 constexpr std::uint32_t warnings_per_second = 20;
 
 serve::node_report node_report_of(const pipeline_report& r) {
-  return {r.delivered,      r.quarantined, r.filtered, r.duplicates, r.lost,
-          r.steps_executed, r.retries,     r.restarts, r.handoffs,   r.finished};
+  serve::node_report out{r.delivered,      r.quarantined, r.filtered, r.duplicates, r.lost,
+                         r.steps_executed, r.retries,     r.restarts, r.handoffs,   r.finished};
+  out.hangs = r.hangs;
+  for (const auto& [name, ms] : r.sample_ms) {
+    const auto at = serve::sample_figure_index(name);
+    if (at && ms >= 0) {
+      out.sample_us[*at] = name == "samples" ? static_cast<std::uint64_t>(ms)
+                                             : static_cast<std::uint64_t>(ms * 1000.0);
+    }
+  }
+  return out;
 }
 
 std::string client_name(std::uint32_t job, std::uint32_t rank) {

@@ -19,6 +19,7 @@
 #include "apps/conveyor-node/run_summary.hpp"
 #include "apps/conveyor-node/serve_mode.hpp"
 #include "apps/conveyor-node/simulated_trainer.hpp"
+#include "apps/conveyor-node/owner_watch.hpp"
 #include "apps/conveyor-node/stop_signals.hpp"
 #include "conveyor/pipeline.hpp"
 #include "core/base/allocator_tuning.hpp"
@@ -34,6 +35,7 @@ struct arguments {
   std::string log_level = "info";
   std::string checkpoint_file;  ///< --checkpoint: where the run's state is kept
   std::string resume_file;      ///< --resume: the state to go on from
+  pid_t owner = 0;              ///< --owner: the process whose end stops the node; 0: none
 };
 
 // A non-negative integer from the environment variable `name`; nullopt when it is not set,
@@ -89,7 +91,7 @@ std::optional<pipeline> open_pipeline(const arguments& args, const topology& t) 
     resume = std::move(*loaded);
   }
   auto p = create_pipeline(
-      t, {{}, resume ? &*resume : nullptr, "--resume " + args.resume_file, nullptr});
+      t, {{}, resume ? &*resume : nullptr, "--resume " + args.resume_file, nullptr, nullptr});
   if (!p) {
     logger->error("{}", p.error().what());
     return std::nullopt;
@@ -261,6 +263,10 @@ int main(int argc, char** argv) {
   app.add_option("--resume", args.resume_file,
                  "go on from the state in this file (written by --checkpoint): exactly the "
                  "samples it had not delivered, then the later epochs");
+  app.add_option("--owner", args.owner,
+                 "stop when this process ends, however it ends (conveyor.DataLoader's private "
+                 "node: nothing outlives its trainer)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--log-level", args.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
   if (auto exit_code = conveyor::parse_command_line(app, argc, argv)) {
@@ -272,6 +278,18 @@ int main(int argc, char** argv) {
     conveyor::log("node")->warn("{} received: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
     stop.request();
   });
+  std::unique_ptr<conveyor::owner_watch> owner;
+  if (args.owner > 0) {
+    auto watch = conveyor::owner_watch::start(args.owner, [&stop, pid = args.owner] {
+      conveyor::log("node")->warn("process {} (--owner) ended: stopping", pid);
+      stop.request();
+    });
+    if (!watch) {
+      conveyor::log("node")->error("{}", watch.error().what());
+      return 2;
+    }
+    owner = std::move(*watch);
+  }
   int code = run(args, stop);
   return signals.received() != 0 ? signals.exit_code() : code;
 }

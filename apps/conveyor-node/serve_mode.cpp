@@ -86,6 +86,8 @@ int run_serving(const topology& t, stop_token& stop) {
     return 2;
   }
   auto feeds = served_feeds::create(t, *fields, *ranks);
+  // Once: the pipeline opens with them (a Python Dataset's workers started and probed once).
+  auto resolved = std::make_shared<const resolved_fields>(std::move(*fields));
   if (!feeds) {
     logger->error("{}", feeds.error().what());
     return 2;
@@ -107,7 +109,8 @@ int run_serving(const topology& t, stop_token& stop) {
     return 2;
   }
   pipeline_opener open = [&](const run_state* resume) {
-    return create_pipeline(t, {feeds->feed_memory(), resume, "the ranks' resume states", *dataset});
+    return create_pipeline(t, {feeds->feed_memory(), resume, "the ranks' resume states", *dataset,
+                               resolved});
   };
   std::optional<pipeline> p;
   if (!t.serve.resume) {  // else it starts once every rank has attached

@@ -24,6 +24,7 @@ void pipeline_status::fail(error reason) {
 }
 
 void pipeline_status::close_channels() {
+  stopping_.store(true, std::memory_order_release);
   for (const auto& c : channels_) {
     c->close();
   }

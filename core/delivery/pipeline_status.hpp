@@ -46,8 +46,11 @@ class pipeline_status {
   void publish_progress(pipeline_figures figures);
   /// Records the first fatal error and closes every channel.
   void fail(error reason);
-  /// Closes every channel (shutdown).
+  /// Closes every channel (shutdown): from then on stopping() is true.
   void close_channels();
+  /// Whether the pipeline is stopping (or failed): an actor waiting on work in another
+  /// process looks at it between slices of its wait, and lets the work go.
+  bool stopping() const noexcept { return stopping_.load(std::memory_order_acquire); }
 
   pipeline_figures figures() const;
   /// Transform steps executed, counted where they run: with no work done twice, this is
@@ -97,6 +100,7 @@ class pipeline_status {
   std::vector<std::shared_ptr<batch_channel>> channels_;
   pipeline_figures figures_;
   std::optional<error> failure_;
+  std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> steps_{0};
   std::atomic<std::uint64_t> early_handoffs_{0};
   std::atomic<std::uint64_t> restarts_{0};

@@ -139,6 +139,10 @@ void fields(F& f, node_report& m) {
   f.field(m.restarts);
   f.field(m.handoffs);
   f.field(m.finished);
+  f.field(m.hangs);
+  for (auto& us : m.sample_us) {
+    f.field(us);
+  }
 }
 template <class F>
 void fields(F& f, sign_state& m) {
@@ -230,6 +234,15 @@ expected<message> decode(const std::uint8_t* bytes, std::size_t size) {
     return bad("failure with unknown error code " + std::to_string(static_cast<int>(f->code)));
   }
   return out;
+}
+
+std::optional<std::size_t> sample_figure_index(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < sample_figures.size(); ++i) {
+    if (name == sample_figures[i]) {
+      return i;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace conveyor::serve

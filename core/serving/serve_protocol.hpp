@@ -25,7 +25,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -35,7 +37,7 @@
 namespace conveyor::serve {
 
 inline constexpr std::uint32_t magic = 0x52595643;  // "CVYR" in memory order
-inline constexpr std::uint16_t version = 4;         ///< 4: node_report counts filtered samples
+inline constexpr std::uint16_t version = 5;  ///< 5: node_report counts hangs, a sample's work
 /// No message is longer: receive buffers of this size never truncate.
 inline constexpr std::size_t max_message_size = 1024;
 /// A failure's text is cut to fit.
@@ -108,6 +110,10 @@ struct node_report {
   std::uint64_t restarts = 0;
   std::uint64_t handoffs = 0;
   bool finished = false;
+  std::uint64_t hangs = 0;
+  /// The work of one sample over the last ones prepared (pipeline_report::sample_ms), in
+  /// microseconds: how many, then p50, p90, p99 and max (all 0 before the first).
+  std::array<std::uint64_t, 5> sample_us{};
 };
 
 /// Client -> node, with a sealed memfd whose first state_bytes bytes are the client's resume
@@ -120,6 +126,11 @@ struct sign_state {
 struct state_signed {
   std::array<std::uint8_t, 32> mac{};
 };
+
+/// The names of node_report::sample_us's figures, as pipeline_report::sample_ms names them.
+inline constexpr std::array<const char*, 5> sample_figures{"samples", "p50", "p90", "p99", "max"};
+/// The place of `name` among sample_figures, if it is one of them.
+std::optional<std::size_t> sample_figure_index(std::string_view name) noexcept;
 
 using message = std::variant<attach, attached, batch_ready, release, end, failure, ask_report,
                              node_report, sign_state, state_signed>;

@@ -35,6 +35,7 @@ _UNSUPPORTED = {
 
 _DTYPE_VIEWS = {"bfloat16": "int16"}  # NumPy has no bfloat16: its bits travel as uint16
 
+_START_TIMEOUT_S = 120  # a worker's start ([python] start_timeout_s)
 _EPOCHS = 1000000  # the node's run: as many epochs as a trainer asks for
 
 # what a state_dict must share with the loader that loads it
@@ -188,9 +189,30 @@ class DataLoader:
         self._epoch = epoch
 
     def report(self):
-        """The node's figures for this loader: delivered, quarantined, duplicates, lost,
-        retries, restarts, handoffs, ... (empty before the first iteration)."""
-        return {} if self._feed is None else self._feed.report()
+        """What this loader's node did so far (empty before the first iteration): delivered,
+        quarantined, duplicates, lost, retries (samples issued again after an exception or a
+        worker's death), restarts, hangs, handoffs (samples finished by a straggler worker),
+        sample_ms (one dataset[i]'s time over the last ones: samples, p50, p90, p99, max), and
+        quarantined_samples: per sample set aside, {"epoch", "index", "reason"} (the
+        exception's type, message and last frame, or how its workers died)."""
+        if self._feed is None:
+            return {}
+        report = self._feed.report()
+        report["quarantined_samples"] = self._quarantined()
+        return report
+
+    def _quarantined(self):
+        try:
+            with open(os.path.join(self._dir, "quarantine.tsv"), errors="replace") as f:
+                lines = f.read().splitlines()[1:]  # after the header
+        except OSError:
+            return []
+        out = []
+        for line in lines:
+            parts = line.split("\t", 3)
+            if len(parts) == 4 and parts[0].isdigit() and parts[1].isdigit():
+                out.append({"epoch": int(parts[0]), "index": int(parts[1]), "reason": parts[3]})
+        return out
 
     # --- resuming ---------------------------------------------------------------------------
 
@@ -246,6 +268,7 @@ class DataLoader:
             f"interpreter = {_toml_text(sys.executable)}",
             f"worker = {_toml_text(worker)}",
             f"hang_timeout_s = {self.hang_timeout}",
+            f"start_timeout_s = {_START_TIMEOUT_S}",
             f"layout_file = {_toml_text(os.path.join(d, 'layout.json'))}",
             "[pipeline]",
             f"batch_size = {self.batch_size}",
@@ -256,6 +279,7 @@ class DataLoader:
             f'policy = "{self.policy}"',
             "[supervision]",
             f"max_sample_retries = {self.max_sample_retries}",
+            f"quarantine_report = {_toml_text(os.path.join(d, 'quarantine.tsv'))}",
             "[trainer]",
             f"epochs = {_EPOCHS}",
             "[cluster]",
@@ -281,11 +305,14 @@ class DataLoader:
         with open(topology, "w") as f:
             f.write(self._topology())
         self._log = open(os.path.join(self._dir, "node.log"), "wb")
-        self._node = subprocess.Popen([_node_binary(), "--topology", topology],
+        self._node = subprocess.Popen([_node_binary(), "--topology", topology,
+                                       "--owner", str(os.getpid())],
                                       stdout=subprocess.DEVNULL, stderr=self._log,
                                       start_new_session=True)
-        next_timeout = self.timeout if self.timeout > 0 else self.hang_timeout * (
-            self.max_sample_retries + 2)
+        # timeout=0 (torch: no limit) still has a bound: every try of one sample hanging, each
+        # in a worker started anew.
+        next_timeout = self.timeout if self.timeout > 0 else (
+            (self.max_sample_retries + 1) * (self.hang_timeout + _START_TIMEOUT_S) + 60)
         try:
             self._feed = _native.attach(os.path.join(self._dir, "node.sock"), timeout=
                                         self.hang_timeout + 120, next_timeout=next_timeout,

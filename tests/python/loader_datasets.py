@@ -44,3 +44,30 @@ class Drawn(torch.utils.data.Dataset):
         import random
         return {"index": i, "numpy": np.random.rand(3), "torch": torch.rand(2),
                 "random": random.random()}
+
+
+class Faulty(torch.utils.data.Dataset):
+    """Samples that fail as user code fails: `raises` always raise; `dies` kill their worker
+    with SIGKILL from another process (as the OOM killer would) the first time, marked in
+    directory `marks`; `hangs` never return."""
+
+    def __init__(self, n, marks, raises=(), dies=(), hangs=()):
+        self.n, self.marks = n, marks
+        self.raises, self.dies, self.hangs = set(raises), set(dies), set(hangs)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        import os
+        import subprocess
+        import threading
+        if i in self.raises:
+            raise ValueError(f"no sample {i}")
+        mark = os.path.join(self.marks, f"died-{i}")
+        if i in self.dies and not os.path.exists(mark):
+            open(mark, "w").close()
+            subprocess.run(["kill", "-KILL", str(os.getpid())], check=True)
+        if i in self.hangs:
+            threading.Event().wait()
+        return {"index": i}

@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""conveyor.DataLoader when the user's code fails: an exception, a worker killed from outside,
+a sample that never returns, and Ctrl-C in the training script. Real worker processes and
+datasets (tests/python/loader_datasets.py). Environment: PYTHONPATH (the built package),
+CONVEYOR_NODE. Exits 77 where torch or psutil is missing. Run with Debian's python3."""
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+try:
+    import psutil
+    import torch  # noqa: F401
+except ImportError as missing:
+    print(f"SKIP: {missing.name} is not installed")
+    sys.exit(77)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import conveyor  # noqa: E402
+from loader_datasets import Faulty  # noqa: E402
+
+WAIT_S = 120
+
+TRAINING_SCRIPT = """
+import sys
+sys.path.insert(0, {here!r})
+import conveyor
+from loader_datasets import Faulty
+
+if __name__ == "__main__":
+    loader = conveyor.DataLoader(Faulty(8, {marks!r}, hangs=[5]), batch_size=2, num_workers=2,
+                                 policy="in_order")
+    with loader:
+        for batch in loader:
+            print("dir", loader._dir, "node", loader._node.pid, flush=True)
+"""
+
+
+def read_line(proc, timeout):
+    """A line of proc's stdout within `timeout` seconds, else None."""
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    return proc.stdout.readline() if ready else None
+
+
+class FaultsTest(unittest.TestCase):
+    def test_exceptions_deaths_and_hangs_are_retried_then_quarantined_by_index(self):
+        with tempfile.TemporaryDirectory() as marks:
+            dataset = Faulty(12, marks, raises=[3], dies=[5], hangs=[7])
+            with conveyor.DataLoader(dataset, batch_size=4, num_workers=2, hang_timeout=2,
+                                     max_sample_retries=1, policy="in_order") as loader:
+                got = sorted(int(i) for b in loader for i in b["index"])
+                report = loader.report()
+            self.assertTrue(os.path.exists(os.path.join(marks, "died-5")))
+        self.assertEqual(got, [i for i in range(12) if i not in (3, 7)])
+        # The node may have begun epoch 1 already: its figures count every epoch begun.
+        self.assertEqual(report["duplicates"], 0, report)
+        self.assertGreaterEqual(report["delivered"], 10, report)
+        self.assertGreaterEqual(report["retries"], 3, report)  # 3 and 7 once each, 5 once
+        reasons = {q["index"]: q["reason"] for q in report["quarantined_samples"]
+                   if q["epoch"] == 0}
+        self.assertEqual(sorted(reasons), [3, 7], report)
+        self.assertRegex(reasons[3], r"ValueError: no sample 3 \(at .*loader_datasets\.py:\d+ "
+                                     r"in __getitem__\) \(failed 2 times\)")
+        self.assertRegex(reasons[7], r"dataset\[7\]: no answer within hang_timeout \(2000 ms\): "
+                                     r"its worker was killed \(failed 2 times\)")
+        self.assertGreaterEqual(report["sample_ms"].get("samples", 0), 10, report)
+
+    def stop_the_script(self, sig):
+        """Runs a training script until its first batch (sample 5 then holds a worker), sends
+        it `sig`; returns its exit code, the node and workers it had, and its loader's
+        directory."""
+        with tempfile.TemporaryDirectory() as marks:
+            script = os.path.join(marks, "train.py")
+            with open(script, "w") as f:
+                f.write(TRAINING_SCRIPT.format(here=HERE, marks=marks))
+            proc = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True,
+                                    env=dict(os.environ, PYTHONUNBUFFERED="1"))
+            try:
+                line = read_line(proc, WAIT_S)
+                self.assertIsNotNone(line, "no first batch")
+                _, loader_dir, _, node_pid = line.split()
+                node = psutil.Process(int(node_pid))
+                family = [node] + node.children(recursive=True)
+                self.assertGreaterEqual(len(family), 2)  # the node and at least one worker
+                proc.send_signal(sig)
+                rc = proc.wait(timeout=WAIT_S)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+                proc.stdout.close()
+        return rc, family, loader_dir
+
+    def test_ctrl_c_stops_the_loader_and_every_process(self):
+        rc, family, loader_dir = self.stop_the_script(signal.SIGINT)
+        self.assertNotEqual(rc, 0)
+        _, alive = psutil.wait_procs(family, timeout=WAIT_S)
+        self.assertEqual(alive, [], "processes outlived the script")
+        self.assertFalse(os.path.exists(loader_dir), "the loader's directory outlived it")
+
+    def test_a_trainer_killed_mid_epoch_leaves_no_node_and_no_worker(self):
+        rc, family, loader_dir = self.stop_the_script(signal.SIGKILL)
+        self.assertEqual(rc, -signal.SIGKILL)
+        _, alive = psutil.wait_procs(family, timeout=WAIT_S)
+        self.assertEqual(alive, [], "the node or its workers outlived their trainer")
+        shutil.rmtree(loader_dir, ignore_errors=True)  # a killed process removes nothing
+
+
+if __name__ == "__main__":
+    unittest.main()
