@@ -132,6 +132,8 @@ struct pipeline_runtime::impl {
   /// peers are up or the wait is over. Without: `start` at once.
   void start_with_peers(std::function<void()> start);
   expected<std::uint16_t> publish(const peer_cache_actor& server);
+  /// Stops accepting peers' connections (the published port closes).
+  void stop_listening();
   /// Tells every connected peer that this node's run is over, waiting for their answers at
   /// most the fetch deadline: a node that ends is no failure to them.
   void say_goodbye();
@@ -157,6 +159,7 @@ struct pipeline_runtime::impl {
   std::shared_ptr<peer_directory> peers;        ///< null without peers
   std::shared_ptr<const peer_fetcher> fetcher;  ///< the readers' way to the peers' caches
   peer_cache_actor peer_server;
+  std::uint16_t published_port = 0;  ///< where peer_server listens; 0: nowhere
   /// Set when the run is over: the server answers every fetch `ended` from then on.
   std::shared_ptr<std::atomic<bool>> serving_over = std::make_shared<std::atomic<bool>>(false);
   peer_links_actor peer_links;
@@ -303,16 +306,35 @@ void pipeline_runtime::impl::start_with_peers(std::function<void()> start) {
   peer_server = spawn_peer_server(
       system, {spec.source, spec.cache, status, spec.settings.epochs, p.server_workers, peer_links,
                peers, p.fetch_timeout, serving_over});
-  if (auto port = publish(peer_server); !port) {
+  auto port = publish(peer_server);
+  if (!port) {
     startup_error = port.error();
     status->fail(port.error());
     caf::anon_send_exit(peer_links, caf::exit_reason::user_shutdown);  // it never starts reading
     return;
   }
+  published_port = *port;
   caf::anon_send(peer_links, atoms::connect::value, peer_server);
   warn_about_plain_tcp(p);
   log("cluster")->info("cluster: rank {} of {} listens at {} for its peers{}", p.rank,
                        p.nodes.size(), p.nodes[p.rank].text(), p.tls.enabled() ? " (TLS)" : "");
+}
+
+void pipeline_runtime::impl::stop_listening() {
+  if (published_port == 0) {
+    return;
+  }
+  // A peer that connected while the middleman shuts down left CAF 0.17's connection (its
+  // scribe) to a broker that had ended: leaked (LeakSanitizer, test_node_s3 under load).
+  // Peers that dial from now on are refused, and read from storage as from a node that ended.
+  auto closed = spec.peers->tls.enabled()
+                    ? caf::openssl::unpublish(peer_server, published_port)
+                    : system.middleman().unpublish(peer_server, published_port);
+  if (!closed) {
+    log("cluster")->warn("cluster: closing port {}: {}", published_port,
+                         system.render(closed.error()));
+  }
+  published_port = 0;
 }
 
 void pipeline_runtime::impl::say_goodbye() {
@@ -340,6 +362,7 @@ void pipeline_runtime::impl::stop() {
   stopped = true;
   status->close_channels();
   serving_over->store(true);  // before the goodbyes: a fetch that crosses one is answered
+  stop_listening();
   say_goodbye();
   auto stop_one = [](auto& handle) {
     if (handle) {

@@ -42,8 +42,8 @@ expected<bool> advance_external(const transform_chain& chain, sample_state& s,
   }
 }
 
-expected<bool> step_or_wait(const transform_chain& chain, sample_state& s,
-                            pipeline_status& status, std::chrono::nanoseconds slice) {
+expected<bool> step_or_wait(const transform_chain& chain, sample_state& s, pipeline_status& status,
+                            std::chrono::nanoseconds slice) {
   if (chain.next_is_external(s)) {
     return advance_external(chain, s, status, slice);
   }

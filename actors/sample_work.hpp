@@ -21,8 +21,8 @@ expected<void> run_step(const transform_chain& chain, sample_state& s, pipeline_
 /// Brings the sample one step on: runs its next step, or, when that step is external, waits at
 /// most `slice` for it (advance_external). true: a step ended; false: the external one still
 /// runs.
-expected<bool> step_or_wait(const transform_chain& chain, sample_state& s,
-                            pipeline_status& status, std::chrono::nanoseconds slice);
+expected<bool> step_or_wait(const transform_chain& chain, sample_state& s, pipeline_status& status,
+                            std::chrono::nanoseconds slice);
 
 /// For a next step that is external (its work in another process): begins it unless begun,
 /// waits at most `timeout` for its end (transform_chain::advance_external) and counts it in

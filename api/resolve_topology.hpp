@@ -45,8 +45,8 @@ expected<std::shared_ptr<const sample_source>> open_dataset(const topology& t);
 /// The spec of `t`, on `dataset` when it was opened already (open_dataset(t)), with `fields`
 /// when they were resolved already for host feeders (resolve_fields(t, false)); null: opened,
 /// resolved here.
-expected<pipeline_spec> resolve_topology(
-    const topology& t, std::shared_ptr<const sample_source> dataset = nullptr,
-    std::shared_ptr<const resolved_fields> fields = nullptr);
+expected<pipeline_spec> resolve_topology(const topology& t,
+                                         std::shared_ptr<const sample_source> dataset = nullptr,
+                                         std::shared_ptr<const resolved_fields> fields = nullptr);
 
 }  // namespace conveyor

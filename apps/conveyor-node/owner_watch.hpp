@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include "conveyor/error.hpp"

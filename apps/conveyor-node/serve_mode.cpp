@@ -109,8 +109,8 @@ int run_serving(const topology& t, stop_token& stop) {
     return 2;
   }
   pipeline_opener open = [&](const run_state* resume) {
-    return create_pipeline(t, {feeds->feed_memory(), resume, "the ranks' resume states", *dataset,
-                               resolved});
+    return create_pipeline(
+        t, {feeds->feed_memory(), resume, "the ranks' resume states", *dataset, resolved});
   };
   std::optional<pipeline> p;
   if (!t.serve.resume) {  // else it starts once every rank has attached
