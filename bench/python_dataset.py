@@ -19,6 +19,7 @@ import time
 import torch
 
 import conveyor
+from minato_scheme import MinatoScheme
 
 
 class HeavyTailed(torch.utils.data.Dataset):
@@ -68,6 +69,7 @@ def loaders(dataset, args):
     for policy in ("in_order", "latency_aware"):
         yield f"conveyor {policy}", lambda p=policy: conveyor.DataLoader(dataset, policy=p,
                                                                           seed=1, **common)
+    yield "minato scheme", lambda: MinatoScheme(dataset, args.batch, args.workers)
 
 
 def main():
