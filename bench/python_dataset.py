@@ -14,7 +14,10 @@ Results: bench/results/python_dataset.md
 import argparse
 import math
 import random
+import threading
 import time
+
+import psutil
 
 import torch
 
@@ -40,6 +43,33 @@ class HeavyTailed(torch.utils.data.Dataset):
     def __getitem__(self, i):
         time.sleep(self.costs[i])
         return torch.full((3, 32, 32), float(i)), i
+
+
+class PeakRss:
+    """The peak resident memory of this process and every process below it (the loader's
+    workers; Conveyor's node and its workers), sampled every 50 ms while it is entered (PSS
+    would count shared pages once; RSS counts them per process, as `ps` does)."""
+
+    def __enter__(self):
+        self.peak, self.stop = 0, threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self):
+        me = psutil.Process()
+        while not self.stop.wait(0.05):
+            total = 0
+            for p in [me] + me.children(recursive=True):
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:
+                    pass  # ended meanwhile
+            self.peak = max(self.peak, total)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
 
 
 def run(loader, epochs, step_s):
@@ -86,17 +116,19 @@ def main():
     torch_rate = None
     for r in range(args.rounds):
         for name, make in loaders(dataset, args):
-            loader = make()
-            rate, startup, _ = run(loader, args.epochs, 0)
+            with PeakRss() as rss:
+                loader = make()
+                rate, startup, _ = run(loader, args.epochs, 0)
             if name == "torch":
                 torch_rate = rate if torch_rate is None else min(torch_rate, rate)
             step = args.batch / (0.85 * torch_rate)
             _, _, stall = run(loader, args.epochs, step)
             if hasattr(loader, "close"):
                 loader.close()
-            figures.setdefault(name, []).append((rate, stall, startup))
+            figures.setdefault(name, []).append((rate, stall, startup, rss.peak / 2**20))
             print(f"round {r} {name}: {rate:.1f} samples/s at step 0 (first batch after "
-                  f"{startup:.2f} s), stall {stall:.2f} s at step {step * 1000:.1f} ms", flush=True)
+                  f"{startup:.2f} s), stall {stall:.2f} s at step {step * 1000:.1f} ms, peak RSS "
+                  f"{rss.peak / 2**20:.0f} MiB", flush=True)
     print("median over rounds:")
     base = sorted(f[0] for f in figures["torch"])[len(figures["torch"]) // 2]
     base_stall = sorted(f[1] for f in figures["torch"])[len(figures["torch"]) // 2]
@@ -104,9 +136,10 @@ def main():
         rate = sorted(f[0] for f in rows)[len(rows) // 2]
         stall = sorted(f[1] for f in rows)[len(rows) // 2]
         startup = sorted(f[2] for f in rows)[len(rows) // 2]
+        rss = max(f[3] for f in rows)
         print(f"  {name:24s} {rate:7.1f} samples/s ({rate / base:.2f}x torch)  stall {stall:6.2f} s "
               f"({stall / base_stall if base_stall else float('nan'):.2f}x torch)  first batch "
-              f"{startup:.2f} s")
+              f"{startup:.2f} s  peak RSS {rss:.0f} MiB")
 
 
 if __name__ == "__main__":
