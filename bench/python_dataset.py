@@ -47,11 +47,12 @@ class HeavyTailed(torch.utils.data.Dataset):
 
 class PeakRss:
     """The peak resident memory of this process and every process below it (the loader's
-    workers; Conveyor's node and its workers), sampled every 50 ms while it is entered (PSS
-    would count shared pages once; RSS counts them per process, as `ps` does)."""
+    workers; Conveyor's node and its workers), sampled every 50 ms while it is entered: RSS
+    (as `ps` counts it: a page shared by n processes, a library's or a forked parent's, n times)
+    and PSS (each shared page split among its processes: the memory the tree really holds)."""
 
     def __enter__(self):
-        self.peak, self.stop = 0, threading.Event()
+        self.peak, self.peak_pss, self.stop = 0, 0, threading.Event()
         self.thread = threading.Thread(target=self._sample, daemon=True)
         self.thread.start()
         return self
@@ -59,13 +60,16 @@ class PeakRss:
     def _sample(self):
         me = psutil.Process()
         while not self.stop.wait(0.05):
-            total = 0
+            total = pss = 0
             for p in [me] + me.children(recursive=True):
                 try:
-                    total += p.memory_info().rss
+                    info = p.memory_full_info()
+                    total += info.rss
+                    pss += info.pss
                 except psutil.Error:
                     pass  # ended meanwhile
             self.peak = max(self.peak, total)
+            self.peak_pss = max(self.peak_pss, pss)
 
     def __exit__(self, *exc):
         self.stop.set()
@@ -125,10 +129,11 @@ def main():
             _, _, stall = run(loader, args.epochs, step)
             if hasattr(loader, "close"):
                 loader.close()
-            figures.setdefault(name, []).append((rate, stall, startup, rss.peak / 2**20))
+            figures.setdefault(name, []).append((rate, stall, startup, rss.peak / 2**20,
+                                                 rss.peak_pss / 2**20))
             print(f"round {r} {name}: {rate:.1f} samples/s at step 0 (first batch after "
                   f"{startup:.2f} s), stall {stall:.2f} s at step {step * 1000:.1f} ms, peak RSS "
-                  f"{rss.peak / 2**20:.0f} MiB", flush=True)
+                  f"{rss.peak / 2**20:.0f} MiB, PSS {rss.peak_pss / 2**20:.0f} MiB", flush=True)
     print("median over rounds:")
     base = sorted(f[0] for f in figures["torch"])[len(figures["torch"]) // 2]
     base_stall = sorted(f[1] for f in figures["torch"])[len(figures["torch"]) // 2]
@@ -137,9 +142,10 @@ def main():
         stall = sorted(f[1] for f in rows)[len(rows) // 2]
         startup = sorted(f[2] for f in rows)[len(rows) // 2]
         rss = max(f[3] for f in rows)
+        pss = max(f[4] for f in rows)
         print(f"  {name:24s} {rate:7.1f} samples/s ({rate / base:.2f}x torch)  stall {stall:6.2f} s "
               f"({stall / base_stall if base_stall else float('nan'):.2f}x torch)  first batch "
-              f"{startup:.2f} s  peak RSS {rss:.0f} MiB")
+              f"{startup:.2f} s  peak RSS {rss:.0f} MiB, PSS {pss:.0f} MiB")
 
 
 if __name__ == "__main__":
