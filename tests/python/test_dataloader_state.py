@@ -26,10 +26,10 @@ def indices(batch):
     return [int(i) for i in batch["index"]]
 
 
-def loader(**kwargs):
+def loader(n=N, **kwargs):
     args = dict(batch_size=BATCH, shuffle=True, num_workers=2, seed=SEED, policy="in_order")
     args.update(kwargs)
-    return conveyor.DataLoader(Indexed(N), **args)
+    return conveyor.DataLoader(Indexed(n), **args)
 
 
 class ResumeTest(unittest.TestCase):
@@ -82,6 +82,22 @@ class ResumeTest(unittest.TestCase):
             state = first.state_dict()
         with self.assertRaisesRegex(ValueError, "batch_size=4.*this one has 5"):
             loader(batch_size=5).load_state_dict(state)
+
+    def test_a_rank_resumes_its_own_share_and_its_pad(self):
+        # 9 samples over 2 ranks in batches of 2: rank 1's share of 4 ends with a pad, the
+        # first sample of its epoch, which the state must carry past the restart.
+        share = dict(n=9, batch_size=2, num_workers=1, rank=1, world_size=2)
+        with loader(**share) as whole:
+            want = [[indices(b) for b in whole] for _ in range(2)]
+        first = loader(**share)
+        before = [indices(next(iter(first)))]
+        state = first.state_dict()
+        first.close()
+        with loader(**share) as second:
+            second.load_state_dict(state)
+            after = [[indices(b) for b in second] for _ in range(2)]
+        self.assertEqual([before + after[0], after[1]], want)
+        self.assertEqual(want[0][-1], [want[0][0][0]], "rank 1 pads with its first sample")
 
     def test_set_epoch_before_the_first_iteration_starts_there(self):
         with loader() as later:
