@@ -291,11 +291,12 @@ class DataLoader:
             "",
         ])
 
-    def _start(self):
+    def _start(self, epoch):
+        """Starts the node: from the state loaded, else at `epoch`."""
         from . import _native
-        if self._start_state is None and self._epoch > 0:  # set_epoch before the first epoch
+        if self._start_state is None and epoch > 0:
             self._start_state = _native.state_at_epoch(self._length, self.seed, self.shuffle,
-                                                       _EPOCHS, self._epoch)
+                                                       _EPOCHS, epoch)
         self._dir = tempfile.mkdtemp(prefix="conveyor-loader-")
         setup = os.path.join(self._dir, "dataset.setup")
         fd = os.open(setup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -364,9 +365,9 @@ class DataLoader:
     # --- batches ----------------------------------------------------------------------------
 
     def __iter__(self):
-        if self._feed is None:
-            self._start()
         progress = self._resumed or {"epoch": self._epoch, "yielded": 0, "pad": None}
+        if self._feed is None:
+            self._start(progress["epoch"])
         self._resumed = None
         self._epoch = progress["epoch"] + 1
         self._live = progress
@@ -405,9 +406,7 @@ class DataLoader:
         if self._node_epoch + 1 < epoch:
             self.close()
             self._start_state = None
-            self._epoch = epoch
-            self._start()
-            self._epoch = epoch + 1
+            self._start(epoch)
         while self._node_epoch < epoch:
             for batch in self._feed.epoch(self._node_epoch):
                 batch.release()
