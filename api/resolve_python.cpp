@@ -9,6 +9,7 @@
 #include "core/base/quoted_string.hpp"
 #include "core/batching/epoch_order.hpp"
 #include "core/python/draw_seed.hpp"
+#include "core/python/child_process.hpp"
 #include "core/python/python_step.hpp"
 
 namespace conveyor {
@@ -59,6 +60,25 @@ expected<void> write_layout(const topology& t, const python_sample_layout& layou
   return {};
 }
 
+// The zygote the node's starter forked and left to it (python.zygote_socket and _pidfd), or
+// null when the node is to spawn its own.
+expected<std::shared_ptr<worker_zygote>> inherited_zygote(const topology& t,
+                                                          const worker_launch& launch) {
+  if (t.python.zygote_socket < 0) {
+    return std::shared_ptr<worker_zygote>();
+  }
+  auto socket = adopt_descriptor(t.python.zygote_socket, "python.zygote_socket");
+  auto pidfd = adopt_descriptor(t.python.zygote_pidfd, "python.zygote_pidfd");
+  if (!socket || !pidfd) {
+    return bad(t, "python", (!socket ? socket.error() : pidfd.error()).message());
+  }
+  auto z = worker_zygote::adopt(launch, std::move(*socket), std::move(*pidfd));
+  if (!z && z.error().code() == errc::invalid_config) {
+    return bad(t, "python", z.error().message());
+  }
+  return z;
+}
+
 }  // namespace
 
 expected<python_chain> resolve_python_chain(const topology& t) {
@@ -66,9 +86,14 @@ expected<python_chain> resolve_python_chain(const topology& t) {
   if (!launch) {
     return launch.error();
   }
+  auto inherited = inherited_zygote(t, *launch);
+  if (!inherited) {
+    return inherited.error();
+  }
   const auto counts = resolve_counts(t.pipeline);
   auto pool = worker_pool::make(std::move(*launch),
-                                static_cast<std::size_t>(counts.preprocessors + counts.stragglers));
+                                static_cast<std::size_t>(counts.preprocessors + counts.stragglers),
+                                std::move(*inherited));
   // The first sample of epoch 0 (its draws as that epoch gives them): its worker stays warm.
   const auto first = epoch_order(t.python.length, t.dataset.seed, 0, t.dataset.shuffle).front();
   auto layout = probe_python_dataset(*pool, first, python_draw_seed(t.dataset.seed, 0, first),

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "core/python/worker_process.hpp"
+#include "core/python/worker_zygote.hpp"
 
 namespace {
 
@@ -57,8 +57,14 @@ conveyor::worker_process start_worker(std::int64_t bytes) {
   launch.script = std::string(CONVEYOR_SOURCE_DIR) + "/python/conveyor_worker.py";
   launch.setup = std::make_shared<std::vector<std::uint8_t>>(std::istreambuf_iterator<char>(in),
                                                              std::istreambuf_iterator<char>());
-  auto w = conveyor::worker_process::start(launch, 0);
+  static std::shared_ptr<conveyor::worker_zygote> zygote;  // outlives its workers
+  auto z = conveyor::worker_zygote::start(launch);
   fs::remove_all(dir);
+  if (!z) {
+    std::abort();
+  }
+  zygote = std::move(*z);
+  auto w = zygote->fork_worker(0);
   if (!w) {
     std::abort();
   }

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""conveyor.DataLoader against torch's DataLoader on a Dataset whose per-sample cost is
-heavy-tailed (issue 47's benchmark; the first of its datasets: a sleep-based one, lognormal
-costs around `median_ms`, 1% of samples at 20x the median). Rounds alternate loaders in one
+"""conveyor.DataLoader against torch's DataLoader and MinatoLoader's scheme on Datasets whose
+per-sample cost is heavy-tailed (issue 47's benchmark): `--dataset sleep`, lognormal costs
+around `median_ms`, 1% of samples at 20x the median; `--dataset unet3d`, the MLPerf UNet3D
+reference's own PytTrain (random balanced crop 128^3, flips, brightness, noise) over generated
+volumes (use --batch 2, as MLPerf does). Rounds alternate loaders in one
 run. Figures per loader: samples/s with no training step (step 0) from the first batch on, the
 time to that first batch (the loader's start), and the trainer's stall
 with a simulated step sized to 85% of torch's step-0 rate (demand below supply: a loader that
@@ -9,11 +11,15 @@ holds batches back for slow samples stalls the trainer anyway).
 
   PYTHONPATH=build-ci/python CONVEYOR_NODE=build-ci/apps/conveyor-node/conveyor-node \\
     /usr/bin/python3 bench/python_dataset.py [--workers 2] [--rounds 3] [--samples 400]
+    [--dataset sleep|unet3d]
 Results: bench/results/python_dataset.md
 """
 import argparse
 import math
+import os
 import random
+import sys
+import tempfile
 import threading
 import time
 
@@ -106,6 +112,37 @@ def loaders(dataset, args):
     yield "minato scheme", lambda: MinatoScheme(dataset, args.batch, args.workers)
 
 
+def unet3d_dataset(count, work):
+    """The MLPerf UNet3D reference's own training Dataset (PytTrain, its verbatim
+    pytorch_loader.py as tests/python/unet3d_reference.py holds it, written to `work` and
+    imported from there, as a user's module) over `count` generated cases: float32 images of
+    1 x D x H x W, D, H, W in 128..224, with kidney and tumour ellipsoids in the labels."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "python"))
+    import numpy as np
+    import unet3d_reference as ref
+    if ref._git_blob_id(ref._REFERENCE_SOURCE) != ref.REFERENCE_BLOB:
+        raise SystemExit("the embedded MLPerf source is not the reference's blob")
+    with open(os.path.join(work, "mlperf_pytorch_loader.py"), "w") as f:
+        f.write(ref._REFERENCE_SOURCE)
+    sys.path.insert(0, work)  # the workers' sys.path too (spawn's preparation)
+    import mlperf_pytorch_loader
+    rng = np.random.default_rng(47)
+    images, labels = [], []
+    for i in range(count):
+        shape = tuple(int(s) for s in rng.integers(128, 225, size=3))
+        centre = [s // 2 for s in shape]
+        image, label = ref._synthetic_case(rng, shape, [
+            (1, centre, [s // 4 for s in shape]),
+            (2, [c + s // 8 for c, s in zip(centre, shape)], [s // 10 for s in shape])])
+        images.append(os.path.join(work, f"case_{i:05d}_x.npy"))
+        labels.append(os.path.join(work, f"case_{i:05d}_y.npy"))
+        np.save(images[-1], image)
+        np.save(labels[-1], label)
+    return mlperf_pytorch_loader.PytTrain(images, labels, patch_size=ref.PATCH_SIZE,
+                                          oversampling=ref.OVERSAMPLING)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=2)
@@ -114,8 +151,11 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--median-ms", type=float, default=5.0)
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--dataset", choices=("sleep", "unet3d"), default="sleep")
     args = parser.parse_args()
-    dataset = HeavyTailed(args.samples, args.median_ms)
+    work = tempfile.TemporaryDirectory(prefix="bench-python-dataset.")
+    dataset = (unet3d_dataset(args.samples, work.name) if args.dataset == "unet3d" else
+               HeavyTailed(args.samples, args.median_ms))
     figures = {}
     torch_rate = None
     for r in range(args.rounds):

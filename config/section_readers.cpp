@@ -237,6 +237,14 @@ python_config read_python(table_reader& section) {
   out.hang_timeout_s = section.number("hang_timeout_s", out.hang_timeout_s, above(0));
   out.max_text_bytes = section.integer("max_text_bytes", out.max_text_bytes, closed(1, 1 << 24));
   out.layout_file = section.string("layout_file", out.layout_file);
+  out.zygote_socket = section.integer("zygote_socket", out.zygote_socket, closed(0, 1 << 20));
+  out.zygote_pidfd = section.integer("zygote_pidfd", out.zygote_pidfd, closed(0, 1 << 20));
+  if (const auto* given = section.find("zygote_socket");
+      given && (out.zygote_pidfd < 0 || out.zygote_socket == out.zygote_pidfd)) {
+    section.fail(*given, "zygote_socket", "needs python.zygote_pidfd, another descriptor");
+  } else if (const auto* pidfd = section.find("zygote_pidfd"); pidfd && out.zygote_socket < 0) {
+    section.fail(*pidfd, "zygote_pidfd", "needs python.zygote_socket");
+  }
   return out;
 }
 

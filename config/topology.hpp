@@ -64,6 +64,11 @@ struct python_config {
   /// Where the node writes the first sample's layout (JSON: its structure and fields) once it
   /// has it, for the loader that rebuilds samples from batches; "" for nowhere.
   std::string layout_file;
+  /// A zygote the node's starter forked (conveyor.DataLoader forks it from the trainer): the
+  /// descriptors, inherited by the node, of its socket and of a pidfd of it; both or neither
+  /// (-1: the node spawns its zygote from dataset.path's setup).
+  int zygote_socket = -1;
+  int zygote_pidfd = -1;
 };
 
 /// The value of a count given as "auto" (the app picks, e.g. one per core).

@@ -1,47 +1,61 @@
-"""Conveyor's Python worker: the process one preprocessor or straggler actor owns.
+"""Conveyor's Python workers: the zygote of one pool, and the workers forked from it, each the
+process one preprocessor or straggler actor owns.
 
-Started by core/python/worker_process.cpp as `python3 conveyor_worker.py` (never forked from a
-process that runs the runtime's threads) with its end of a SOCK_SEQPACKET socket as descriptor
-3. The protocol is core/python/worker_protocol.hpp's; this file is its other half:
+The zygote is forked from the trainer by conveyor.DataLoader (fork_zygote: the trainer runs
+none of the runtime's threads, which run in its node), as torch's DataLoader forks its workers;
+or, where there is no trainer to fork it from, spawned by core/python/worker_zygote.cpp as
+`python3 conveyor_worker.py` with its end of a SOCK_SEQPACKET socket as descriptor 3, never
+forked from a process that runs the runtime's threads. Each worker is a fork of the zygote,
+which runs no thread. The protocol is core/python/worker_protocol.hpp's; this file is its
+other half:
 
-  start  (parent -> worker): worker id, and a sealed memfd holding the pickle of a pair:
+  start  (owner -> spawned zygote): a sealed memfd holding the pickle of a pair:
          multiprocessing.spawn.get_preparation_data(...) (or None), applied first, as spawn
          does (sys.path, the working directory, the main module as __mp_main__), and the
          pickle of {"dataset": the Dataset, "worker_init_fn": a callable or None}
-  ready / failed (worker -> parent): after the main module was prepared as spawn does, the
-         dataset unpickled and worker_init_fn(worker_id) run; or the exception that stopped it.
-  sample (parent -> worker): epoch, index, seed. The worker seeds `random`, `numpy.random` and
+  ready / failed (zygote -> owner): once the dataset is unpickled (its modules imported: every
+         worker shares them); or the exception that stopped it.
+  fork   (owner -> zygote): a worker id and the worker's end of its socket. The zygote forks;
+  forked (zygote -> owner): the worker's pid, a pidfd of it and the read end of a pipe on which
+         the zygote writes the worker's wait status once it has reaped it.
+  ready / failed (worker -> owner): after worker_init_fn(worker_id) ran, or its exception.
+  sample (owner -> worker): epoch, index, seed. The worker seeds `random`, `numpy.random` and
          `torch` from the seed, runs dataset[index], and answers
-  done   (worker -> parent): the sample as a structure (JSON) and a table of fields whose bytes
+  done   (worker -> owner): the sample as a structure (JSON) and a table of fields whose bytes
          lie in a memfd it wrote and sealed against any further write; or
-  raised (worker -> parent): the exception's type, message and the traceback's last frame.
-  stop   (parent -> worker): the worker exits.
+  raised (worker -> owner): the exception's type, message and the traceback's last frame.
+  stop   (owner -> either): it exits.
 
-The worker ignores SIGINT (Ctrl-C is the parent's to handle: it stops its workers) and exits
-by itself when its parent is gone.
+Both ignore SIGINT (Ctrl-C is the owner's to handle: it stops its workers) and exit by
+themselves when their owner is gone (their socket hangs up).
 """
 
+import gc
 import json
 import mmap
 import os
 import pickle
 import random
+import select
+import selectors
 import signal
 import socket
 import struct
 import sys
 import threading
-import time
 import traceback
 
-PROTOCOL = 1
+PROTOCOL = 2
 MAGIC = b"CVPW"
-SOCKET_FD = 3
+SOCKET_FD = 3  # a spawned zygote's socket
+# Set in a spawned zygote and its workers: conveyor.DataLoader refuses to start there (a
+# trainer's main module without `if __name__ == "__main__":` re-runs its training on import).
+BOOTSTRAPPING = "CONVEYOR_WORKER_BOOTSTRAPPING"
 MAX_MESSAGE = 1 << 20
 
 # Message kinds (core/python/worker_protocol.hpp).
-START, SAMPLE, STOP = 1, 2, 3
-READY, FAILED, DONE, RAISED = 1, 2, 3, 4
+START, SAMPLE, STOP, FORK = 1, 2, 3, 4
+READY, FAILED, DONE, RAISED, FORKED = 1, 2, 3, 4, 5
 
 # Field kinds: what a leaf of the sample was, so that the consumer rebuilds it.
 TENSOR, NDARRAY, INT, FLOAT, BOOL, STR, BYTES, PICKLED = range(8)
@@ -229,41 +243,45 @@ def run_sample(sock, dataset, message):
             os.close(fd)
 
 
-def start(sock, message, fds):
-    magic, version, worker_id, size = struct.unpack("<4sIIQ", message[4:24])
+def start(message, fds):
+    """The setup the start message's memfd holds, the trainer's main module prepared first."""
+    magic, version, size = struct.unpack("<4sIQ", message[4:20])
     if magic != MAGIC or version != PROTOCOL or len(fds) != 1:
-        raise RuntimeError(f"a start message this worker cannot read (protocol {version})")
+        raise RuntimeError(f"a start message this zygote cannot read (protocol {version})")
     with mmap.mmap(fds[0], size, prot=mmap.PROT_READ) as region:
         setup = bytes(region)
-    os.close(fds[0])
     preparation, setup = pickle.loads(setup)
     if preparation:
         import multiprocessing.spawn
         multiprocessing.spawn.prepare(preparation)
-    setup = pickle.loads(setup)
-    if setup.get("worker_init_fn") is not None:
-        setup["worker_init_fn"](worker_id)
-    return setup["dataset"]
+    return pickle.loads(setup)
 
 
-def watch_parent():
-    """Ends this process once its parent is gone (a parent killed cannot stop its workers)."""
-    parent = os.getppid()
+def watch_owner(sock):
+    """Ends this process once its owner is gone (its socket hangs up): an owner killed cannot
+    stop its workers, and a worker busy with a sample reads no socket."""
+    fd = sock.fileno()
 
     def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
+        hangup = select.poll()
+        hangup.register(fd, 0)  # hang-ups and errors are always reported
+        while True:
+            for _, events in hangup.poll():
+                if events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                    os._exit(0)
 
-    threading.Thread(target=watch, daemon=True, name="conveyor-parent-watch").start()
+    threading.Thread(target=watch, daemon=True, name="conveyor-owner-watch").start()
 
 
-def serve(sock):
-    message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 1)
+def serve_worker(sock, setup, worker_id):
+    """A worker's life: worker_init_fn, then one sample at a time until told to stop."""
+    watch_owner(sock)
+    torch = torch_module()
+    if torch is not None:
+        torch.set_num_threads(1)  # as torch's DataLoader's workers
     try:
-        if not message or message[0] != START:
-            raise RuntimeError("the first message was not a start message")
-        dataset = start(sock, message, fds)
+        if setup.get("worker_init_fn") is not None:
+            setup["worker_init_fn"](worker_id)
     except BaseException as exc:
         sock.sendmsg([exception_message(FAILED, 0, exc)])
         return
@@ -273,17 +291,162 @@ def serve(sock):
         if not message or message[0] == STOP:
             return
         if message[0] == SAMPLE:
-            run_sample(sock, dataset, message)
+            run_sample(sock, setup["dataset"], message)
+
+
+class Zygote:
+    """Forks the workers, single-threaded, and reaps them: each one's wait status goes to the
+    pipe whose read end its owner holds."""
+
+    def __init__(self, sock, setup):
+        self.sock, self.setup = sock, setup
+        self.statuses = {}  # pid -> the write end of its status pipe
+        self.wakeup = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(self.wakeup[1])
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        self.warned = False
+
+    def serve(self):
+        ready = selectors.DefaultSelector()
+        ready.register(self.sock, selectors.EVENT_READ)
+        ready.register(self.wakeup[0], selectors.EVENT_READ)
+        while True:
+            for key, _ in ready.select():
+                if key.fileobj == self.wakeup[0]:
+                    self.reap()
+                elif not self.request():
+                    return
+
+    def request(self):
+        """Answers one request; False once told to stop (or the owner is gone)."""
+        message, fds, _, _ = socket.recv_fds(self.sock, MAX_MESSAGE, 1)
+        if message and message[0] == FORK and len(message) == 8 and len(fds) == 1:
+            self.fork(struct.unpack("<I", message[4:8])[0], fds[0])
+            return True
+        for fd in fds:
+            os.close(fd)
+        return bool(message) and message[0] != STOP
+
+    def reap(self):
+        try:
+            while os.read(self.wakeup[0], 512):
+                pass
+        except BlockingIOError:
+            pass
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            fd = self.statuses.pop(pid, None)
+            if fd is not None:
+                os.write(fd, struct.pack("<i", status))
+                os.close(fd)
+
+    def fork(self, worker_id, fd):
+        self.warn_of_threads()
+        status = os.pipe2(os.O_CLOEXEC)
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            for f in (fd, *status):
+                os.close(f)
+            self.sock.sendmsg([exception_message(FAILED, 0, exc)])
+            return
+        if pid == 0:
+            self.become_worker(worker_id, fd, status)
+        os.close(fd)
+        self.statuses[pid] = status[1]
+        pidfd = os.pidfd_open(pid)
+        try:
+            socket.send_fds(self.sock, [struct.pack("<BxxxI", FORKED, pid)], [pidfd, status[0]])
+        finally:
+            os.close(pidfd)
+            os.close(status[0])
+
+    def become_worker(self, worker_id, fd, status):
+        """The forked child: drops the zygote's descriptors and serves as worker `worker_id`."""
+        code = 0
+        try:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for f in (*self.wakeup, *status, *self.statuses.values()):
+                os.close(f)
+            self.sock.close()
+            with socket.socket(fileno=fd) as sock:
+                serve_worker(sock, self.setup, worker_id)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+
+    def warn_of_threads(self):
+        threads = len(os.listdir("/proc/self/task"))
+        if threads > 1 and not self.warned:
+            self.warned = True
+            print(f"conveyor: the workers' zygote runs {threads} threads (the dataset's modules "
+                  "started them): a worker is forked from it all the same, as torch's "
+                  "DataLoader forks its trainer", file=sys.stderr, flush=True)
+
+
+def serve_zygote(sock, setup):
+    """The zygote's life once it holds its setup: it tells its owner it is ready, then forks
+    workers until told to stop or its owner is gone."""
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(signum, signal.SIG_DFL)  # a trainer's handlers are not a worker's
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    gc.freeze()  # what the workers share is never written by a collection
+    sock.sendmsg([struct.pack("<B", READY)])
+    Zygote(sock, setup).serve()
+
+
+def fork_zygote(dataset, worker_init_fn):
+    """Forks the zygote from this process (a trainer's, which runs none of the runtime's
+    threads: they run in its node), as torch's DataLoader forks its workers from it: the
+    zygote and its workers share this process's modules, main module and dataset copy-on-write
+    and import or re-run nothing. Its pid and the owner's end of its socket (for the node)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    for stream in (sys.stdout, sys.stderr):  # or the children write this process's buffers
+        if stream is not None:
+            stream.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            ours.close()
+            serve_zygote(theirs, {"dataset": dataset, "worker_init_fn": worker_init_fn})
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    theirs.close()
+    return pid, ours
 
 
 def main():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    watch_parent()
+    """A zygote spawned by its node (no trainer to fork it from: a node restarting its
+    zygote, a C++ trainer's pipeline): its setup comes pickled in the start message, the
+    trainer's main module is prepared as spawn does."""
     sock = socket.socket(fileno=SOCKET_FD)
     try:
-        serve(sock)
+        message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 1)
+        os.environ[BOOTSTRAPPING] = "1"  # a DataLoader the main module makes now is refused
+        try:
+            if not message or message[0] != START:
+                raise RuntimeError("the first message was not a start message")
+            setup = start(message, fds)
+        except BaseException as exc:
+            sock.sendmsg([exception_message(FAILED, 0, exc)])
+            return
+        finally:
+            del os.environ[BOOTSTRAPPING]
+            for fd in fds:
+                os.close(fd)
+        serve_zygote(sock, setup)
     except (BrokenPipeError, ConnectionResetError):
-        pass  # the parent went away
+        pass  # the owner went away
     finally:
         sock.close()
 

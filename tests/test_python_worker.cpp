@@ -1,18 +1,28 @@
-// Python worker processes (core/python/worker_process.hpp) running datasets this test writes:
-// real interpreters (Debian's python3, numpy, torch), real sockets and memfds. A sample comes
-// back as its structure and fields; draws depend only on the seed; the user's exceptions, a
-// worker's death (its own exit, a signal from outside), a hang, a start that raises and a
-// reply a hostile dataset forges each end as their contract says, and no process is left.
+// Python worker processes (core/python/worker_process.hpp), forked by their zygote
+// (worker_zygote.hpp), running datasets this test writes: real interpreters (Debian's python3,
+// numpy, torch), real sockets, pidfds and memfds. A sample comes back as its structure and
+// fields; draws depend only on the seed; the dataset's modules are imported once, by the
+// zygote; the user's exceptions, a worker's death (its own exit, a signal from outside), a
+// hang, a start that raises, a zygote killed under its workers and a reply a hostile dataset
+// forges each end as their contract says, and no process is left.
 
 #include <fcntl.h>
+#include <poll.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
-#include "core/python/worker_process.hpp"
+#include "core/python/worker_pool.hpp"
+#include "core/python/worker_zygote.hpp"
 #include "support/python_workers.hpp"
 
 namespace conveyor {
@@ -25,6 +35,9 @@ constexpr const char* datasets_py = R"(
 import os, random, signal, socket, struct, time
 import numpy as np
 import torch
+
+with open(os.path.join(os.path.dirname(__file__), "imports.log"), "a") as log:
+    log.write("%d\n" % os.getpid())  # once per import of this module
 
 
 class Fields:
@@ -56,13 +69,22 @@ class Faulty:
             os._exit(7)
         if i == 5:
             time.sleep(3600)
-        if i == 6:  # answers for the worker, with a field outside its region
-            s = socket.socket(fileno=os.dup(3))
+        if i == 6:  # answers for the worker (on its one socket), with a field outside its region
+            s = socket.socket(fileno=os.dup(own_socket()))
             name = b"sample"
             table = struct.pack("<BBBxH", 1, 1, 1, len(name)) + name + struct.pack("<QQQ", 16, 0, 16)
             s.sendmsg([struct.pack("<BxxxQQII", 3, i, 0, 1, 2) + b"{}" + table])
             time.sleep(3600)
         return np.arange(i)
+
+
+def own_socket():
+    for f in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + f).startswith("socket:"):
+                return int(f)
+        except OSError:
+            pass  # the listing's own descriptor, closed meanwhile
 
 
 def failing_init(worker_id):
@@ -71,12 +93,22 @@ def failing_init(worker_id):
 
 class PythonWorker : public ::testing::Test {
  protected:
-  worker_launch launch(const std::string& cls, const std::string& init_fn = "") {
-    return testing::python_worker_launch(dir_, "datasets", datasets_py, cls, init_fn);
+  // The zygote of dataset `cls`, started the first time (one dataset per test).
+  worker_zygote& zygote(const std::string& cls, const std::string& init_fn = "") {
+    if (!zygote_) {
+      auto z = worker_zygote::start(
+          testing::python_worker_launch(dir_, "datasets", datasets_py, cls, init_fn));
+      if (!z) {
+        ADD_FAILURE() << z.error().what();
+        std::abort();
+      }
+      zygote_ = std::move(*z);
+    }
+    return *zygote_;
   }
 
-  static worker_process started(const worker_launch& l, std::uint32_t id = 0) {
-    auto w = worker_process::start(l, id);
+  worker_process started(const std::string& cls, std::uint32_t id = 0) {
+    auto w = zygote(cls).fork_worker(id);
     if (!w) {
       ADD_FAILURE() << w.error().what();
       std::abort();
@@ -93,6 +125,7 @@ class PythonWorker : public ::testing::Test {
   }
 
   testing::temp_dir dir_;
+  std::shared_ptr<worker_zygote> zygote_;
 };
 
 // Whether process `pid` is gone (reaped: not even a zombie of ours is left).
@@ -118,7 +151,7 @@ T value_of(const worker_sample& s, const worker_field& f, std::size_t i = 0) {
 }
 
 TEST_F(PythonWorker, ASampleComesBackAsItsStructureAndFieldsInSealedMemory) {
-  auto w = started(launch("Fields"));
+  auto w = started("Fields");
   auto s = sample(w, 7);
   ASSERT_TRUE(s) << s.error().what();
   EXPECT_EQ(s->index, 7u);
@@ -153,9 +186,8 @@ TEST_F(PythonWorker, ASampleComesBackAsItsStructureAndFieldsInSealedMemory) {
 }
 
 TEST_F(PythonWorker, DrawsDependOnTheSeedNeverOnTheWorker) {
-  const auto l = launch("Draws");
-  auto one = started(l, 0);
-  auto other = started(l, 1);
+  auto one = started("Draws", 0);
+  auto other = started("Draws", 1);
   auto bytes = [](const worker_sample& s) {
     std::vector<std::uint8_t> all;
     for (const auto& f : s.fields) {
@@ -173,7 +205,7 @@ TEST_F(PythonWorker, DrawsDependOnTheSeedNeverOnTheWorker) {
 }
 
 TEST_F(PythonWorker, AnExceptionNamesTheIndexTypeMessageAndFrameAndTheWorkerLivesOn) {
-  auto w = started(launch("Faulty"));
+  auto w = started("Faulty");
   auto bad = sample(w, 3);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code(), errc::transform_error);
@@ -188,7 +220,7 @@ TEST_F(PythonWorker, AnExceptionNamesTheIndexTypeMessageAndFrameAndTheWorkerLive
 }
 
 TEST_F(PythonWorker, AWorkerThatExitsIsNamedWithItsExitCodeAndReaped) {
-  auto w = started(launch("Faulty"), 4);
+  auto w = started("Faulty", 4);
   const auto pid = w.pid();
   auto died = sample(w, 4);
   ASSERT_FALSE(died);
@@ -204,7 +236,7 @@ TEST_F(PythonWorker, AWorkerThatExitsIsNamedWithItsExitCodeAndReaped) {
 }
 
 TEST_F(PythonWorker, AWorkerKilledFromOutsideIsNamedWithItsSignal) {
-  auto w = started(launch("Faulty"));
+  auto w = started("Faulty");
   ASSERT_TRUE(w.ask(0, 5, 1));  // sleeps
   ASSERT_EQ(::kill(w.pid(), SIGKILL), 0);
   auto died = w.await(60s);
@@ -215,7 +247,7 @@ TEST_F(PythonWorker, AWorkerKilledFromOutsideIsNamedWithItsSignal) {
 }
 
 TEST_F(PythonWorker, AHungSampleTimesOutAndItsWorkerIsKilledAndReaped) {
-  auto w = started(launch("Faulty"));
+  auto w = started("Faulty");
   const auto pid = w.pid();
   ASSERT_TRUE(w.ask(0, 5, 1));
   auto waited = w.await(200ms);
@@ -228,7 +260,7 @@ TEST_F(PythonWorker, AHungSampleTimesOutAndItsWorkerIsKilledAndReaped) {
 }
 
 TEST_F(PythonWorker, AForgedReplyIsRefusedNamingWhatIsWrongAndItsWorkerIsKilled) {
-  auto w = started(launch("Faulty"));
+  auto w = started("Faulty");
   const auto pid = w.pid();
   auto forged = sample(w, 6);
   ASSERT_FALSE(forged);
@@ -240,7 +272,7 @@ TEST_F(PythonWorker, AForgedReplyIsRefusedNamingWhatIsWrongAndItsWorkerIsKilled)
 }
 
 TEST_F(PythonWorker, AStartThatRaisesIsRefusedNamingTheException) {
-  auto w = worker_process::start(launch("Fields", "failing_init"), 2);
+  auto w = zygote("Fields", "failing_init").fork_worker(2);
   ASSERT_FALSE(w);
   EXPECT_EQ(w.error().code(), errc::worker_failed);
   EXPECT_NE(w.error().message().find("RuntimeError: no GPU for worker 2"), std::string::npos)
@@ -250,11 +282,114 @@ TEST_F(PythonWorker, AStartThatRaisesIsRefusedNamingTheException) {
 TEST_F(PythonWorker, ADestroyedWorkerIsStoppedAndReaped) {
   pid_t pid = -1;
   {
-    auto w = started(launch("Fields"));
+    auto w = started("Fields");
     pid = w.pid();
     ASSERT_TRUE(sample(w, 1));
   }
   EXPECT_TRUE(gone(pid));
+}
+
+// The pid of `pid`'s parent, from /proc (-1 when it is gone).
+pid_t parent_of(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const auto end = line.rfind(')');
+  if (end == std::string::npos) {
+    return -1;
+  }
+  std::istringstream rest(line.substr(end + 2));
+  char state = 0;
+  pid_t parent = -1;
+  rest >> state >> parent;
+  return parent;
+}
+
+TEST_F(PythonWorker, WorkersAreForkedFromOneZygoteThatImportedTheDatasetOnce) {
+  auto one = started("Fields", 0);
+  auto other = started("Fields", 1);
+  ASSERT_TRUE(sample(one, 1) && sample(other, 2));
+  EXPECT_EQ(parent_of(one.pid()), zygote_->pid());
+  EXPECT_EQ(parent_of(other.pid()), zygote_->pid());
+  // Imported by the process that pickled the dataset (tests/python/worker_setup.py), then by
+  // the zygote alone.
+  const auto log = testing::read_file(dir_ / "imports.log");
+  const std::string text(log.begin(), log.end());
+  const auto zygote_line = "\n" + std::to_string(zygote_->pid()) + "\n";
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;
+  EXPECT_EQ(text.size() - text.rfind(zygote_line), zygote_line.size()) << text;
+}
+
+TEST_F(PythonWorker, AWorkerOutlivesItsKilledZygoteAndIsStillEndedAndNamed) {
+  auto w = started("Faulty", 3);
+  const auto pid = w.pid();
+  unique_fd zygote(static_cast<int>(::syscall(SYS_pidfd_open, zygote_->pid(), 0)));
+  ASSERT_EQ(::kill(zygote_->pid(), SIGKILL), 0);
+  pollfd ended{zygote.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&ended, 1, 60000), 1);  // its descriptors are closed once it has ended
+  EXPECT_FALSE(zygote_->alive());
+  auto s = sample(w, 2);
+  ASSERT_TRUE(s) << s.error().what();
+  auto forked = zygote_->fork_worker(4);
+  ASSERT_FALSE(forked);
+  EXPECT_EQ(forked.error().code(), errc::worker_failed);
+  EXPECT_NE(forked.error().message().find("zygote"), std::string::npos)
+      << forked.error().message();
+  ASSERT_TRUE(w.ask(0, 4, 1));  // exits with code 7; its status died with the zygote
+  auto died = w.await(60s);
+  ASSERT_FALSE(died);
+  EXPECT_NE(died.error().message().find("Python worker 3 (pid " + std::to_string(pid)),
+            std::string::npos)
+      << died.error().message();
+  EXPECT_NE(died.error().message().find("lost with its zygote"), std::string::npos)
+      << died.error().message();
+}
+
+TEST_F(PythonWorker, APoolForksFromANewZygoteOnceItsZygoteDied) {
+  auto pool = worker_pool::make(
+      testing::python_worker_launch(dir_, "datasets", datasets_py, "Fields", ""), 2);
+  auto first = pool->take();
+  ASSERT_TRUE(first) << first.error().what();
+  const auto old = pool->zygote_pid();
+  unique_fd zygote(static_cast<int>(::syscall(SYS_pidfd_open, old, 0)));
+  ASSERT_EQ(::kill(old, SIGKILL), 0);
+  pollfd ended{zygote.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&ended, 1, 60000), 1);
+  auto second = pool->take();
+  ASSERT_TRUE(second) << second.error().what();
+  EXPECT_NE(pool->zygote_pid(), old);
+  EXPECT_EQ(parent_of((*second)->pid()), pool->zygote_pid());
+  EXPECT_TRUE(sample(**first, 1));  // the first zygote's worker lives on
+  EXPECT_TRUE(sample(**second, 2));
+  EXPECT_EQ(pool->started(), 2u);
+}
+
+TEST_F(PythonWorker, AForkedReplyWithoutThePidfdOfItsPidIsRefused) {
+  auto w = started("Fields");
+  auto forked = [&](pid_t pid, int first, int second) {
+    received_message m;
+    m.bytes = {5, 0, 0, 0};
+    for (int i = 0; i < 4; ++i) {
+      m.bytes.push_back(static_cast<std::uint8_t>(static_cast<std::uint32_t>(pid) >> (8 * i)));
+    }
+    m.fds.emplace_back(::dup(first));
+    m.fds.emplace_back(::dup(second));
+    return decode_reply(std::move(m));
+  };
+  int status[2];
+  ASSERT_EQ(::pipe2(status, O_CLOEXEC), 0);
+  unique_fd read_end(status[0]);
+  unique_fd write_end(status[1]);
+  unique_fd ours(static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0)));
+  ASSERT_TRUE(ours);
+  EXPECT_TRUE(forked(::getpid(), ours.get(), read_end.get()));
+  auto other = forked(w.pid(), ours.get(), read_end.get());  // a pidfd of another process
+  ASSERT_FALSE(other);
+  EXPECT_NE(other.error().message().find("without a pidfd of pid"), std::string::npos)
+      << other.error().message();
+  EXPECT_FALSE(forked(::getpid(), read_end.get(), read_end.get()));   // no pidfd at all
+  EXPECT_FALSE(forked(::getpid(), ours.get(), write_end.get()));      // the pipe's write end
+  EXPECT_FALSE(forked(0, ours.get(), read_end.get()));
 }
 
 }  // namespace

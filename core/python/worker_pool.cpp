@@ -15,12 +15,15 @@ worker_lease::~worker_lease() {
   }
 }
 
-std::shared_ptr<worker_pool> worker_pool::make(worker_launch launch, std::size_t capacity) {
-  return std::shared_ptr<worker_pool>(new worker_pool(std::move(launch), capacity));
+std::shared_ptr<worker_pool> worker_pool::make(worker_launch launch, std::size_t capacity,
+                                               std::shared_ptr<worker_zygote> zygote) {
+  return std::shared_ptr<worker_pool>(
+      new worker_pool(std::move(launch), capacity, std::move(zygote)));
 }
 
-worker_pool::worker_pool(worker_launch launch, std::size_t capacity)
-    : launch_(std::move(launch)), capacity_(capacity) {
+worker_pool::worker_pool(worker_launch launch, std::size_t capacity,
+                         std::shared_ptr<worker_zygote> zygote)
+    : launch_(std::move(launch)), capacity_(capacity), zygote_(std::move(zygote)) {
   idle_.reserve(capacity);  // give_back never allocates
   for (std::size_t i = capacity; i > 0; --i) {
     free_ids_.push_back(static_cast<std::uint32_t>(i - 1));  // the lowest id first
@@ -47,8 +50,9 @@ expected<worker_lease> worker_pool::take() {
     free_ids_.pop_back();
     ++started_;
   }
-  // Started outside the lock: a start takes seconds (an interpreter, imports, the dataset).
-  auto w = worker_process::start(launch_, id);
+  // Started outside the lock: a zygote's start takes seconds (an interpreter, imports, the
+  // dataset), and worker_init_fn may take its time.
+  auto w = start_worker(id);
   if (!w) {
     std::lock_guard<std::mutex> lock(mutex_);
     free_ids_.push_back(id);
@@ -56,6 +60,40 @@ expected<worker_lease> worker_pool::take() {
     return w.error();
   }
   return worker_lease(shared_from_this(), std::move(*w));
+}
+
+expected<worker_process> worker_pool::start_worker(std::uint32_t id) {
+  auto z = zygote();
+  if (!z) {
+    return z.error();
+  }
+  auto w = (*z)->fork_worker(id);
+  if (!w && !(*z)->alive()) {  // the zygote died: once more, from a new one
+    z = zygote();
+    if (!z) {
+      return z.error();
+    }
+    w = (*z)->fork_worker(id);
+  }
+  return w;
+}
+
+expected<std::shared_ptr<worker_zygote>> worker_pool::zygote() {
+  std::lock_guard<std::mutex> lock(zygote_mutex_);
+  if (!zygote_ || !zygote_->alive()) {
+    zygote_.reset();
+    auto z = worker_zygote::start(launch_);
+    if (!z) {
+      return z.error();
+    }
+    zygote_ = std::move(*z);
+  }
+  return zygote_;
+}
+
+pid_t worker_pool::zygote_pid() const {
+  std::lock_guard<std::mutex> lock(zygote_mutex_);
+  return zygote_ ? zygote_->pid() : -1;
 }
 
 expected<void> worker_pool::start_all() {

@@ -1,7 +1,8 @@
 #pragma once
 /// The Python worker processes of one pipeline: at most `capacity` of them live (its
 /// preprocessors plus its straggler actors, so that an actor that hands a sample off with its
-/// worker still finds one for the next), each started the first time an actor needs one and
+/// worker still finds one for the next), each forked from the pool's zygote (worker_zygote.hpp,
+/// started with the first worker and again if it dies) the first time an actor needs one and
 /// kept between samples. An actor takes a worker for a sample as a lease; the lease moves with
 /// the sample (a hand-off) and gives the worker back when it ends. A worker that died, was
 /// killed or broke the protocol is not given back: its place (and its worker id, which
@@ -17,6 +18,7 @@
 
 #include "conveyor/error.hpp"
 #include "core/python/worker_process.hpp"
+#include "core/python/worker_zygote.hpp"
 
 namespace conveyor {
 
@@ -43,36 +45,48 @@ class worker_lease {
 
 class worker_pool : public std::enable_shared_from_this<worker_pool> {
  public:
-  /// Precondition: capacity > 0.
-  static std::shared_ptr<worker_pool> make(worker_launch launch, std::size_t capacity);
+  /// Precondition: capacity > 0. `zygote`: one already started (worker_zygote::adopt), or null
+  /// for one started with the first worker.
+  static std::shared_ptr<worker_pool> make(worker_launch launch, std::size_t capacity,
+                                           std::shared_ptr<worker_zygote> zygote = nullptr);
   /// Stops the idle workers (a leased one holds the pool until its lease ends).
   ~worker_pool();
   worker_pool(const worker_pool&) = delete;
   worker_pool& operator=(const worker_pool&) = delete;
 
-  /// An idle worker, or a new one started now (its start bounded by launch.start_timeout) when
+  /// An idle worker, or a new one forked now (its start bounded by launch.start_timeout) when
   /// none is idle and fewer than `capacity` live; when all `capacity` are leased (samples
   /// handed off wait for a straggler actor with their workers), waits for one to come back, at
-  /// most launch.start_timeout. Errors: worker_process::start's (a start that failed frees its
-  /// place); errc::timed_out when no worker came back in time.
+  /// most launch.start_timeout. Errors: worker_zygote::start's and fork_worker's (a start that
+  /// failed frees its place; a zygote found dead is started again once); errc::timed_out when
+  /// no worker came back in time.
   expected<worker_lease> take();
 
-  /// Starts every place's worker now, all at once (each start takes seconds: an interpreter,
-  /// imports, the dataset), so that none starts while samples wait. The first failure's error.
+  /// Starts the zygote and every place's worker now (the zygote's start takes seconds: an
+  /// interpreter, imports, the dataset), so that none starts while samples wait. The first
+  /// failure's error.
   expected<void> start_all();
 
   /// Workers started so far, the first `capacity` included (a replacement is a restart).
   std::uint64_t started() const;
+  /// The zygote's pid (-1 before the first worker starts).
+  pid_t zygote_pid() const;
   /// Workers that live now (idle or leased).
   std::size_t live() const;
 
  private:
   friend class worker_lease;
-  worker_pool(worker_launch launch, std::size_t capacity);
+  worker_pool(worker_launch launch, std::size_t capacity, std::shared_ptr<worker_zygote> zygote);
   void give_back(worker_process w) noexcept;
+  /// A worker forked for place `id` (from a new zygote when the pool's has died).
+  expected<worker_process> start_worker(std::uint32_t id);
+  /// The pool's zygote, started now when there is none or it has died.
+  expected<std::shared_ptr<worker_zygote>> zygote();
 
   const worker_launch launch_;
   const std::size_t capacity_;
+  mutable std::mutex zygote_mutex_;
+  std::shared_ptr<worker_zygote> zygote_;  ///< destroyed after the idle workers it reaps
   mutable std::mutex mutex_;
   std::condition_variable returned_;  ///< a worker came back, or a place was freed
   std::vector<worker_process> idle_;

@@ -1,107 +1,47 @@
 #include "core/python/worker_process.hpp"
 
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <utility>
 
-#include "core/serving/shared_region.hpp"
-
-extern char** environ;
+#include "core/base/little_endian.hpp"
+#include "core/python/child_process.hpp"
 
 namespace conveyor {
 
 namespace {
 
-constexpr int worker_socket_fd = 3;  // python/conveyor_worker.py's SOCKET_FD
 // How long a worker that broke off is given to end by itself, so that its own exit code or
 // signal is what is reported.
 constexpr std::chrono::milliseconds ending_grace(500);
+// How long its zygote may take to write an ended worker's status.
+constexpr std::chrono::milliseconds status_bound(std::chrono::seconds(5));
 
-error io_failure(const std::string& call, int err) {
-  return error{errc::io_error, "starting a Python worker: " + call + ": " + std::strerror(err)};
-}
-
-// The attributes of a worker's spawn: its own process group, no blocked signals, and the
-// signals a trainer may catch or ignore back to their defaults.
-struct spawn_attributes {
-  posix_spawnattr_t attr{};
-  spawn_attributes() {
-    posix_spawnattr_init(&attr);
-    sigset_t none;
-    sigemptyset(&none);
-    sigset_t defaults;
-    sigemptyset(&defaults);
-    for (int s : {SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2}) {
-      sigaddset(&defaults, s);
-    }
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(
-        &attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+// The wait status the zygote wrote on `status` (4 bytes, little-endian), as ending_of names it.
+std::string status_from(int status) {
+  if (!readable_within(status, status_bound)) {
+    return "ended (its zygote gave no status within " + std::to_string(status_bound.count()) +
+           " ms)";
   }
-  ~spawn_attributes() { posix_spawnattr_destroy(&attr); }
-  spawn_attributes(const spawn_attributes&) = delete;
-  spawn_attributes& operator=(const spawn_attributes&) = delete;
-};
-
-expected<pid_t> spawn_worker(const worker_launch& launch, int child_socket) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  // dup2 onto itself clears close-on-exec too (glibc >= 2.29).
-  posix_spawn_file_actions_adddup2(&actions, child_socket, worker_socket_fd);
-  spawn_attributes attributes;
-  std::vector<std::string> args = {launch.python, launch.script};
-  std::vector<char*> argv;
-  for (auto& a : args) {
-    argv.push_back(a.data());
-  }
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc =
-      posix_spawn(&pid, launch.python.c_str(), &actions, &attributes.attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    return io_failure("posix_spawn " + launch.python, rc);
-  }
-  return pid;
-}
-
-std::string ending_of(int status) {
-  if (WIFEXITED(status)) {
-    return "exited with code " + std::to_string(WEXITSTATUS(status));
-  }
-  if (WIFSIGNALED(status)) {
-    const int s = WTERMSIG(status);
-    return "was killed by signal " + std::to_string(s) + " (" + strsignal(s) + ")";
-  }
-  return "ended (status " + std::to_string(status) + ")";
-}
-
-// Waits at most `timeout` for `fd` to be readable.
-bool readable_within(int fd, std::chrono::milliseconds timeout) {
-  pollfd p{fd, POLLIN, 0};
-  int rc = 0;
+  std::uint8_t bytes[4] = {};
+  ssize_t n = 0;
   do {
-    rc = ::poll(&p, 1, static_cast<int>(timeout.count()));
-  } while (rc < 0 && errno == EINTR);
-  return rc > 0;
+    n = ::read(status, bytes, sizeof bytes);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof bytes)) {
+    return "ended (its status was lost with its zygote)";
+  }
+  return ending_of(static_cast<int>(little_endian::load<std::uint32_t>(bytes)));
 }
 
 }  // namespace
 
-worker_process::worker_process(pid_t pid, unique_fd process, unique_fd socket, std::uint32_t id,
+worker_process::worker_process(forked_process forked, unique_fd socket, std::uint32_t id,
                                std::chrono::milliseconds stop_grace) noexcept
-    : pid_(pid),
-      process_(std::move(process)),
+    : pid_(forked.pid),
+      process_(std::move(forked.process)),
+      status_(std::move(forked.status)),
       socket_(std::move(socket)),
       id_(id),
       stop_grace_(stop_grace) {}
@@ -109,6 +49,7 @@ worker_process::worker_process(pid_t pid, unique_fd process, unique_fd socket, s
 worker_process::worker_process(worker_process&& o) noexcept
     : pid_(std::exchange(o.pid_, -1)),
       process_(std::move(o.process_)),
+      status_(std::move(o.status_)),
       socket_(std::move(o.socket_)),
       id_(o.id_),
       stop_grace_(o.stop_grace_) {}
@@ -118,6 +59,7 @@ worker_process& worker_process::operator=(worker_process&& o) noexcept {
     stop();
     pid_ = std::exchange(o.pid_, -1);
     process_ = std::move(o.process_);
+    status_ = std::move(o.status_);
     socket_ = std::move(o.socket_);
     id_ = o.id_;
     stop_grace_ = o.stop_grace_;
@@ -129,50 +71,20 @@ worker_process::~worker_process() {
   stop();
 }
 
-expected<worker_process> worker_process::start(const worker_launch& launch,
-                                               std::uint32_t worker_id) {
-  if (!launch.setup || launch.setup->empty()) {
-    return error{errc::invalid_argument, "a Python worker needs its setup (the pickled dataset)"};
-  }
-  int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
-    return io_failure("socketpair", errno);
-  }
-  unique_fd ours(pair[0]);
-  unique_fd theirs(pair[1]);
-  auto pid = spawn_worker(launch, theirs.get());
-  if (!pid) {
-    return pid.error();
-  }
-  theirs.reset();
-  unique_fd process(static_cast<int>(::syscall(SYS_pidfd_open, *pid, 0)));
-  worker_process w(*pid, std::move(process), std::move(ours), worker_id, launch.stop_grace);
-  if (!w.process_) {
-    return w.failed(std::string("pidfd_open: ") + std::strerror(errno), ending_grace);
-  }
-  auto setup = shared_region::create("conveyor-worker-setup", launch.setup->size(),
-                                     shared_region::writers::creator_only);
-  if (!setup) {
-    return setup.error();
-  }
-  std::memcpy(setup->data(), launch.setup->data(), launch.setup->size());
-  const auto hello = start_message(worker_id, launch.setup->size());
-  if (auto sent = send_message(w.socket(), hello.data(), hello.size(), setup->fd()); !sent) {
-    return w.failed("it took no start message (" + sent.error().message() + ")", ending_grace);
-  }
-  auto got = receive_message(w.socket(), max_worker_message, launch.start_timeout);
+expected<void> worker_process::await_ready(std::chrono::milliseconds timeout) {
+  auto got = receive_message(socket(), max_worker_message, timeout);
   if (!got) {
-    return w.failed(got.error().code() == errc::timed_out
-                        ? "not ready within " + std::to_string(launch.start_timeout.count()) + " ms"
-                        : "it did not start",
-                    ending_grace);
+    return failed(got.error().code() == errc::timed_out
+                      ? "not ready within " + std::to_string(timeout.count()) + " ms"
+                      : "it did not start",
+                  ending_grace);
   }
   auto reply = decode_reply(std::move(*got));
   if (!reply || reply->kind != reply_kind::ready) {
-    return w.failed(reply ? "its start raised " + reply->exception.what() : reply.error().message(),
-                    ending_grace);
+    return failed(reply ? "its start raised " + reply->exception.what() : reply.error().message(),
+                  ending_grace);
   }
-  return w;
+  return {};
 }
 
 expected<void> worker_process::ask(std::uint64_t epoch, std::uint64_t index, std::uint64_t seed) {
@@ -219,19 +131,13 @@ void worker_process::kill() noexcept {
 }
 
 std::string worker_process::reap(std::chrono::milliseconds grace) noexcept {
-  if (!process_ || !readable_within(process_.get(), grace)) {
-    ::kill(pid_, SIGKILL);
-  }
-  int status = 0;
-  pid_t rc = 0;
-  do {
-    rc = ::waitpid(pid_, &status, 0);
-  } while (rc < 0 && errno == EINTR);
+  (void)end_by_pidfd(process_.get(), grace);
+  const auto ending = status_from(status_.get());
   pid_ = -1;
   socket_.reset();
   process_.reset();
-  return rc < 0 ? "was lost (waitpid: " + std::string(std::strerror(errno)) + ")"
-                : ending_of(status);
+  status_.reset();
+  return ending;
 }
 
 error worker_process::failed(const std::string& why, std::chrono::milliseconds grace) {

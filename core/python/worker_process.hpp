@@ -1,14 +1,15 @@
 #pragma once
 /// One Python worker process (python/conveyor_worker.py), as the actor that owns it sees it:
-/// started with posix_spawn (never a fork of this process, whose other threads may hold locks),
-/// in a process group of its own (a terminal's Ctrl-C reaches the trainer, which stops its
-/// workers), with its end of a SOCK_SEQPACKET socket as descriptor 3 and nothing else of
-/// this process's (every other descriptor is close-on-exec). It runs dataset[index] for one
-/// sample at a time and answers through worker_protocol.hpp's messages.
+/// forked by its pool's zygote (worker_zygote.hpp: never a fork of this process, whose other
+/// threads may hold locks), in the zygote's process group (a terminal's Ctrl-C reaches the
+/// trainer, which stops its workers), with its end of a SOCK_SEQPACKET socket as descriptor 3.
+/// It runs dataset[index] for one sample at a time and answers through worker_protocol.hpp's
+/// messages. It ends by itself when this process is gone (its socket closes).
 ///
 /// Owned by one actor at a time (moved with a sample it is working on); not thread-safe.
 /// Every wait is bounded. Destroying it stops the worker: a stop message, at most
-/// `stop_grace` for it to exit, then SIGKILL; the process is always reaped.
+/// `stop_grace` for it to exit, then SIGKILL (through its pidfd: never another process that
+/// took its pid); the zygote reaps it and its wait status names how it ended.
 
 #include <sys/types.h>
 
@@ -29,21 +30,19 @@ struct worker_launch {
   std::string python = "/usr/bin/python3";  ///< the interpreter (the trainer's sys.executable)
   std::string script;                       ///< the path of conveyor_worker.py
   /// pickle.dumps((preparation, pickle.dumps({"dataset": ..., "worker_init_fn": ...}))), as
-  /// python/conveyor_worker.py reads it; made once by the loader, shared by its workers.
+  /// python/conveyor_worker.py reads it; made once by the loader, unpickled by the zygote.
   std::shared_ptr<const std::vector<std::uint8_t>> setup;
-  /// How long a worker may take to import, unpickle the dataset and run worker_init_fn.
+  /// How long the zygote may take to import and unpickle the dataset, and a worker to fork and
+  /// run worker_init_fn.
   std::chrono::milliseconds start_timeout{std::chrono::seconds(120)};
-  /// How long a stopped worker may take to exit before it is killed.
+  /// How long a stopped worker or zygote may take to exit before it is killed.
   std::chrono::milliseconds stop_grace{std::chrono::seconds(2)};
 };
 
+class worker_zygote;
+
 class worker_process {
  public:
-  /// Starts worker `worker_id` and waits until it is ready. Errors: errc::worker_failed naming
-  /// the worker and why it did not start (the exception its start raised: an import or
-  /// unpickling error, worker_init_fn's; the exit code or signal it died of; no answer within
-  /// start_timeout, after which it is killed); errc::io_error naming the call that failed.
-  static expected<worker_process> start(const worker_launch& launch, std::uint32_t worker_id);
 
   worker_process(worker_process&& o) noexcept;
   worker_process& operator=(worker_process&& o) noexcept;
@@ -67,7 +66,8 @@ class worker_process {
   /// takes only as long as the worker needs to exit.
   void request_stop() noexcept;
 
-  /// Kills the worker now (SIGKILL) and reaps it; a sample it was working on is lost to it.
+  /// Kills the worker now (SIGKILL) and waits for its status; a sample it was working on is
+  /// lost to it.
   void kill() noexcept;
 
   bool alive() const noexcept { return pid_ > 0; }
@@ -77,10 +77,14 @@ class worker_process {
   int socket() const noexcept { return socket_.get(); }
 
  private:
-  worker_process(pid_t pid, unique_fd process, unique_fd socket, std::uint32_t id,
+  friend class worker_zygote;
+  worker_process(forked_process forked, unique_fd socket, std::uint32_t id,
                  std::chrono::milliseconds stop_grace) noexcept;
+  /// Waits at most `timeout` for the worker's ready (worker_init_fn has run); errc::
+  /// worker_failed naming why not (it is then ended).
+  expected<void> await_ready(std::chrono::milliseconds timeout);
   /// Why the worker ended ("exited with code 3", "was killed by signal 9 (Killed)"), after it
-  /// was given `grace` to end by itself and killed past it; reaps it.
+  /// was given `grace` to end by itself and killed past it; its status as the zygote wrote it.
   std::string reap(std::chrono::milliseconds grace) noexcept;
   /// errc::worker_failed naming the worker, `why` and how it ended (given `grace` to end by
   /// itself, then killed).
@@ -90,6 +94,7 @@ class worker_process {
 
   pid_t pid_ = -1;
   unique_fd process_;  ///< a pidfd: readable once the process has ended
+  unique_fd status_;   ///< where the zygote writes its wait status
   unique_fd socket_;
   std::uint32_t id_ = 0;
   std::chrono::milliseconds stop_grace_{};

@@ -1,14 +1,17 @@
 #include "core/python/worker_protocol.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
 #include "core/base/little_endian.hpp"
+#include "core/python/child_process.hpp"
 
 namespace conveyor {
 
@@ -247,6 +250,36 @@ expected<worker_reply> decode_exception(message_reader& in, reply_kind kind) {
   return r;
 }
 
+bool is_pipe_read_end(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
+         (::fcntl(fd, F_GETFL) & O_ACCMODE) == O_RDONLY;
+}
+
+expected<worker_reply> decode_forked(message_reader& in, std::vector<unique_fd>& fds) {
+  worker_reply r;
+  r.kind = reply_kind::forked;
+  const auto pid = in.number<std::uint32_t>("pid");
+  if (in.failed()) {
+    return in.failure();
+  }
+  if (!in.at_end()) {
+    return refused("bytes after its pid");
+  }
+  if (pid == 0 || pid > static_cast<std::uint32_t>(INT32_MAX)) {
+    return refused("a forked reply naming pid " + std::to_string(pid));
+  }
+  if (fds.size() != 2 || pid_of_pidfd(fds[0].get()) != static_cast<pid_t>(pid) ||
+      !is_pipe_read_end(fds[1].get())) {
+    return refused("a forked reply without a pidfd of pid " + std::to_string(pid) +
+                   " and a pipe's read end");
+  }
+  r.forked.pid = static_cast<pid_t>(pid);
+  r.forked.process = std::move(fds[0]);
+  r.forked.status = std::move(fds[1]);
+  return r;
+}
+
 }  // namespace
 
 std::size_t size_of(worker_dtype type) noexcept {
@@ -284,11 +317,16 @@ std::string worker_exception::what() const {
   return type + ": " + message + (frame.empty() ? "" : " (at " + frame + ")");
 }
 
-std::vector<std::uint8_t> start_message(std::uint32_t worker_id, std::uint64_t setup_bytes) {
+std::vector<std::uint8_t> start_message(std::uint64_t setup_bytes) {
   std::vector<std::uint8_t> m = {1, 0, 0, 0, 'C', 'V', 'P', 'W'};
   put(m, worker_protocol_version);
-  put(m, worker_id);
   put(m, setup_bytes);
+  return m;
+}
+
+std::vector<std::uint8_t> fork_message(std::uint32_t worker_id) {
+  std::vector<std::uint8_t> m = {4, 0, 0, 0};
+  put(m, worker_id);
   return m;
 }
 
@@ -326,6 +364,8 @@ expected<worker_reply> decode_reply(received_message m) {
   switch (k) {
     case reply_kind::done:
       return decode_done(in, m.fds);
+    case reply_kind::forked:
+      return decode_forked(in, m.fds);
     case reply_kind::failed:
     case reply_kind::raised:
       if (!m.fds.empty()) {

@@ -1,14 +1,20 @@
 #pragma once
-/// The messages between an actor and the Python worker process it owns (python/
-/// conveyor_worker.py is the other half), over a SOCK_SEQPACKET socket (core/serving/
-/// fd_passing.hpp). Little-endian, fixed layouts:
+/// The messages between an actor and the Python worker process it owns, and between a pool
+/// and the zygote its workers are forked from (python/conveyor_worker.py is the other half of
+/// both), over SOCK_SEQPACKET sockets (core/serving/fd_passing.hpp). Little-endian, fixed
+/// layouts:
 ///
-///   start   (to the worker)   kind 1, "CVPW", protocol, worker id, setup bytes; + a memfd
-///                             holding the setup (the pickled dataset: worker_process.hpp)
+///   start   (to the zygote)   kind 1, "CVPW", protocol, setup bytes; + a memfd holding the
+///                             setup (the pickled dataset: worker_process.hpp)
+///   fork    (to the zygote)   kind 4, worker id; + the new worker's end of its socket
+///   forked  (from the zygote) kind 5, pid; + a pidfd of the worker and the read end of a pipe
+///                             on which the zygote writes its wait status (4 bytes) once it
+///                             has reaped it
 ///   sample  (to the worker)   kind 2, epoch, index, seed
-///   stop    (to the worker)   kind 3
-///   ready   (from the worker) kind 1
-///   failed  (from the worker) kind 2, 0, type, message, last frame (the start's exception)
+///   stop    (to either)       kind 3
+///   ready   (from either)     kind 1
+///   failed  (from either)     kind 2, 0, type, message, last frame (the exception the
+///                             zygote's start or the worker's worker_init_fn raised)
 ///   done    (from the worker) kind 3, index, region bytes, field count, structure bytes, the
 ///                             structure (JSON), the field table; + a memfd of the fields'
 ///                             bytes, sealed against writes, when there are any
@@ -17,6 +23,8 @@
 /// The worker runs the user's code and may be hostile or broken: decode_reply checks every
 /// length, count, shape, offset and seal before anything is sized or read by it, and names
 /// what it refused. Pure functions (no process, no socket): fuzzed (fuzz/fuzz_worker_reply).
+
+#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -30,7 +38,7 @@
 
 namespace conveyor {
 
-inline constexpr std::uint32_t worker_protocol_version = 1;
+inline constexpr std::uint32_t worker_protocol_version = 2;
 /// The largest message a worker may send (its structure and field table); more is refused.
 inline constexpr std::size_t max_worker_message = std::size_t{1} << 20;
 inline constexpr std::size_t max_worker_fields = 4096;
@@ -107,15 +115,24 @@ struct worker_exception {
   std::string what() const;
 };
 
-enum class reply_kind : std::uint8_t { ready = 1, failed = 2, done = 3, raised = 4 };
+/// A worker the zygote forked, as its reply says.
+struct forked_process {
+  pid_t pid = -1;
+  unique_fd process;  ///< a pidfd of pid (checked to be one)
+  unique_fd status;   ///< the read end of a pipe (checked): the wait status, once reaped
+};
+
+enum class reply_kind : std::uint8_t { ready = 1, failed = 2, done = 3, raised = 4, forked = 5 };
 
 struct worker_reply {
   reply_kind kind = reply_kind::ready;
   worker_sample sample;        ///< for done
   worker_exception exception;  ///< for failed and raised
+  forked_process forked;       ///< for forked
 };
 
-std::vector<std::uint8_t> start_message(std::uint32_t worker_id, std::uint64_t setup_bytes);
+std::vector<std::uint8_t> start_message(std::uint64_t setup_bytes);
+std::vector<std::uint8_t> fork_message(std::uint32_t worker_id);
 std::vector<std::uint8_t> sample_message(std::uint64_t epoch, std::uint64_t index,
                                          std::uint64_t seed);
 std::vector<std::uint8_t> stop_message();
@@ -123,7 +140,8 @@ std::vector<std::uint8_t> stop_message();
 /// The reply in `m` (its descriptors taken). errc::invalid_argument naming what is wrong: an
 /// unknown kind, a message cut short or too long, a count, shape or name past the limits
 /// above, a field whose bytes do not match its shape or lie outside the region, a region that
-/// is missing, not a memfd sealed against writes and resizing, or of another size than said.
+/// is missing, not a memfd sealed against writes and resizing, or of another size than said;
+/// a forked reply without exactly a pidfd of the pid it names and a pipe's read end.
 expected<worker_reply> decode_reply(received_message m);
 
 }  // namespace conveyor

@@ -3,9 +3,13 @@ Dataset run under Conveyor's actors.
 
 The loader starts a private Conveyor node (`conveyor-node`, found as $CONVEYOR_NODE or on PATH)
 for the dataset and attaches to it as a trainer process does. The node's preprocessors and
-straggler actors each lease a worker process (python/conveyor_worker.py, started with
-posix_spawn: never a fork of a process that runs threads) that runs dataset[i] for one sample
-at a time; a sample past its latency budget keeps its worker and joins a later batch of the
+straggler actors each lease a worker process (python/conveyor_worker.py) that runs dataset[i]
+for one sample at a time. Workers are forked from a zygote, which this process forks when the
+first epoch starts, as torch's DataLoader forks its workers (multiprocessing_context None or
+"fork"): they share its modules and dataset copy-on-write and re-run nothing; this process runs
+none of the runtime's threads (they run in the node). With "spawn" or "forkserver" the node
+spawns the zygote instead (posix_spawn), which imports the main module as spawn does. A node
+whose zygote died spawns a new one. A sample past its latency budget keeps its worker and joins a later batch of the
 same epoch while other workers take the next samples. Batches are collated as
 torch.utils.data.default_collate does (tensors and arrays stacked into tensors, ints to int64,
 floats to float64, bools to bool, str and bytes to lists, tuples to lists, dicts and namedtuples
@@ -22,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 import weakref
 
@@ -43,7 +48,9 @@ _SAME_RUN = {"batch_size": "batch_size", "shuffle": "shuffle", "drop_last": "dro
              "rank": "rank", "world_size": "world_size", "length": "_length"}
 
 # python/conveyor_worker.py's leaf kinds
-_TENSOR, _NDARRAY, _INT, _FLOAT, _BOOL, _STR, _BYTES, _PICKLED = range(8)
+from .conveyor_worker import (BOOTSTRAPPING as _BOOTSTRAPPING, BOOL as _BOOL, BYTES as _BYTES,
+                              FLOAT as _FLOAT, INT as _INT, NDARRAY as _NDARRAY,
+                              PICKLED as _PICKLED, STR as _STR, TENSOR as _TENSOR, fork_zygote)
 
 
 def _torch():
@@ -112,9 +119,14 @@ class DataLoader:
             if given[name] != default:
                 raise TypeError(f"conveyor.DataLoader: {name} is not supported (Conveyor orders "
                                 f"each epoch itself from seed and shuffle)")
-        if multiprocessing_context not in (None, "spawn", "forkserver"):
-            raise TypeError("conveyor.DataLoader: multiprocessing_context: workers are always "
-                            "spawned (never forked); give None, 'spawn' or 'forkserver'")
+        if os.environ.get(_BOOTSTRAPPING):
+            raise RuntimeError("conveyor.DataLoader: made while a spawned worker process imports "
+                               "the trainer's main module: put the training in "
+                               "`if __name__ == '__main__':`, or leave multiprocessing_context "
+                               "None (workers forked from the trainer re-run nothing)")
+        if multiprocessing_context not in (None, "fork", "spawn", "forkserver"):
+            raise TypeError(f"conveyor.DataLoader: multiprocessing_context must be None, 'fork', "
+                            f"'spawn' or 'forkserver', not {multiprocessing_context!r}")
         if batch_size is None or int(batch_size) < 1:
             raise TypeError("conveyor.DataLoader: batch_size must be a positive int "
                             "(batch_size=None, unbatched loading, is not supported)")
@@ -143,6 +155,7 @@ class DataLoader:
         self.stragglers = max(1, self.num_workers // 2) if stragglers is None else int(stragglers)
         self.hang_timeout = float(hang_timeout)
         self.max_sample_retries = int(max_sample_retries)
+        self.multiprocessing_context = multiprocessing_context
         self.seed = self._base_seed() if seed is None else int(seed) & (2**63 - 1)
         self._length = len(dataset)
         self.rank, self.world_size = _distributed(rank, world_size, self._length)
@@ -153,6 +166,7 @@ class DataLoader:
         self._start_state = None  # the state the node starts from
         self._node_epoch = 0  # the epoch the node's feed is in
         self._node = None
+        self._zygote = None  # (pid, pidfd) of the zygote this process forked
         self._feed = None
         self._dir = None
         self._layout = None
@@ -253,7 +267,7 @@ class DataLoader:
 
     # --- the node ---------------------------------------------------------------------------
 
-    def _topology(self):
+    def _topology(self, zygote_fds):
         d = self._dir
         worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "conveyor_worker.py")
         return "\n".join([
@@ -270,6 +284,8 @@ class DataLoader:
             f"hang_timeout_s = {self.hang_timeout}",
             f"start_timeout_s = {_START_TIMEOUT_S}",
             f"layout_file = {_toml_text(os.path.join(d, 'layout.json'))}",
+        ] + ([f"zygote_socket = {zygote_fds[0]}", f"zygote_pidfd = {zygote_fds[1]}"]
+             if zygote_fds else []) + [
             "[pipeline]",
             f"batch_size = {self.batch_size}",
             f"preprocessors = {max(1, self.num_workers)}",
@@ -302,28 +318,73 @@ class DataLoader:
         fd = os.open(setup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(self._setup)
+        node = _node_binary()
+        zygote_fds = self._fork_zygote()
         topology = os.path.join(self._dir, "node.toml")
         with open(topology, "w") as f:
-            f.write(self._topology())
+            f.write(self._topology(zygote_fds))
         self._log = open(os.path.join(self._dir, "node.log"), "wb")
-        self._node = subprocess.Popen([_node_binary(), "--topology", topology,
-                                       "--owner", str(os.getpid())],
-                                      stdout=subprocess.DEVNULL, stderr=self._log,
-                                      start_new_session=True)
-        # timeout=0 (torch: no limit) still has a bound: every try of one sample hanging, each
-        # in a worker started anew.
-        next_timeout = self.timeout if self.timeout > 0 else (
-            (self.max_sample_retries + 1) * (self.hang_timeout + _START_TIMEOUT_S) + 60)
         try:
-            self._feed = _native.attach(os.path.join(self._dir, "node.sock"), timeout=
-                                        self.hang_timeout + 120, next_timeout=next_timeout,
-                                        state=self._start_state)
+            self._node = subprocess.Popen([node, "--topology", topology,
+                                           "--owner", str(os.getpid())],
+                                          stdout=subprocess.DEVNULL, stderr=self._log,
+                                          start_new_session=True, pass_fds=zygote_fds)
+        finally:
+            for fd in zygote_fds:
+                os.close(fd)  # the node's now: the zygote ends when the node does
+        try:
+            self._feed = self._attach()
         except Exception as exc:
             raise RuntimeError(f"conveyor.DataLoader: its node did not start: {exc}\n"
                                f"{self._node_log()}") from exc
         with open(os.path.join(self._dir, "layout.json")) as f:
             self._layout = json.load(f)
         self._node_epoch = self._feed.info()["start_epoch"]
+
+    def _attach(self):
+        """The feed of the node just started, once it listens (its start: the zygote, the
+        workers, the first sample; at most hang_timeout + 120 s); an error as soon as the node
+        has exited instead."""
+        from . import _native
+        # timeout=0 (torch: no limit) still has a bound: every try of one sample hanging, each
+        # in a worker started anew.
+        next_timeout = self.timeout if self.timeout > 0 else (
+            (self.max_sample_retries + 1) * (self.hang_timeout + _START_TIMEOUT_S) + 60)
+        deadline = time.monotonic() + self.hang_timeout + 120
+        while True:
+            try:
+                return _native.attach(os.path.join(self._dir, "node.sock"), timeout=1.0,
+                                      next_timeout=next_timeout, state=self._start_state)
+            except _native.NotFound:
+                if self._node.poll() is not None:
+                    raise RuntimeError(f"it exited with code {self._node.returncode}") from None
+                if time.monotonic() > deadline:
+                    raise
+
+    def _fork_zygote(self):
+        """The zygote forked from this process (its socket and a pidfd, for the node), or ()
+        where the node is to spawn it."""
+        if self.multiprocessing_context not in (None, "fork"):
+            return ()
+        pid, sock = fork_zygote(self.dataset, self.worker_init_fn)
+        self._zygote = (pid, os.pidfd_open(pid))
+        return (sock.detach(), os.dup(self._zygote[1]))
+
+    def _end_zygote(self):
+        """Reaps the zygote this process forked: it exits once its node has (at most 10 s)."""
+        if self._zygote is None:
+            return
+        pid, pidfd = self._zygote
+        self._zygote = None
+        try:
+            import select
+            if not select.select([pidfd], [], [], 10)[0]:
+                os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass  # reaped already (by a caller's own wait)
+        finally:
+            os.close(pidfd)
 
     def _node_log(self, last=40):
         try:
@@ -346,6 +407,7 @@ class DataLoader:
                 self._node.wait()
             self._node = None
             self._log.close()
+        self._end_zygote()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

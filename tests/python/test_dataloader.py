@@ -4,7 +4,9 @@ written here (tests/python/loader_datasets.py, imported by the workers as the tr
 it). Environment: PYTHONPATH (the built package), CONVEYOR_NODE. Exits 77 where torch is
 missing. Run with Debian's python3."""
 import os
+import subprocess
 import sys
+import tempfile
 import threading
 import unittest
 
@@ -19,6 +21,29 @@ except ImportError as missing:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conveyor  # noqa: E402
 from loader_datasets import Mixed, Indexed  # noqa: E402
+
+
+# A training script as many are written: its Dataset defined in it, no `if __name__ ==
+# "__main__":` guard. Workers forked from the trainer re-run nothing of it; spawned ones would
+# re-run it on import.
+UNGUARDED_SCRIPT = """
+import sys
+import torch
+import conveyor
+
+class Local(torch.utils.data.Dataset):
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        return torch.tensor([i * 10])
+
+context = None if sys.argv[1] == "none" else sys.argv[1]
+print("training starts", flush=True)
+with conveyor.DataLoader(Local(), batch_size=2, num_workers=2, seed=1,
+                         multiprocessing_context=context) as loader:
+    print(sorted(int(x) for batch in loader for x in batch), flush=True)
+"""
 
 
 def same(a, b):
@@ -66,7 +91,7 @@ class DataLoaderTest(unittest.TestCase):
     def test_arguments_it_cannot_honour_are_type_errors_naming_them(self):
         for kwargs, name in [({"sampler": [0, 1]}, "sampler"),
                              ({"batch_sampler": [[0]]}, "batch_sampler"),
-                             ({"multiprocessing_context": "fork"}, "multiprocessing_context"),
+                             ({"multiprocessing_context": "threads"}, "multiprocessing_context"),
                              ({"policy": "fastest"}, "policy")]:
             with self.assertRaisesRegex(TypeError, name):
                 conveyor.DataLoader(Indexed(4), **kwargs)
@@ -77,12 +102,39 @@ class DataLoaderTest(unittest.TestCase):
         with self.assertRaisesRegex(TypeError, "Indexed.*cannot be pickled.*lock"):
             conveyor.DataLoader(dataset)
 
+    def test_the_same_batches_from_a_spawned_zygote_as_from_the_trainers_fork(self):
+        dataset = Mixed(7)
+        batches = {}
+        for context in (None, "spawn"):
+            with conveyor.DataLoader(dataset, batch_size=3, shuffle=True, seed=5,
+                                     multiprocessing_context=context) as loader:
+                batches[context] = [b for epoch in range(2) for b in loader]
+        self.assertEqual(len(batches[None]), 6)
+        for a, b in zip(batches[None], batches["spawn"]):
+            self.assertTrue(same(a, b), f"{a} != {b}")
+
+    def test_a_script_without_a_main_guard_runs_once_unless_spawned(self):
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "train.py")
+            with open(script, "w") as f:
+                f.write(UNGUARDED_SCRIPT)
+            forked = subprocess.run([sys.executable, script, "none"], capture_output=True,
+                                    text=True, timeout=300)
+            spawned = subprocess.run([sys.executable, script, "spawn"], capture_output=True,
+                                     text=True, timeout=300)
+        self.assertEqual(forked.returncode, 0, forked.stderr)
+        self.assertEqual(forked.stdout, "training starts\n[0, 10, 20, 30, 40, 50]\n")
+        self.assertNotEqual(spawned.returncode, 0)
+        self.assertIn("if __name__ == '__main__'", spawned.stderr)
+        self.assertEqual(spawned.stdout.count("training starts"), 1, spawned.stdout)
+
     def test_close_leaves_no_process(self):
         loader = conveyor.DataLoader(Indexed(8), batch_size=2, num_workers=2)
         next(iter(loader))
-        node = psutil.Process(loader._node.pid)
-        family = [node] + node.children(recursive=True)
-        self.assertGreaterEqual(len(family), 2)  # the node and at least one worker
+        # The node, the zygote this process forked, the workers forked from the zygote.
+        family = psutil.Process().children(recursive=True)
+        self.assertIn(loader._node.pid, [p.pid for p in family])
+        self.assertGreaterEqual(len(family), 4)
         loader.close()
         gone, alive = psutil.wait_procs(family, timeout=30)
         self.assertEqual(alive, [])

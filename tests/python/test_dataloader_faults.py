@@ -22,7 +22,7 @@ except ImportError as missing:
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import conveyor  # noqa: E402
-from loader_datasets import Faulty  # noqa: E402
+from loader_datasets import Faulty, Indexed  # noqa: E402
 
 WAIT_S = 120
 
@@ -70,10 +70,31 @@ class FaultsTest(unittest.TestCase):
                                      r"its worker was killed \(failed 2 times\)")
         self.assertGreaterEqual(report["sample_ms"].get("samples", 0), 10, report)
 
+    def test_a_killed_zygote_and_its_killed_workers_are_replaced_and_nothing_is_lost(self):
+        with conveyor.DataLoader(Indexed(48), batch_size=2, num_workers=2, seed=3,
+                                 policy="in_order") as loader:
+            batches = iter(loader)
+            got = [int(i) for i in next(batches)["index"]]
+            zygote = psutil.Process(loader._zygote[0])  # this process forked it
+            workers = zygote.children()
+            self.assertEqual(len(workers), 3)  # 2 workers and a straggler's
+            zygote.kill()
+            for w in workers:
+                w.kill()
+            _, alive = psutil.wait_procs([zygote] + workers, timeout=WAIT_S)
+            self.assertEqual(alive, [])
+            got += [int(i) for b in batches for i in b["index"]]
+            # Its workers forked anew from a zygote the node spawned.
+            spawned = [p for p in psutil.Process(loader._node.pid).children()
+                       if p.cmdline()[-1].endswith("conveyor_worker.py")]
+            self.assertEqual(len(spawned), 1)
+            self.assertGreaterEqual(len(spawned[0].children()), 1)
+        self.assertEqual(sorted(got), list(range(48)))
+
     def stop_the_script(self, sig):
         """Runs a training script until its first batch (sample 5 then holds a worker), sends
-        it `sig`; returns its exit code, the node and workers it had, and its loader's
-        directory."""
+        it `sig`; returns its exit code, the processes its loader started (the node, the zygote
+        the script forked, the workers forked from that), and its loader's directory."""
         with tempfile.TemporaryDirectory() as marks:
             script = os.path.join(marks, "train.py")
             with open(script, "w") as f:
@@ -84,9 +105,9 @@ class FaultsTest(unittest.TestCase):
                 line = read_line(proc, WAIT_S)
                 self.assertIsNotNone(line, "no first batch")
                 _, loader_dir, _, node_pid = line.split()
-                node = psutil.Process(int(node_pid))
-                family = [node] + node.children(recursive=True)
-                self.assertGreaterEqual(len(family), 2)  # the node and at least one worker
+                family = psutil.Process(proc.pid).children(recursive=True)
+                self.assertIn(int(node_pid), [p.pid for p in family])
+                self.assertGreaterEqual(len(family), 3)  # the node, the zygote, a worker
                 proc.send_signal(sig)
                 rc = proc.wait(timeout=WAIT_S)
             finally:
