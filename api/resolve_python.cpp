@@ -8,8 +8,8 @@
 #include "core/base/memory_bound.hpp"
 #include "core/base/quoted_string.hpp"
 #include "core/batching/epoch_order.hpp"
-#include "core/python/draw_seed.hpp"
 #include "core/python/child_process.hpp"
+#include "core/python/draw_seed.hpp"
 #include "core/python/python_step.hpp"
 
 namespace conveyor {

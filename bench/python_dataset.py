@@ -3,7 +3,9 @@
 per-sample cost is heavy-tailed (issue 47's benchmark): `--dataset sleep`, lognormal costs
 around `median_ms`, 1% of samples at 20x the median; `--dataset unet3d`, the MLPerf UNet3D
 reference's own PytTrain (random balanced crop 128^3, flips, brightness, noise) over generated
-volumes (use --batch 2, as MLPerf does). Rounds alternate loaders in one
+volumes (use --batch 2, as MLPerf does); `--dataset image`, torchvision's ImageFolder with the
+ImageNet training recipe (RandomResizedCrop(224), RandomHorizontalFlip, ToTensor, Normalize)
+over generated JPEGs, 95% of ImageNet's size (500x375) and 5% of a camera's (4000x3000). Rounds alternate loaders in one
 run. Figures per loader: samples/s with no training step (step 0) from the first batch on, the
 time to that first batch (the loader's start), and the trainer's stall
 with a simulated step sized to 85% of torch's step-0 rate (demand below supply: a loader that
@@ -11,7 +13,7 @@ holds batches back for slow samples stalls the trainer anyway).
 
   PYTHONPATH=build-ci/python CONVEYOR_NODE=build-ci/apps/conveyor-node/conveyor-node \\
     /usr/bin/python3 bench/python_dataset.py [--workers 2] [--rounds 3] [--samples 400]
-    [--dataset sleep|unet3d]
+    [--dataset sleep|unet3d|image]
 Results: bench/results/python_dataset.md
 """
 import argparse
@@ -143,6 +145,29 @@ def unet3d_dataset(count, work):
                                           oversampling=ref.OVERSAMPLING)
 
 
+def image_dataset(count, work):
+    """torchvision's ImageFolder and the ImageNet training transforms over `count` JPEGs
+    written to `work` (2 classes): 95% at 500x375, 5% at 4000x3000 (decoding those is the
+    slow tail); smooth gradients with noise, quality 90."""
+    import numpy as np
+    import torchvision
+    from PIL import Image
+    rng = np.random.default_rng(47)
+    for c in ("a", "b"):
+        os.makedirs(os.path.join(work, c))
+    for i in range(count):
+        w, h = (4000, 3000) if rng.random() < 0.05 else (500, 375)
+        x = np.linspace(0, 255, w, dtype=np.float32)[None, :, None]
+        y = np.linspace(0, 255, h, dtype=np.float32)[:, None, None]
+        pixels = (x * rng.random(3) + y * rng.random(3)) / 2 + rng.normal(0, 8, (h, w, 3))
+        Image.fromarray(pixels.clip(0, 255).astype(np.uint8)).save(
+            os.path.join(work, "ab"[i % 2], f"{i:05d}.jpg"), quality=90)
+    T = torchvision.transforms
+    return torchvision.datasets.ImageFolder(work, transform=T.Compose([
+        T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
+        T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])]))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=2)
@@ -151,11 +176,15 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--median-ms", type=float, default=5.0)
     parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--dataset", choices=("sleep", "unet3d"), default="sleep")
+    parser.add_argument("--dataset", choices=("sleep", "unet3d", "image"), default="sleep")
     args = parser.parse_args()
     work = tempfile.TemporaryDirectory(prefix="bench-python-dataset.")
-    dataset = (unet3d_dataset(args.samples, work.name) if args.dataset == "unet3d" else
-               HeavyTailed(args.samples, args.median_ms))
+    if args.dataset == "unet3d":
+        dataset = unet3d_dataset(args.samples, work.name)
+    elif args.dataset == "image":
+        dataset = image_dataset(args.samples, work.name)
+    else:
+        dataset = HeavyTailed(args.samples, args.median_ms)
     figures = {}
     torch_rate = None
     for r in range(args.rounds):

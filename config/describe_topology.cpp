@@ -282,12 +282,10 @@ std::string describe(const topology& node) {
         << " worker=" << py.worker << " start_timeout_s=" << number_text(py.start_timeout_s)
         << " hang_timeout_s=" << number_text(py.hang_timeout_s)
         << " max_text_bytes=" << py.max_text_bytes
-        << " layout_file=" << (py.layout_file.empty() ? "none" : py.layout_file)
-        << " zygote=" << (py.zygote_socket < 0 ? std::string("spawned")
-                                               : "inherited (socket " +
-                                                     std::to_string(py.zygote_socket) +
-                                                     ", pidfd " + std::to_string(py.zygote_pidfd) +
-                                                     ")")
+        << " layout_file=" << (py.layout_file.empty() ? "none" : py.layout_file) << " zygote="
+        << (py.zygote_socket < 0 ? std::string("spawned")
+                                 : "inherited (socket " + std::to_string(py.zygote_socket) +
+                                       ", pidfd " + std::to_string(py.zygote_pidfd) + ")")
         << "\n"
         << "transform: dataset[i] in a Python worker";
   } else {

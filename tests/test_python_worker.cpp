@@ -7,8 +7,8 @@
 // forges each end as their contract says, and no process is left.
 
 #include <fcntl.h>
-#include <poll.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -333,8 +333,7 @@ TEST_F(PythonWorker, AWorkerOutlivesItsKilledZygoteAndIsStillEndedAndNamed) {
   auto forked = zygote_->fork_worker(4);
   ASSERT_FALSE(forked);
   EXPECT_EQ(forked.error().code(), errc::worker_failed);
-  EXPECT_NE(forked.error().message().find("zygote"), std::string::npos)
-      << forked.error().message();
+  EXPECT_NE(forked.error().message().find("zygote"), std::string::npos) << forked.error().message();
   ASSERT_TRUE(w.ask(0, 4, 1));  // exits with code 7; its status died with the zygote
   auto died = w.await(60s);
   ASSERT_FALSE(died);
@@ -387,8 +386,8 @@ TEST_F(PythonWorker, AForkedReplyWithoutThePidfdOfItsPidIsRefused) {
   ASSERT_FALSE(other);
   EXPECT_NE(other.error().message().find("without a pidfd of pid"), std::string::npos)
       << other.error().message();
-  EXPECT_FALSE(forked(::getpid(), read_end.get(), read_end.get()));   // no pidfd at all
-  EXPECT_FALSE(forked(::getpid(), ours.get(), write_end.get()));      // the pipe's write end
+  EXPECT_FALSE(forked(::getpid(), read_end.get(), read_end.get()));  // no pidfd at all
+  EXPECT_FALSE(forked(::getpid(), ours.get(), write_end.get()));     // the pipe's write end
   EXPECT_FALSE(forked(0, ours.get(), read_end.get()));
 }
 

@@ -83,7 +83,8 @@ expected<pid_t> spawn_python(const std::string& python, const std::string& scrip
   }
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, python.c_str(), &actions, &attributes.attr, argv.data(), environ);
+  const int rc =
+      posix_spawn(&pid, python.c_str(), &actions, &attributes.attr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     return io_failure("posix_spawn " + python, rc);

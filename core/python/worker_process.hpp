@@ -43,7 +43,6 @@ class worker_zygote;
 
 class worker_process {
  public:
-
   worker_process(worker_process&& o) noexcept;
   worker_process& operator=(worker_process&& o) noexcept;
   worker_process(const worker_process&) = delete;

@@ -65,8 +65,7 @@ expected<std::shared_ptr<worker_zygote>> worker_zygote::start(const worker_launc
 }
 
 expected<std::shared_ptr<worker_zygote>> worker_zygote::adopt(const worker_launch& launch,
-                                                              unique_fd socket,
-                                                              unique_fd process) {
+                                                              unique_fd socket, unique_fd process) {
   int type = 0;
   socklen_t size = sizeof type;
   if (::getsockopt(socket.get(), SOL_SOCKET, SO_TYPE, &type, &size) != 0 ||

@@ -130,11 +130,12 @@ class DataLoader:
         if batch_size is None or int(batch_size) < 1:
             raise TypeError("conveyor.DataLoader: batch_size must be a positive int "
                             "(batch_size=None, unbatched loading, is not supported)")
+        self._pin = False
         if pin_memory:
             import torch
-            if torch.cuda.is_available():
-                raise TypeError("conveyor.DataLoader: pin_memory=True is not supported yet")
-            warnings.warn("pin_memory=True but no CUDA device: ignored (as torch does)")
+            self._pin = torch.cuda.is_available()
+            if not self._pin:
+                warnings.warn("pin_memory=True but no CUDA device: ignored (as torch does)")
         if policy not in ("latency_aware", "in_order"):
             raise TypeError(f"conveyor.DataLoader: policy must be 'latency_aware' or "
                             f"'in_order', not {policy!r}")
@@ -453,13 +454,21 @@ class DataLoader:
                 if progress["pad"] is None:
                     progress["pad"] = int(batch.sample_ids[0])
                 progress["yielded"] += 1
-                yield self._collate(batch)
+                yield self._pinned(self._collate(batch))
             self._node_epoch = epoch + 1
         while progress["yielded"] < len(self):
             progress["yielded"] += 1
-            yield self._pad(epoch, progress["pad"])
+            yield self._pinned(self._pad(epoch, progress["pad"]))
         if self._live is progress:
             self._live = None
+
+    def _pinned(self, batch):
+        """The batch in page-locked memory when pin_memory=True and CUDA is (a copy, made by
+        torch's own pin_memory: a shared slot cannot be pinned), else as it is."""
+        if not self._pin:
+            return batch
+        from torch.utils.data._utils.pin_memory import pin_memory
+        return pin_memory(batch)
 
     def _catch_up(self, epoch):
         """Brings the node to `epoch`: the rest of an epoch left by a break is passed over (as

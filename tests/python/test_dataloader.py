@@ -96,6 +96,19 @@ class DataLoaderTest(unittest.TestCase):
             with self.assertRaisesRegex(TypeError, name):
                 conveyor.DataLoader(Indexed(4), **kwargs)
 
+    def test_pin_memory_without_cuda_warns_and_changes_nothing(self):
+        if torch.cuda.is_available():
+            self.skipTest("CUDA is here: pin_memory pins")
+        dataset = Mixed(4)
+        with self.assertWarnsRegex(UserWarning, "no CUDA device"):
+            loader = conveyor.DataLoader(dataset, batch_size=2, pin_memory=True,
+                                         policy="in_order")
+        with loader:
+            got = [b for b in loader]
+        reference = list(torch.utils.data.DataLoader(dataset, batch_size=2))
+        for a, b in zip(reference, got):
+            self.assertTrue(same(a, b), f"{a} != {b}")
+
     def test_an_unpicklable_dataset_is_named(self):
         dataset = Indexed(4)
         dataset.lock = threading.Lock()
