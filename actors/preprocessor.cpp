@@ -144,6 +144,9 @@ preprocessor_actor::behavior_type preprocessor(preprocessor_pointer self,
       [self](atoms::budget, const budget_figures& b) { self->state.budget = b; },
       [self](atoms::permit) { self->state.permit = true; },
       [self, opts](atoms::tick) {
+        if (opts.context.index == 0) {  // the first preprocessor speaks for the workers
+          report_processes(self, opts.report, opts.chain.external_processes());
+        }
         report_and_rearm(self, opts.report, *self->state.metrics,
                          "handoffs=" + std::to_string(self->state.handoffs) +
                              " kept=" + std::to_string(self->state.kept));

@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "actors/actor_metrics.hpp"
+#include "core/transforms/external_step.hpp"
 #include "messages/monitor.hpp"
 
 namespace conveyor {
@@ -47,6 +49,30 @@ void report_and_rearm(Self* self, const reporting& r, actor_metrics& metrics,
   self->send(r.monitor, atoms::report::value,
              metrics.report(mailbox_depth(self), std::move(extra)));
   self->delayed_send(self, r.every, atoms::tick::value);
+}
+
+/// Sends the monitor a report per process of `processes` (an external step's workers: each is
+/// shown as an actor is, its sample in flight as its mailbox). Call from the tick handler of
+/// the one actor that speaks for them.
+template <class Self>
+void report_processes(Self* self, const reporting& r,
+                      const std::vector<external_process_figures>& processes) {
+  if (!r.monitor) {
+    return;
+  }
+  for (const auto& p : processes) {
+    actor_report out;
+    out.name = p.name;
+    out.mailbox = p.in_flight ? 1 : 0;
+    out.items = p.items;
+    out.items_per_s = p.items_per_s;
+    out.p50_us = p.p50_us;
+    out.p90_us = p.p90_us;
+    out.p99_us = p.p99_us;
+    out.extra = "pid=" + (p.pid < 0 ? std::string("none") : std::to_string(p.pid)) +
+                " in_flight=" + (p.in_flight ? "1" : "0");
+    self->send(r.monitor, atoms::report::value, std::move(out));
+  }
 }
 
 }  // namespace conveyor

@@ -363,6 +363,41 @@ TEST_F(PythonWorker, APoolForksFromANewZygoteOnceItsZygoteDied) {
   EXPECT_EQ(pool->started(), 2u);
 }
 
+TEST_F(PythonWorker, APoolShowsEachPlacesWorkerAsTheMonitorShowsAnActor) {
+  auto pool = worker_pool::make(
+      testing::python_worker_launch(dir_, "datasets", datasets_py, "Faulty", ""), 2);
+  auto lease = pool->take();
+  ASSERT_TRUE(lease) << lease.error().what();
+  const auto pid = (*lease)->pid();
+  for (std::uint64_t i : {1, 2, 3}) {  // 3 raises: an answer all the same
+    ASSERT_TRUE((*lease)->ask(0, i, 1));
+    lease->asked();
+    (void)(*lease)->await(60s);
+    lease->answered();
+  }
+  ASSERT_TRUE((*lease)->ask(0, 5, 1));  // hangs
+  lease->asked();
+  auto rows = pool->figures();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "python-worker-0");
+  EXPECT_EQ(rows[0].pid, pid);
+  EXPECT_EQ(rows[0].items, 3u);
+  EXPECT_TRUE(rows[0].in_flight);
+  EXPECT_GT(rows[0].p50_us, 0);
+  EXPECT_EQ(rows[1].pid, -1);  // never started
+  EXPECT_EQ(rows[1].items, 0u);
+  {
+    auto dead = std::move(*lease);
+    dead->kill();
+  }  // its place is free again: the next worker takes it
+  lease = pool->take();
+  ASSERT_TRUE(lease) << lease.error().what();
+  rows = pool->figures();
+  EXPECT_FALSE(rows[0].in_flight);
+  EXPECT_EQ(rows[0].pid, (*lease)->pid());
+  EXPECT_NE(rows[0].pid, pid);
+}
+
 TEST_F(PythonWorker, AForkedReplyWithoutThePidfdOfItsPidIsRefused) {
   auto w = started("Fields");
   auto forked = [&](pid_t pid, int first, int second) {

@@ -86,6 +86,8 @@ class python_step final : public external_step {
 
   std::string_view name() const noexcept override { return "python"; }
 
+  std::vector<external_process_figures> processes() const override { return pool_->figures(); }
+
   expected<void> begin(sample_state& sample, std::mt19937_64& rng) const override {
     auto lease = pool_->take();
     if (!lease) {
@@ -94,6 +96,7 @@ class python_step final : public external_step {
     if (auto asked = (*lease)->ask(sample.epoch_seed, sample.sample_id, rng()); !asked) {
       return failure(sample, asked.error());
     }
+    lease->asked();
     sample.pending =
         std::make_unique<python_pending>(std::move(*lease), clock_type::now() + hang_timeout_);
     return {};
@@ -115,6 +118,9 @@ class python_step final : public external_step {
                                                         " ms): its worker was killed"});
     }
     p.answered = true;
+    if (got || got.error().code() == errc::transform_error) {
+      p.lease.answered();
+    }
     if (!got) {
       sample.pending.reset();  // a live worker goes back to the pool, a dead one frees its place
       return failure(sample, got.error());

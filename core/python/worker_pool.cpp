@@ -15,6 +15,21 @@ worker_lease::~worker_lease() {
   }
 }
 
+void worker_lease::asked() noexcept {
+  asked_at_ = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(pool_->mutex_);
+  pool_->places_[worker_->id()].in_flight = true;
+}
+
+void worker_lease::answered() noexcept {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(pool_->mutex_);
+  auto& p = pool_->places_[worker_->id()];
+  p.in_flight = false;
+  p.latency.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - asked_at_).count());
+  p.rate.add(now);
+}
+
 std::shared_ptr<worker_pool> worker_pool::make(worker_launch launch, std::size_t capacity,
                                                std::shared_ptr<worker_zygote> zygote) {
   return std::shared_ptr<worker_pool>(
@@ -25,6 +40,7 @@ worker_pool::worker_pool(worker_launch launch, std::size_t capacity,
                          std::shared_ptr<worker_zygote> zygote)
     : launch_(std::move(launch)), capacity_(capacity), zygote_(std::move(zygote)) {
   idle_.reserve(capacity);  // give_back never allocates
+  places_.resize(capacity);
   for (std::size_t i = capacity; i > 0; --i) {
     free_ids_.push_back(static_cast<std::uint32_t>(i - 1));  // the lowest id first
   }
@@ -49,6 +65,7 @@ expected<worker_lease> worker_pool::take() {
     id = free_ids_.back();
     free_ids_.pop_back();
     ++started_;
+    places_[id].pid = -1;
   }
   // Started outside the lock: a zygote's start takes seconds (an interpreter, imports, the
   // dataset), and worker_init_fn may take its time.
@@ -58,6 +75,10 @@ expected<worker_lease> worker_pool::take() {
     free_ids_.push_back(id);
     returned_.notify_one();
     return w.error();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    places_[id].pid = w->pid();
   }
   return worker_lease(shared_from_this(), std::move(*w));
 }
@@ -115,12 +136,35 @@ expected<void> worker_pool::start_all() {
 
 void worker_pool::give_back(worker_process w) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
+  places_[w.id()].in_flight = false;
   if (w.alive()) {
     idle_.push_back(std::move(w));
   } else {
+    places_[w.id()].pid = -1;
     free_ids_.push_back(w.id());
   }
   returned_.notify_one();
+}
+
+std::vector<external_process_figures> worker_pool::figures() const {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<external_process_figures> out;
+  for (std::size_t id = 0; id < places_.size(); ++id) {
+    auto& p = places_[id];
+    const auto times = p.latency.snapshot();
+    external_process_figures f;
+    f.name = "python-worker-" + std::to_string(id);
+    f.pid = p.pid;
+    f.in_flight = p.in_flight;
+    f.items = p.rate.total();
+    f.items_per_s = static_cast<std::uint64_t>(p.rate.rate(now));
+    f.p50_us = times.p50 / 1000;
+    f.p90_us = times.p90 / 1000;
+    f.p99_us = times.p99 / 1000;
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 worker_pool::~worker_pool() {

@@ -8,6 +8,7 @@
 /// killed or broke the protocol is not given back: its place (and its worker id, which
 /// worker_init_fn sees again) goes to the next one started. Thread-safe.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -17,8 +18,11 @@
 #include <vector>
 
 #include "conveyor/error.hpp"
+#include "core/metrics/latency_tracker.hpp"
+#include "core/metrics/rate_meter.hpp"
 #include "core/python/worker_process.hpp"
 #include "core/python/worker_zygote.hpp"
+#include "core/transforms/external_step.hpp"
 
 namespace conveyor {
 
@@ -38,9 +42,15 @@ class worker_lease {
   worker_process& operator*() noexcept { return *worker_; }
   worker_process* operator->() noexcept { return &*worker_; }
 
+  /// The worker was asked for a sample (it is in flight until answered() or the lease ends).
+  void asked() noexcept;
+  /// It answered (a sample or an exception): its time goes to the pool's figures.
+  void answered() noexcept;
+
  private:
   std::shared_ptr<worker_pool> pool_;
   std::optional<worker_process> worker_;
+  std::chrono::steady_clock::time_point asked_at_{};
 };
 
 class worker_pool : public std::enable_shared_from_this<worker_pool> {
@@ -71,6 +81,9 @@ class worker_pool : public std::enable_shared_from_this<worker_pool> {
   std::uint64_t started() const;
   /// The zygote's pid (-1 before the first worker starts).
   pid_t zygote_pid() const;
+  /// Each place's worker as the monitor shows an actor ("python-worker-<id>": its pid, whether
+  /// a sample is in flight, samples answered, their rate and time), in id order.
+  std::vector<external_process_figures> figures() const;
   /// Workers that live now (idle or leased).
   std::size_t live() const;
 
@@ -78,6 +91,13 @@ class worker_pool : public std::enable_shared_from_this<worker_pool> {
   friend class worker_lease;
   worker_pool(worker_launch launch, std::size_t capacity, std::shared_ptr<worker_zygote> zygote);
   void give_back(worker_process w) noexcept;
+  /// What the pool knows of one place (its id's), for figures().
+  struct place {
+    pid_t pid = -1;
+    bool in_flight = false;
+    latency_tracker latency;
+    rate_meter rate;
+  };
   /// A worker forked for place `id` (from a new zygote when the pool's has died).
   expected<worker_process> start_worker(std::uint32_t id);
   /// The pool's zygote, started now when there is none or it has died.
@@ -91,6 +111,7 @@ class worker_pool : public std::enable_shared_from_this<worker_pool> {
   std::condition_variable returned_;  ///< a worker came back, or a place was freed
   std::vector<worker_process> idle_;
   std::vector<std::uint32_t> free_ids_;  ///< the ids of places no worker holds
+  mutable std::vector<place> places_;    ///< by worker id (figures() reads their snapshots)
   std::uint64_t started_ = 0;
 };
 

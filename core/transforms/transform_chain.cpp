@@ -102,6 +102,17 @@ expected<bool> transform_chain::advance_external(sample_state& sample,
   return ended;
 }
 
+std::vector<external_process_figures> transform_chain::external_processes() const {
+  std::vector<external_process_figures> out;
+  for (const auto& s : shared_->steps) {
+    if (s->cost().how == step_cost::kind::external) {
+      auto more = static_cast<const external_step&>(*s).processes();
+      out.insert(out.end(), more.begin(), more.end());
+    }
+  }
+  return out;
+}
+
 void transform_chain::finish_step(sample_state& sample,
                                   std::chrono::steady_clock::time_point start) const {
   auto elapsed = std::chrono::steady_clock::now() - start;

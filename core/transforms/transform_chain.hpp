@@ -12,6 +12,7 @@
 
 #include "conveyor/error.hpp"
 #include "core/base/field_schema.hpp"
+#include "core/transforms/external_step.hpp"
 #include "core/transforms/sample_state.hpp"
 #include "core/transforms/transform_spec.hpp"
 #include "core/transforms/transform_step.hpp"
@@ -53,6 +54,8 @@ class transform_chain {
   /// time counted from its begin, next_step advanced); false while it still runs. On error the
   /// sample stays at that step, nothing pending. Precondition: next_is_external(sample).
   expected<bool> advance_external(sample_state& sample, std::chrono::nanoseconds timeout) const;
+  /// The processes of every external step (external_step::processes), for the monitor.
+  std::vector<external_process_figures> external_processes() const;
   /// Runs the remaining steps; stops at the first error.
   expected<void> run_all(sample_state& sample) const;
 
