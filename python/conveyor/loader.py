@@ -80,6 +80,32 @@ def _setup_of(dataset, worker_init_fn):
     return pickle.dumps((preparation, inner))
 
 
+_DIR_PREFIX = "conveyor-loader-"
+
+
+def _remove_orphaned_dirs():
+    """Removes the directories of loaders whose process is gone (killed: SIGKILL, the OOM
+    killer; it could remove nothing): this user's, in the temporary directory, whose `owner`
+    file names a process that no longer runs. Their node ended with its owner."""
+    root = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(root) if n.startswith(_DIR_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(root, name)
+        try:
+            if os.lstat(path).st_uid != os.getuid():
+                continue
+            with open(os.path.join(path, "owner")) as f:
+                owner = int(f.read())
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (OSError, ValueError):
+            pass  # another user's, being made, or of an older loader: left alone
+
+
 def _toml_text(value):
     return json.dumps(value)  # a JSON string is a TOML basic string
 
@@ -314,7 +340,10 @@ class DataLoader:
         if self._start_state is None and epoch > 0:
             self._start_state = _native.state_at_epoch(self._length, self.seed, self.shuffle,
                                                        _EPOCHS, epoch)
-        self._dir = tempfile.mkdtemp(prefix="conveyor-loader-")
+        _remove_orphaned_dirs()
+        self._dir = tempfile.mkdtemp(prefix=_DIR_PREFIX)
+        with open(os.path.join(self._dir, "owner"), "w") as f:
+            f.write(str(os.getpid()))
         setup = os.path.join(self._dir, "dataset.setup")
         fd = os.open(setup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:

@@ -5,7 +5,6 @@ datasets (tests/python/loader_datasets.py). Environment: PYTHONPATH (the built p
 CONVEYOR_NODE. Exits 77 where torch or psutil is missing. Run with Debian's python3."""
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -129,7 +128,11 @@ class FaultsTest(unittest.TestCase):
         self.assertEqual(rc, -signal.SIGKILL)
         _, alive = psutil.wait_procs(family, timeout=WAIT_S)
         self.assertEqual(alive, [], "the node or its workers outlived their trainer")
-        shutil.rmtree(loader_dir, ignore_errors=True)  # a killed process removes nothing
+        self.assertTrue(os.path.isdir(loader_dir))  # a killed process removes nothing
+        with conveyor.DataLoader(Indexed(2)) as loader:  # the next loader does
+            next(iter(loader))
+            self.assertFalse(os.path.exists(loader_dir), "an orphaned directory was left")
+            self.assertTrue(os.path.isdir(loader._dir))
 
 
 if __name__ == "__main__":
