@@ -18,7 +18,7 @@ build_tools conveyor_python
 export PYTHONPATH="$BUILD_DIR/python" CONVEYOR_NODE="$BUILD_DIR/apps/conveyor-node/conveyor-node"
 
 # samples and batch per dataset: a run of a few minutes on 2 cores
-declare -A SAMPLES=([sleep]=400 [image]=240 [unet3d]=16)
+declare -A SAMPLES=([sleep]=400 [image]=240 [unet3d]=32)
 declare -A BATCH=([sleep]=8 [image]=8 [unet3d]=2)
 
 for machine in idle busy; do

@@ -342,7 +342,10 @@ class Zygote:
                 return
             fd = self.statuses.pop(pid, None)
             if fd is not None:
-                os.write(fd, struct.pack("<i", status))
+                try:
+                    os.write(fd, struct.pack("<i", status))
+                except OSError:
+                    pass  # its owner stopped waiting for it
                 os.close(fd)
 
     def fork(self, worker_id, fd):

@@ -87,6 +87,17 @@ TEST_F(NodePython, ATopologyThatCannotWorkStopsStartUpNamingTheKey) {
     EXPECT_NE(r.err.find(key), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("dataset.format = \"python\""), std::string::npos) << r.err;
   }
+  // A zygote the node's starter forked: both descriptors, open and of their kinds.
+  for (const auto& [keys, said] : std::vector<std::pair<std::string, std::string>>{
+           {"zygote_socket = 900\n", "python.zygote_socket: needs python.zygote_pidfd"},
+           {"zygote_socket = 900\nzygote_pidfd = 901\n",
+            "python.zygote_socket: descriptor 900 is not open"}}) {
+    auto text = topology();
+    text.insert(text.find("length = 23\n"), keys);
+    auto r = run(text);
+    EXPECT_EQ(r.exit_code, 2) << keys << r.err;
+    EXPECT_NE(r.err.find(said), std::string::npos) << r.err;
+  }
   auto text = topology();
   text.replace(text.find("worker = \""), 10, "worker = \"/nonexistent/");
   auto r = run(text);
