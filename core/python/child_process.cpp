@@ -13,6 +13,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/python/worker_protocol.hpp"
+
 extern char** environ;
 
 namespace conveyor {
@@ -118,6 +120,23 @@ std::string ending_of(int status) {
     return "was killed by signal " + std::to_string(s) + " (" + strsignal(s) + ")";
   }
   return "ended (status " + std::to_string(status) + ")";
+}
+
+std::string not_ready(int socket, std::chrono::milliseconds timeout) {
+  auto got = receive_message(socket, max_worker_message, timeout);
+  if (!got) {
+    return got.error().code() == errc::timed_out
+               ? "not ready within " + std::to_string(timeout.count()) + " ms"
+               : "it did not start";
+  }
+  auto reply = decode_reply(std::move(*got));
+  if (!reply) {
+    return reply.error().message();
+  }
+  if (reply->kind != reply_kind::ready) {
+    return "its start raised " + reply->exception.what();
+  }
+  return {};
 }
 
 bool end_by_pidfd(int process, std::chrono::milliseconds grace) noexcept {

@@ -49,6 +49,11 @@ bool end_by_pidfd(int process, std::chrono::milliseconds grace) noexcept;
 /// errc::invalid_config naming the key otherwise.
 expected<unique_fd> adopt_descriptor(int fd, const std::string& key);
 
+/// Waits at most `timeout` for the ready message of a process just started on `socket` (a
+/// zygote, a worker: worker_protocol.hpp). "" once it is ready, else why not ("not ready
+/// within N ms", "it did not start", "its start raised <exception>", or the reply refused).
+std::string not_ready(int socket, std::chrono::milliseconds timeout);
+
 /// Ends the direct child `pid` (pidfd `process`): it is given `grace` to end by itself, then
 /// killed (SIGKILL); it is reaped either way. How it ended (ending_of), or why that is unknown.
 std::string reap_child(pid_t pid, int process, std::chrono::milliseconds grace) noexcept;

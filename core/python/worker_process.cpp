@@ -72,17 +72,8 @@ worker_process::~worker_process() {
 }
 
 expected<void> worker_process::await_ready(std::chrono::milliseconds timeout) {
-  auto got = receive_message(socket(), max_worker_message, timeout);
-  if (!got) {
-    return failed(got.error().code() == errc::timed_out
-                      ? "not ready within " + std::to_string(timeout.count()) + " ms"
-                      : "it did not start",
-                  ending_grace);
-  }
-  auto reply = decode_reply(std::move(*got));
-  if (!reply || reply->kind != reply_kind::ready) {
-    return failed(reply ? "its start raised " + reply->exception.what() : reply.error().message(),
-                  ending_grace);
+  if (auto why = not_ready(socket(), timeout); !why.empty()) {
+    return failed(why, ending_grace);
   }
   return {};
 }

@@ -103,15 +103,8 @@ expected<void> worker_zygote::send_setup() {
 }
 
 expected<void> worker_zygote::await_ready() {
-  auto got = receive_message(socket_.get(), max_worker_message, launch_.start_timeout);
-  if (!got) {
-    return failed(got.error().code() == errc::timed_out
-                      ? "not ready within " + std::to_string(launch_.start_timeout.count()) + " ms"
-                      : "it did not start");
-  }
-  auto reply = decode_reply(std::move(*got));
-  if (!reply || reply->kind != reply_kind::ready) {
-    return failed(reply ? "its start raised " + reply->exception.what() : reply.error().message());
+  if (auto why = not_ready(socket_.get(), launch_.start_timeout); !why.empty()) {
+    return failed(why);
   }
   return {};
 }

@@ -23,6 +23,7 @@ import math
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -409,7 +410,7 @@ class DataLoader:
         try:
             import select
             if not select.select([pidfd], [], [], 10)[0]:
-                os.kill(pid, 9)
+                os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         except ChildProcessError:
             pass  # reaped already (by a caller's own wait)
