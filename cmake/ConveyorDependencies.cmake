@@ -1,14 +1,25 @@
 # Every third-party library comes from Debian's archive (scripts/install-deps installs them).
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
-# A lean build leaves out imgcodecs (and the ~180 MB of codec, GIS and GUI libraries behind
-# it): TurboJPEG decodes and encodes JPEG, and other formats are refused.
+# The library links OpenCV's core and imgproc (CONVEYOR_OPENCV_LIBS). imgcodecs (and the ~180
+# MB of codec, GIS and GUI libraries behind it) is loaded only when a non-JPEG image is decoded
+# or an image encoded (core/codecs/opencv_imgcodecs.hpp), by the soname found here; the tests'
+# fixtures and conveyor-analyze link it (OpenCV_LIBS). A lean build leaves it out: TurboJPEG
+# decodes and encodes JPEG, and other formats are refused.
+set(CONVEYOR_OPENCV_COMPONENTS core imgproc)
+set(CONVEYOR_OPENCV_LIBS opencv_core opencv_imgproc)
 if(CONVEYOR_LEAN)
-  set(CONVEYOR_OPENCV_COMPONENTS core imgproc)
+  find_package(OpenCV REQUIRED COMPONENTS core imgproc)
 else()
-  set(CONVEYOR_OPENCV_COMPONENTS core imgproc imgcodecs)
+  find_package(OpenCV REQUIRED COMPONENTS core imgproc imgcodecs)
+  get_target_property(CONVEYOR_IMGCODECS_SONAME opencv_imgcodecs IMPORTED_SONAME_RELEASE)
+  if(NOT CONVEYOR_IMGCODECS_SONAME)
+    get_target_property(CONVEYOR_IMGCODECS_SONAME opencv_imgcodecs IMPORTED_SONAME)
+  endif()
+  if(NOT CONVEYOR_IMGCODECS_SONAME)
+    message(FATAL_ERROR "OpenCV's opencv_imgcodecs target names no soname to load at run time")
+  endif()
 endif()
-find_package(OpenCV REQUIRED COMPONENTS ${CONVEYOR_OPENCV_COMPONENTS})
 find_package(spdlog REQUIRED)
 find_package(tomlplusplus REQUIRED)
 find_package(CLI11 REQUIRED)

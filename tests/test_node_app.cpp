@@ -10,6 +10,8 @@
 #include <regex>
 #include <set>
 
+#include <opencv2/imgcodecs.hpp>
+
 #include "support/node_app.hpp"
 
 namespace conveyor {
@@ -66,6 +68,30 @@ TEST(NodeApp, CleanRunWithFourFeedersAccountsForEverySample) {
   EXPECT_EQ(r.out.find("\"normalize\":"), std::string::npos) << r.out;
 }
 
+// OpenCV's imgcodecs (and the GIS, DICOM and PDF libraries behind it) is loaded only when an
+// image that is neither JPEG nor PNG is decoded: a node that decodes JPEGs never maps it (the
+// dynamic loader names every library it loads, dlopen's too, under LD_DEBUG=files).
+TEST(NodeApp, OpenCvsImageCodecsAreLoadedOnlyForImagesThatAreNeitherJpegNorPng) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 9);
+  const std::string node = std::string("LD_DEBUG=files ") + CONVEYOR_NODE_BIN;
+  const auto args = "--topology " + write_topology(dir, topology_text(images)).string();
+  auto jpegs = testing::run_app(node, dir, args);
+  ASSERT_EQ(jpegs.exit_code, 0) << jpegs.err;
+  EXPECT_NE(jpegs.err.find("file=libcaf_core"), std::string::npos) << "LD_DEBUG said nothing";
+  EXPECT_EQ(jpegs.err.find("libopencv_imgcodecs"), std::string::npos);
+  // A BMP among them: decoded through imgcodecs, loaded for it.
+  cv::Mat blue(24, 32, CV_8UC3, cv::Scalar(255, 0, 0));
+  std::vector<std::uint8_t> bmp;
+  ASSERT_TRUE(cv::imencode(".bmp", blue, bmp));
+  testing::write_file(images / "class_0" / "blue.bmp", bmp);
+  auto mixed = testing::run_app(node, dir, args);
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_NE(mixed.err.find("libopencv_imgcodecs"), std::string::npos);
+  EXPECT_EQ(json_number(mixed.out, "samples"), 20u);
+  EXPECT_EQ(json_number(mixed.out, "quarantined"), 0u);
+}
+
 // trainer.ids_file: every sample the trainers received, one "<epoch> <id>" line each: the
 // audit shows each sample of each epoch exactly once over 4 GPUs.
 TEST(NodeApp, TheIdsFileListsEverySampleOfEveryEpochOnce) {
@@ -111,7 +137,8 @@ void expect_prompt_stop(int sig, int code) {
   node.signal(sig);
   // 1000 epochs at 5 s per batch would take days: ending at all means the signal stopped it.
   ASSERT_EQ(node.finish(std::chrono::seconds(120)), code) << node.err();
-  EXPECT_EQ(std::count(node.out().begin(), node.out().end(), '\n'), 1) << node.out();
+  const auto out = node.out();
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   EXPECT_NE(node.out().find("\"interrupted\":true"), std::string::npos) << node.out();
   EXPECT_LT(json_number(node.out(), "samples"), 37u * 1000u);
   EXPECT_EQ(json_number(node.out(), "duplicates"), 0u);

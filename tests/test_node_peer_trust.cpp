@@ -261,7 +261,7 @@ TEST(NodePeerTrust, ASecondHelloForARankThatIsUpIsRefused) {
             std::string::npos)
       << cluster.second->err();
   EXPECT_NE(cluster.second->out().find("\"failed_peers\":[]"), std::string::npos)
-      << cluster.second->out();
+      << cluster.second->out() << cluster.second->err() << cluster.first->err();
 }
 
 TEST(NodePeerTrust, ALeaveFromAnotherNodeIsIgnored) {

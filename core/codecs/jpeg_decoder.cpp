@@ -1,14 +1,15 @@
 #include "core/codecs/jpeg_decoder.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <new>
 #include <string>
 
 #include <turbojpeg.h>
 #include <opencv2/imgproc.hpp>
 #if !CONVEYOR_LEAN
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // the IMREAD_ flags only: imgcodecs is loaded when needed
+
+#include "core/codecs/opencv_imgcodecs.hpp"
 #endif
 
 namespace conveyor {
@@ -130,13 +131,12 @@ expected<cv::Mat> decode_with_opencv(const std::uint8_t* /*data*/, std::size_t s
 /// OpenCV's decoders, for what TurboJPEG does not take (PNG, BMP, CMYK JPEG, ...).
 expected<cv::Mat> decode_with_opencv(const std::uint8_t* data, std::size_t size,
                                      tjscalingfactor factor) {
-  if (size > static_cast<std::size_t>(INT_MAX)) {
-    return decode_failure("file too large for OpenCV's decoders: " + std::to_string(size) +
-                          " bytes");
-  }
   // EXIF orientation is ignored, as on the TurboJPEG path and in torchvision's PIL loader.
-  cv::Mat bgr = cv::imdecode(cv::_InputArray(data, static_cast<int>(size)),
-                             cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  auto decoded = opencv_imdecode(data, size, cv::IMREAD_COLOR | cv::IMREAD_IGNORE_ORIENTATION);
+  if (!decoded) {
+    return decoded.error();
+  }
+  const cv::Mat& bgr = *decoded;
   if (bgr.empty()) {
     return decode_failure("not an image, or a damaged one (no decoder could read these " +
                           std::to_string(size) + " bytes)");

@@ -8,7 +8,9 @@
 
 #include <memory>
 #else
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // the IMWRITE_ flags only: imgcodecs is loaded when needed
+
+#include "core/codecs/opencv_imgcodecs.hpp"
 #endif
 
 namespace conveyor {
@@ -34,11 +36,7 @@ expected<std::vector<std::uint8_t>> encode(const cv::Mat& bgr, int quality) {
 }
 #else
 expected<std::vector<std::uint8_t>> encode(const cv::Mat& bgr, int quality) {
-  std::vector<std::uint8_t> bytes;
-  if (!cv::imencode(".jpg", bgr, bytes, {cv::IMWRITE_JPEG_QUALITY, quality})) {
-    return error{errc::io_error, "OpenCV cannot encode the image as JPEG"};
-  }
-  return bytes;
+  return opencv_imencode(".jpg", bgr, {cv::IMWRITE_JPEG_QUALITY, quality});
 }
 #endif
 

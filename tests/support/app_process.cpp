@@ -1,6 +1,7 @@
 #include "support/app_process.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -9,12 +10,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <random>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 namespace conveyor::testing {
 
@@ -62,21 +65,23 @@ std::vector<double> json_array(const std::string& json, const std::string& key) 
 
 namespace {
 
-// One read from `fd` into `text`; false at EOF or past the deadline.
-bool read_some(int fd, std::string& text, std::chrono::steady_clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - std::chrono::steady_clock::now());
-  pollfd p{fd, POLLIN, 0};
-  if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) {
-    return false;
-  }
+// One read from `fd` into `text` (under `mutex`); false at EOF or on an error.
+bool read_some(int fd, std::string& text, std::mutex& mutex) {
   char buf[4096];
   auto n = read(fd, buf, sizeof buf);
   if (n <= 0) {
-    return false;
+    return n < 0 && errno == EINTR;
   }
+  std::lock_guard<std::mutex> lock(mutex);
   text.append(buf, static_cast<std::size_t>(n));
   return true;
+}
+
+// A pipe whose ends this process does not pass to the apps it starts.
+std::pair<unique_fd, unique_fd> cloexec_pipe() {
+  int fds[2] = {-1, -1};
+  EXPECT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  return {unique_fd(fds[0]), unique_fd(fds[1])};
 }
 
 }  // namespace
@@ -105,14 +110,13 @@ std::vector<std::uint16_t> free_tcp_ports(int count) {
 }
 
 app_process::app_process(const std::string& binary, std::vector<std::string> args) {
-  int out[2];
-  int err[2];
-  EXPECT_EQ(pipe(out), 0);
-  EXPECT_EQ(pipe(err), 0);
+  auto [out_read, out_write] = cloexec_pipe();
+  auto [err_read, err_write] = cloexec_pipe();
+  std::tie(stop_read_, stop_write_) = cloexec_pipe();
   pid_ = fork();
   if (pid_ == 0) {
-    dup2(out[1], 1);
-    dup2(err[1], 2);
+    dup2(out_write.get(), 1);  // dup2 clears close-on-exec on 1 and 2
+    dup2(err_write.get(), 2);
     std::vector<char*> argv{const_cast<char*>(binary.c_str())};
     for (auto& a : args) {
       argv.push_back(a.data());
@@ -121,10 +125,9 @@ app_process::app_process(const std::string& binary, std::vector<std::string> arg
     execv(argv[0], argv.data());
     _exit(127);
   }
-  close(out[1]);
-  close(err[1]);
-  out_ = out[0];
-  err_ = err[0];
+  out_ = std::move(out_read);
+  err_ = std::move(err_read);
+  reader_ = std::thread([this] { read_output(); });
 }
 
 app_process::~app_process() {
@@ -132,42 +135,65 @@ app_process::~app_process() {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
   }
-  close(out_);
-  close(err_);
+  // A grandchild the app left behind may hold its pipes open: the reader is told to stop.
+  const char stop = 1;
+  EXPECT_EQ(write(stop_write_.get(), &stop, 1), 1);
+  reader_.join();
+}
+
+void app_process::read_output() {
+  bool out_open = true;
+  bool err_open = true;
+  while (out_open || err_open) {
+    pollfd p[3] = {{out_open ? out_.get() : -1, POLLIN, 0},
+                   {err_open ? err_.get() : -1, POLLIN, 0},
+                   {stop_read_.get(), POLLIN, 0}};
+    if (poll(p, 3, -1) < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      break;
+    }
+    if (p[2].revents != 0) {
+      break;
+    }
+    out_open = out_open && (p[0].revents == 0 || read_some(out_.get(), out_text_, mutex_));
+    err_open = err_open && (p[1].revents == 0 || read_some(err_.get(), err_text_, mutex_));
+    grew_.notify_all();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ended_ = true;
+  grew_.notify_all();
 }
 
 bool app_process::wait_for_log(const std::string& needle, std::chrono::seconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (err_text_.find(needle) == std::string::npos) {
-    if (!read_some(err_, err_text_, deadline)) {
-      return false;
-    }
-  }
-  return true;
+  std::unique_lock<std::mutex> lock(mutex_);
+  return grew_.wait_for(lock, limit, [&] {
+    return err_text_.find(needle) != std::string::npos || ended_;
+  }) && err_text_.find(needle) != std::string::npos;
 }
 
 int app_process::finish(std::chrono::seconds limit) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  // Both pipes to their ends: a child blocked on a full stderr would never close stdout.
-  bool out_open = true;
-  bool err_open = true;
-  while ((out_open || err_open) && std::chrono::steady_clock::now() < deadline) {
-    pollfd p[2] = {{out_open ? out_ : -1, POLLIN, 0}, {err_open ? err_ : -1, POLLIN, 0}};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (poll(p, 2, static_cast<int>(std::max<std::int64_t>(left.count(), 0))) <= 0) {
-      break;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!grew_.wait_for(lock, limit, [&] { return ended_; })) {
+      return -1;
     }
-    out_open = out_open && (p[0].revents == 0 || read_some(out_, out_text_, deadline));
-    err_open = err_open && (p[1].revents == 0 || read_some(err_, err_text_, deadline));
-  }
-  if (out_open || err_open) {
-    return -1;
   }
   int status = 0;
   waitpid(pid_, &status, 0);
   pid_ = -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string app_process::out() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return out_text_;
+}
+
+std::string app_process::err() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return err_text_;
 }
 
 void app_process::signal(int sig) const {

@@ -1,15 +1,20 @@
 #pragma once
 /// Running Conveyor's apps as operators do, for tests: the real binary as a child process,
-/// its output captured. Every wait is bounded: an app that does not stop fails the test
+/// its output captured as it comes. Every wait is bounded: an app that does not stop fails the test
 /// instead of hanging it.
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "core/base/unique_fd.hpp"
 
 #include "support/test_support.hpp"
 
@@ -40,8 +45,10 @@ std::vector<double> json_array(const std::string& json, const std::string& key);
 /// nodes that must be told each other's ports before they start).
 std::vector<std::uint16_t> free_tcp_ports(int count);
 
-/// An app started as a child process, its stdout and stderr on pipes; killed (SIGKILL) and
-/// reaped on destruction if still running.
+/// An app started as a child process, its stdout and stderr on pipes that a thread of this
+/// process reads as the app writes them: an app is never held up by a full pipe while the test
+/// waits on something else (one node of a cluster finishing while the other still logs).
+/// Killed (SIGKILL) and reaped on destruction if still running.
 class app_process {
  public:
   app_process(const std::string& binary, std::vector<std::string> args);
@@ -49,22 +56,33 @@ class app_process {
   app_process(const app_process&) = delete;
   app_process& operator=(const app_process&) = delete;
 
-  /// Reads stderr until `needle` appears; false at EOF or after `limit`.
+  /// Waits until `needle` is in what the app wrote to stderr; false when stderr ends without
+  /// it or after `limit`.
   bool wait_for_log(const std::string& needle, std::chrono::seconds limit);
-  /// Reads stdout and stderr to their ends, then reaps the process: its exit code, or -1
-  /// (killed, or still running after `limit`).
+  /// Waits for stdout and stderr to end, then reaps the process: its exit code, or -1 (killed,
+  /// or still running after `limit`).
   int finish(std::chrono::seconds limit);
   void signal(int sig) const;
   pid_t pid() const noexcept { return pid_; }
-  const std::string& out() const { return out_text_; }
-  const std::string& err() const { return err_text_; }
+  /// What the app wrote to stdout (stderr) so far: all of it once finish() returned.
+  std::string out() const;
+  std::string err() const;
 
  private:
+  // The reading thread: both pipes into the texts until both end or stop_ is written to.
+  void read_output();
+
   pid_t pid_ = -1;
-  int out_ = -1;
-  int err_ = -1;
+  unique_fd out_;
+  unique_fd err_;
+  unique_fd stop_read_;
+  unique_fd stop_write_;
+  mutable std::mutex mutex_;
+  std::condition_variable grew_;  ///< a text grew, or both pipes ended
   std::string out_text_;
   std::string err_text_;
+  bool ended_ = false;  ///< both pipes ended
+  std::thread reader_;
 };
 
 }  // namespace conveyor::testing
