@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -69,6 +70,17 @@ void take_descriptors(msghdr& m, std::vector<unique_fd>& into) {
   }
 }
 
+// The length of the next message on the SOCK_SEQPACKET `socket`, capped at `max_size` (a longer
+// one is then read to that length and refused as cut short); 0 when none can be told (the
+// receive that follows says why).
+std::size_t next_message_size(int socket, std::size_t max_size) {
+  ssize_t size = 0;
+  do {
+    size = ::recv(socket, nullptr, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  } while (size < 0 && errno == EINTR);
+  return size > 0 ? std::min(static_cast<std::size_t>(size), max_size) : 0;
+}
+
 }  // namespace
 
 expected<void> send_message(int socket, const void* bytes, std::size_t size, int fd, bool wait) {
@@ -103,8 +115,10 @@ expected<received_message> receive_message(int socket, std::size_t max_size,
     return std::move(ready).error();
   }
   received_message out;
-  out.bytes.resize(max_size);
-  iovec io{out.bytes.data(), max_size};
+  // As long as the message is, not max_size: a buffer of max_size (1 MiB for a worker's reply)
+  // zero-filled for every message of a few hundred bytes cost its time and kept a MiB dirty.
+  out.bytes.resize(next_message_size(socket, max_size));
+  iovec io{out.bytes.data(), out.bytes.size()};
   receive_control control{};
   msghdr m{};
   m.msg_iov = &io;
