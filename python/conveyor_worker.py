@@ -12,7 +12,8 @@ other half:
   start  (owner -> spawned zygote): a sealed memfd holding the pickle of a pair:
          multiprocessing.spawn.get_preparation_data(...) (or None), applied first, as spawn
          does (sys.path, the working directory, the main module as __mp_main__), and the
-         pickle of {"dataset": the Dataset, "worker_init_fn": a callable or None}
+         pickle of {"dataset": the Dataset, "worker_init_fn": a callable or None,
+         "worker_info": what torch.utils.data.get_worker_info() says (optional)}
   ready / failed (zygote -> owner): once the dataset is unpickled (its modules imported: every
          worker shares them); or the exception that stopped it.
   fork   (owner -> zygote): a worker id and the worker's end of its socket. The zygote forks;
@@ -273,6 +274,18 @@ def watch_owner(sock):
     threading.Thread(target=watch, daemon=True, name="conveyor-owner-watch").start()
 
 
+def set_worker_info(torch, setup, worker_id):
+    """torch.utils.data.get_worker_info() in this worker says what it says in torch's workers:
+    id, num_workers, seed (the loader's seed + id) and the dataset (this worker's copy)."""
+    info = setup.get("worker_info")
+    if torch is None or info is None:
+        return
+    from torch.utils.data._utils import worker
+    worker._worker_info = worker.WorkerInfo(id=worker_id, num_workers=info["num_workers"],
+                                            seed=info["seed"] + worker_id,
+                                            dataset=setup["dataset"])
+
+
 def serve_worker(sock, setup, worker_id):
     """A worker's life: worker_init_fn, then one sample at a time until told to stop."""
     watch_owner(sock)
@@ -280,6 +293,7 @@ def serve_worker(sock, setup, worker_id):
     if torch is not None:
         torch.set_num_threads(1)  # as torch's DataLoader's workers
     try:
+        set_worker_info(torch, setup, worker_id)
         if setup.get("worker_init_fn") is not None:
             setup["worker_init_fn"](worker_id)
     except BaseException as exc:
@@ -405,7 +419,7 @@ def serve_zygote(sock, setup):
     Zygote(sock, setup).serve()
 
 
-def fork_zygote(dataset, worker_init_fn):
+def fork_zygote(setup):
     """Forks the zygote from this process (a trainer's, which runs none of the runtime's
     threads: they run in its node), as torch's DataLoader forks its workers from it: the
     zygote and its workers share this process's modules, main module and dataset copy-on-write
@@ -419,7 +433,7 @@ def fork_zygote(dataset, worker_init_fn):
         code = 0
         try:
             ours.close()
-            serve_zygote(theirs, {"dataset": dataset, "worker_init_fn": worker_init_fn})
+            serve_zygote(theirs, setup)
         except BaseException:
             code = 1
         finally:

@@ -67,14 +67,15 @@ def _node_binary():
     return node
 
 
-def _setup_of(dataset, worker_init_fn):
-    """The bytes a worker starts from: spawn's preparation of this process, then the pickled
-    dataset and worker_init_fn. An object that cannot be pickled is named."""
+def _setup_of(setup):
+    """The bytes a spawned zygote starts from: spawn's preparation of this process, then the
+    pickled `setup` (conveyor_worker.py's). An object that cannot be pickled is named."""
     import multiprocessing.spawn
     preparation = multiprocessing.spawn.get_preparation_data("conveyor-worker")
     preparation.pop("authkey", None)  # multiprocessing's own secret: never written out
+    dataset = setup["dataset"]
     try:
-        inner = pickle.dumps({"dataset": dataset, "worker_init_fn": worker_init_fn})
+        inner = pickle.dumps(setup)
     except Exception as exc:
         raise TypeError(f"conveyor.DataLoader: the dataset ({type(dataset).__name__}) or "
                         f"worker_init_fn cannot be pickled for its worker processes: {exc}") from exc
@@ -187,7 +188,7 @@ class DataLoader:
         self.seed = self._base_seed() if seed is None else int(seed) & (2**63 - 1)
         self._length = len(dataset)
         self.rank, self.world_size = _distributed(rank, world_size, self._length)
-        self._setup = _setup_of(dataset, worker_init_fn)
+        self._setup = _setup_of(self._worker_setup())
         self._epoch = 0  # the epoch the next iteration begins
         self._live = None  # the epoch being iterated: {"epoch", "yielded", "pad"}
         self._resumed = None  # a saved epoch in progress (load_state_dict), continued next
@@ -286,7 +287,9 @@ class DataLoader:
                 raise ValueError(f"conveyor.DataLoader.load_state_dict: the state is of a loader "
                                  f"with {key}={state[key]!r}, this one has {getattr(self, name)!r}")
         self.close()
-        self.seed = int(state["seed"])
+        if int(state["seed"]) != self.seed:
+            self.seed = int(state["seed"])
+            self._setup = _setup_of(self._worker_setup())  # its workers' get_worker_info().seed
         self._epoch = int(state["epoch"])
         self._live = None
         self._resumed = {"epoch": self._epoch, "yielded": int(state["yielded"]),
@@ -392,12 +395,20 @@ class DataLoader:
                 if time.monotonic() > deadline:
                     raise
 
+    def _worker_setup(self):
+        """What the workers start from (conveyor_worker.py): the dataset, worker_init_fn and
+        what their get_worker_info() says: num_workers counts every process that runs
+        dataset[i] (num_workers, then the stragglers' ids), its seed is seed + id, as torch's."""
+        return {"dataset": self.dataset, "worker_init_fn": self.worker_init_fn,
+                "worker_info": {"num_workers": self.num_workers + self.stragglers,
+                                "seed": self.seed}}
+
     def _fork_zygote(self):
         """The zygote forked from this process (its socket and a pidfd, for the node), or ()
         where the node is to spawn it."""
         if self.multiprocessing_context not in (None, "fork"):
             return ()
-        pid, sock = fork_zygote(self.dataset, self.worker_init_fn)
+        pid, sock = fork_zygote(self._worker_setup())
         self._zygote = (pid, os.pidfd_open(pid))
         return (sock.detach(), os.dup(self._zygote[1]))
 

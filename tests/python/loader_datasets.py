@@ -46,6 +46,28 @@ class Drawn(torch.utils.data.Dataset):
                 "random": random.random()}
 
 
+class PerWorker(torch.utils.data.Dataset):
+    """State each worker opens for itself in worker_init_fn through get_worker_info(), as
+    torch's documentation shows (a file handle per worker, here the worker's id)."""
+
+    def __init__(self, n):
+        self.n, self.opened_by = n, None
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        info = torch.utils.data.get_worker_info()
+        return {"index": i, "opened_by": self.opened_by, "id": info.id,
+                "num_workers": info.num_workers, "seed": info.seed}
+
+
+def open_per_worker(worker_id):
+    info = torch.utils.data.get_worker_info()
+    assert info.id == worker_id, (info, worker_id)
+    info.dataset.opened_by = worker_id
+
+
 class Faulty(torch.utils.data.Dataset):
     """Samples that fail as user code fails: `raises` always raise; `dies` kill their worker
     with SIGKILL from another process (as the OOM killer would) the first time, marked in

@@ -20,7 +20,7 @@ except ImportError as missing:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conveyor  # noqa: E402
-from loader_datasets import Mixed, Indexed  # noqa: E402
+from loader_datasets import Mixed, Indexed, PerWorker, open_per_worker  # noqa: E402
 
 
 # A training script as many are written: its Dataset defined in it, no `if __name__ ==
@@ -108,6 +108,22 @@ class DataLoaderTest(unittest.TestCase):
         reference = list(torch.utils.data.DataLoader(dataset, batch_size=2))
         for a, b in zip(reference, got):
             self.assertTrue(same(a, b), f"{a} != {b}")
+
+    def test_get_worker_info_in_a_worker_says_what_it_says_in_torchs(self):
+        for context in (None, "spawn"):
+            with conveyor.DataLoader(PerWorker(12), batch_size=3, num_workers=2, seed=11,
+                                     worker_init_fn=open_per_worker,
+                                     multiprocessing_context=context) as loader:
+                samples = [{k: int(v[j]) for k, v in b.items()} for b in loader
+                           for j in range(len(b["index"]))]
+                processes = loader.num_workers + loader.stragglers
+            self.assertEqual(sorted(s["index"] for s in samples), list(range(12)))
+            for s in samples:
+                self.assertEqual(s["opened_by"], s["id"], f"{context}: {s}")
+                self.assertIn(s["id"], range(processes), f"{context}: {s}")
+                self.assertEqual(s["num_workers"], processes, f"{context}: {s}")
+                self.assertEqual(s["seed"], 11 + s["id"], f"{context}: {s}")
+        self.assertIsNone(torch.utils.data.get_worker_info())  # none in the trainer
 
     def test_an_unpicklable_dataset_is_named(self):
         dataset = Indexed(4)
