@@ -233,7 +233,9 @@ class DataLoader:
 
     def report(self):
         """What this loader's node did so far (empty before the first iteration): delivered,
-        quarantined, duplicates, lost, retries (samples issued again after an exception or a
+        quarantined, duplicates, lost (the samples of the epochs begun that are neither
+        delivered nor quarantined: in flight while `finished` is False, lost once it is True;
+        the node runs ahead into the next epoch), retries (samples issued again after an exception or a
         worker's death), restarts, hangs, handoffs (samples finished by a straggler worker),
         sample_ms (one dataset[i]'s time over the last ones: samples, p50, p90, p99, max), and
         quarantined_samples: per sample set aside, {"epoch", "index", "reason"} (the
