@@ -18,7 +18,7 @@ the same files; the draws the reference made are replayed into it, site for site
   5. end to end, the whole recipe on int16 FLAC files with the reference's recorded draws
      (speed, dither, SpecAugment): the same frames, within 1e-3 absolute.
 
-Prints each figure; README "Speech" quotes them. Environment (CTest sets it): CONVEYOR_CHAIN_PROBE,
+Prints each figure; docs/recipes.md ("Speech") quotes them. Environment (CTest sets it): CONVEYOR_CHAIN_PROBE,
 CONVEYOR_RECIPE. Exit 77 (skipped) without NumPy, torch, torchaudio or soundfile."""
 import os
 import subprocess
