@@ -60,7 +60,10 @@ def _torch():
 
 
 def _node_binary():
-    node = os.environ.get("CONVEYOR_NODE") or shutil.which("conveyor-node")
+    """$CONVEYOR_NODE, else the program the package carries (pip install), else PATH's."""
+    from ._programs import program
+    node = os.environ.get("CONVEYOR_NODE") or program("conveyor-node") or \
+        shutil.which("conveyor-node")
     if not node:
         raise RuntimeError("conveyor.DataLoader needs the conveyor-node program: set "
                            "CONVEYOR_NODE to its path or put it on PATH")
