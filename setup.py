@@ -27,19 +27,10 @@ class CMakeBuild(build_ext):
         jobs = os.environ.get("CONVEYOR_BUILD_JOBS", str(os.cpu_count() or 1))
         self.run_step(["cmake", "--build", build, "-j", jobs, "--target"] + TARGETS)
         package = os.path.dirname(os.path.abspath(self.get_ext_fullpath(ext.name)))
-        module = [n for n in os.listdir(os.path.join(build, "python", "conveyor"))
-                  if n.startswith("_native.") and n.endswith(".so")]
-        if len(module) != 1:
-            raise SystemExit(f"{build}/python/conveyor: no one built module ({module})")
-        shutil.copy2(os.path.join(build, "python", "conveyor", module[0]),
-                     os.path.join(package, os.path.basename(self.get_ext_fullpath(ext.name))))
-        # From the source tree, as CMake lays them out in build/python/conveyor.
-        shutil.copy2(os.path.join(SOURCE, "python", "conveyor_worker.py"), package)
-        recipes = os.path.join(package, "recipes")
-        os.makedirs(recipes, exist_ok=True)
-        shutil.copy2(os.path.join(SOURCE, "config", "default.toml"), recipes)
-        for name in os.listdir(os.path.join(SOURCE, "config", "examples")):
-            shutil.copy2(os.path.join(SOURCE, "config", "examples", name), recipes)
+        # The package as CMake lays it out (python/CMakeLists.txt: the module, the worker
+        # script, the Python files, the recipes), then the programs.
+        shutil.copytree(os.path.join(build, "python", "conveyor"), package, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
         os.makedirs(os.path.join(package, "bin"), exist_ok=True)
         for program, folder in PROGRAMS.items():
             shutil.copy2(os.path.join(build, folder, program), os.path.join(package, "bin"))

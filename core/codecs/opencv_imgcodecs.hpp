@@ -1,6 +1,6 @@
 #pragma once
 /// OpenCV's image codecs (libopencv_imgcodecs), loaded the first time one is needed rather
-/// than at start. imgcodecs brings GDAL, GDCM, Poppler and some 140 more libraries whose
+/// than at start. imgcodecs brings GDAL, GDCM, Poppler and some 90 more libraries whose
 /// relocated data cost every process that maps them ~18 MiB of private memory (PSS; 37 MiB of
 /// RSS): a node that decodes only JPEG and PNG, or serves a Python Dataset, never maps them.
 /// The library is opened by the soname this build was configured with
