@@ -17,11 +17,13 @@ kept), over the node's shared memory without a copy: a batch's tensors are valid
 them lives.
 """
 
+import atexit
 import collections
 import json
 import math
 import os
 import pickle
+import select
 import shutil
 import signal
 import subprocess
@@ -109,6 +111,18 @@ def _remove_orphaned_dirs():
             shutil.rmtree(path, ignore_errors=True)
         except (OSError, ValueError):
             pass  # another user's, being made, or of an older loader: left alone
+
+
+# Loaders whose node runs, closed at exit while the interpreter still works: one left open in a
+# module's globals would otherwise be collected during shutdown, when close() can no longer
+# import or remove anything, and its directory would stay until the next loader starts.
+_open_loaders = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_loaders():
+    for loader in list(_open_loaders):
+        loader.close()
 
 
 def _toml_text(value):
@@ -350,6 +364,7 @@ class DataLoader:
             self._start_state = _native.state_at_epoch(self._length, self.seed, self.shuffle,
                                                        _EPOCHS, epoch)
         _remove_orphaned_dirs()
+        _open_loaders.add(self)
         self._dir = tempfile.mkdtemp(prefix=_DIR_PREFIX)
         with open(os.path.join(self._dir, "owner"), "w") as f:
             f.write(str(os.getpid()))
@@ -424,7 +439,6 @@ class DataLoader:
         pid, pidfd = self._zygote
         self._zygote = None
         try:
-            import select
             if not select.select([pidfd], [], [], 10)[0]:
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)

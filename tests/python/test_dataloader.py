@@ -46,6 +46,24 @@ with conveyor.DataLoader(Local(), batch_size=2, num_workers=2, seed=1,
 """
 
 
+# A script that leaves its loader open in a global, mid-epoch, and exits.
+LEFT_OPEN_SCRIPT = """
+import torch
+import conveyor
+
+class Local(torch.utils.data.Dataset):
+    def __len__(self):
+        return 40
+
+    def __getitem__(self, i):
+        return torch.tensor([i])
+
+loader = conveyor.DataLoader(Local(), batch_size=4, num_workers=2, seed=1)
+next(iter(loader))
+print(loader._dir, loader._node.pid, flush=True)
+"""
+
+
 def same(a, b):
     """a and b are equal, structure, types and values."""
     if isinstance(a, torch.Tensor):
@@ -167,6 +185,19 @@ class DataLoaderTest(unittest.TestCase):
         loader.close()
         gone, alive = psutil.wait_procs(family, timeout=30)
         self.assertEqual(alive, [])
+
+    def test_a_loader_left_open_at_exit_leaves_nothing_behind(self):
+        with tempfile.TemporaryDirectory() as d:
+            script = os.path.join(d, "train.py")
+            with open(script, "w") as f:
+                f.write(LEFT_OPEN_SCRIPT)
+            run = subprocess.run([sys.executable, script], capture_output=True, text=True,
+                                 timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        directory, node = run.stdout.split()
+        self.assertFalse(os.path.exists(directory), "the loader's directory outlived it")
+        self.assertFalse(psutil.pid_exists(int(node)) and
+                         psutil.Process(int(node)).status() != psutil.STATUS_ZOMBIE)
 
 
 if __name__ == "__main__":
