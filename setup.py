@@ -14,13 +14,14 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 SOURCE = os.path.dirname(os.path.abspath(__file__))
-TARGETS = ["conveyor_python", "conveyor-node", "conveyor-pack"]
+TARGETS = ["conveyor_python", "conveyor_pipeline_python", "conveyor-node", "conveyor-pack"]
 PROGRAMS = {"conveyor-node": "apps/conveyor-node", "conveyor-pack": "apps/conveyor-pack"}
 
 
 class CMakeBuild(build_ext):
-    """The one extension, conveyor._native, is CMake's conveyor_python target; the programs
-    and recipes go into the package beside it."""
+    """The extension conveyor._native is CMake's conveyor_python target, and
+    conveyor._pipeline (built with it, copied with the package) its conveyor_pipeline_python;
+    the programs and recipes go into the package beside them."""
 
     def build_extension(self, ext):
         build = self.cmake_tree()

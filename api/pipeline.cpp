@@ -206,8 +206,14 @@ std::optional<error> check_gpu(int gpu, int gpus) {
                gpu_name(gpu) + " is not one of the " + std::to_string(gpus) + " of this pipeline"};
 }
 
-// Why next() found no batch: the channel was closed, every buffer is held, or time ran out.
-error no_batch(const pipeline_runtime& rt, int gpu, batch_channel::outcome why) {
+std::string seconds(std::chrono::milliseconds wait) {
+  return std::to_string(std::chrono::duration<double>(wait).count()) + " s";
+}
+
+// Why next() found no batch in `wait`: the channel was closed, every buffer is held, or time
+// ran out.
+error no_batch(const pipeline_runtime& rt, int gpu, batch_channel::outcome why,
+               std::chrono::milliseconds wait) {
   const auto& spec = rt.spec();
   const auto buffers = std::to_string(spec.prefetch_batches + 1);
   const auto held = std::to_string(rt.status()->channel(gpu)->held());
@@ -220,9 +226,9 @@ error no_batch(const pipeline_runtime& rt, int gpu, batch_channel::outcome why) 
                   "next, or raise pipeline.prefetch_batches"};
     case batch_channel::outcome::timed_out:
       return {errc::timed_out,
-              gpu_name(gpu) + ": no batch within pipeline.next_timeout_s = " +
-                  std::to_string(std::chrono::duration<double>(spec.next_timeout).count()) +
-                  " s (the trainer holds " + held + " of " + buffers +
+              gpu_name(gpu) + ": no batch within " +
+                  (wait == spec.next_timeout ? "pipeline.next_timeout_s = " : "") + seconds(wait) +
+                  " (the trainer holds " + held + " of " + buffers +
                   " buffers; every GPU's batches must be taken concurrently, one thread per "
                   "GPU: the GPUs advance together)"};
     default:
@@ -236,10 +242,17 @@ expected<batch> pipeline::next(int gpu) {
   if (auto bad = check_gpu(gpu, gpus())) {
     return *bad;
   }
-  return next_of(*state_, gpu);
+  return next_of(*state_, gpu, state_->runtime->spec().next_timeout);
 }
 
-expected<batch> pipeline::next_of(shared_state& s, int gpu) {
+expected<batch> pipeline::next_for(int gpu, std::chrono::milliseconds wait) {
+  if (auto bad = check_gpu(gpu, gpus())) {
+    return *bad;
+  }
+  return next_of(*state_, gpu, wait);
+}
+
+expected<batch> pipeline::next_of(shared_state& s, int gpu, std::chrono::milliseconds wait) {
   const auto& rt = *s.runtime;
   auto& ended = s.epochs_ended[static_cast<std::size_t>(gpu)];
   if (auto f = rt.status()->failure()) {
@@ -251,14 +264,14 @@ expected<batch> pipeline::next_of(shared_state& s, int gpu) {
   }
   const auto& channel = rt.status()->channel(gpu);
   if (channel->closed()) {  // shut down: batches still queued are not handed out
-    return no_batch(rt, gpu, batch_channel::outcome::closed);
+    return no_batch(rt, gpu, batch_channel::outcome::closed, wait);
   }
-  auto got = channel->pop_until(batch_channel::clock::now() + rt.spec().next_timeout);
+  auto got = channel->pop_until(batch_channel::clock::now() + wait);
   if (!got.batch) {
     if (auto f = rt.status()->failure()) {
       return *f;
     }
-    return no_batch(rt, gpu, got.status);
+    return no_batch(rt, gpu, got.status, wait);
   }
   ended += got.batch->last_in_epoch ? 1 : 0;
   const auto& b = *got.batch;
@@ -394,7 +407,9 @@ void pipeline::shutdown() {
 struct pipeline::gpu_stream : batch_stream {
   gpu_stream(std::shared_ptr<pipeline::shared_state> s, int g) : shared(std::move(s)), gpu(g) {}
 
-  expected<batch> next() override { return pipeline::next_of(*shared, gpu); }
+  expected<batch> next() override {
+    return pipeline::next_of(*shared, gpu, shared->runtime->spec().next_timeout);
+  }
   std::uint64_t epochs_ended() const override {
     return shared->epochs_ended[static_cast<std::size_t>(gpu)];
   }

@@ -28,6 +28,7 @@
 /// level are left alone. Nothing else: no signal handlers, no environment, no working directory.
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <iterator>
@@ -119,6 +120,10 @@ class pipeline {
   /// - errc::invalid_argument: `gpu` is not one of this pipeline's;
   /// - the fatal error that stopped the pipeline (see failure()).
   expected<batch> next(int gpu);
+  /// The same, waiting at most `wait` instead of `pipeline.next_timeout_s`: errc::timed_out
+  /// then says only that nothing came within `wait`, and the call may be repeated. For callers
+  /// that must stay responsive while they wait (Ctrl-C in Python: conveyor.Pipeline).
+  expected<batch> next_for(int gpu, std::chrono::milliseconds wait);
 
   /// The batches of epoch `epoch` for `gpu` as a range (conveyor/batch.hpp says how it
   /// behaves). `epoch` must be the epoch the GPU is in.
@@ -141,7 +146,7 @@ class pipeline {
   struct gpu_stream;
   friend expected<pipeline> create_pipeline(const topology& t, pipeline_opening how);
   explicit pipeline(std::shared_ptr<pipeline_runtime> runtime);
-  static expected<batch> next_of(shared_state& s, int gpu);
+  static expected<batch> next_of(shared_state& s, int gpu, std::chrono::milliseconds wait);
 
   std::shared_ptr<shared_state> state_;
 };
