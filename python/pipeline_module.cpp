@@ -137,13 +137,13 @@ conveyor::batch take_next(Pipeline& p, int gpu) {
         p.info.next_timeout_s));
   }
   if (!*got) {
-    if ((*got).error().code() == conveyor::errc::timed_out) {
+    if (got->error().code() == conveyor::errc::timed_out) {
       raise_timeout(gpu_name(gpu) + ": no batch within pipeline.next_timeout_s = " +
                     py::str(py::float_(p.info.next_timeout_s)).cast<std::string>() +
                     " s (every GPU's batches must be taken concurrently, one thread per GPU: "
                     "the GPUs advance together)");
     }
-    raise_error((*got).error());
+    raise_error(got->error());
   }
   conveyor::batch b = std::move(**got);
   if (b.last_in_epoch()) {

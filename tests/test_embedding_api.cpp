@@ -278,6 +278,35 @@ TEST(EmbeddingApiMisuse, ANextWaitIsBoundedWhenAnotherGpuIsNotConsumed) {
   }
 }
 
+TEST(EmbeddingApiMisuse, ANextForWaitsOnlyItsOwnWaitAndMayBeRepeated) {
+  temp_dir dir;
+  // As above, but the next timeout is long: only next_for's own wait bounds the call.
+  auto p = pipeline::open(setup(dir),
+                          {"gpus=2", "pipeline.next_timeout_s=600", "pipeline.window_samples=12"});
+  ASSERT_TRUE(p) << p.error().what();
+  EXPECT_FALSE(p->next_for(2, std::chrono::milliseconds(20)))
+      << "a GPU that is not one of the pipeline's";
+  std::uint64_t taken = 0;
+  for (;;) {
+    auto b = p->next_for(0, std::chrono::milliseconds(50));
+    if (!b) {
+      EXPECT_EQ(b.error().code(), errc::timed_out) << b.error().what();
+      EXPECT_NE(b.error().message().find("no batch within 0.05"), std::string::npos)
+          << b.error().what();
+      break;
+    }
+    ++taken;
+  }
+  auto again = p->next_for(0, std::chrono::milliseconds(20));
+  ASSERT_FALSE(again) << "still waiting on GPU 1";
+  EXPECT_EQ(again.error().code(), errc::timed_out);
+  // GPU 1's trainer comes: its batches flow, then GPU 0's again.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(p->next_for(1, std::chrono::seconds(60)));
+  }
+  EXPECT_TRUE(p->next_for(0, std::chrono::seconds(60))) << "after " << taken << " batches";
+}
+
 TEST(EmbeddingApiLive, TheReportCountsWhatTheTrainerHasBeenHanded) {
   temp_dir dir;
   auto p = pipeline::open(setup(dir), {"pipeline.window_samples=6"});
