@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "conveyor/pipeline.hpp"
+#include "core/base/allocator_tuning.hpp"
 #include "python/batch_view.hpp"
 #include "python/batch_waits.hpp"
 #include "python/context_manager.hpp"
@@ -84,9 +85,15 @@ std::string gpu_name(int gpu) {
 /// Opens `topology` with `overrides` (key=value, as conveyor-node --set) from `state` (a
 /// state_dict(), its bytes, or None), without the GIL. Any error is a plain conveyor.Error
 /// with the C++ message (file, line, key): a missing file is not the end of the data.
+/// `keep_freed_memory`: raises glibc's trim and mmap thresholds for the whole process, as
+/// conveyor-node does (core/base/allocator_tuning.hpp): without it every batch's buffers are
+/// mapped and faulted in afresh (UNet3D: 3.5x the node's CPU).
 Pipeline open_pipeline(const std::string& topology, const std::vector<std::string>& overrides,
-                       const py::object& state) {
+                       const py::object& state, bool keep_freed_memory) {
   auto resume = state_from(state, "conveyor.Pipeline", "Pipeline");
+  if (keep_freed_memory) {
+    conveyor::keep_freed_memory_for_reuse();
+  }
   std::optional<conveyor::expected<conveyor::pipeline>> got;
   {
     py::gil_scoped_release nogil;
@@ -192,10 +199,13 @@ PYBIND11_MODULE(_pipeline, m) {
                                 "(conveyor.Pipeline turns `set` into the overrides).");
   pipeline
       .def(py::init(&open_pipeline), py::arg("topology"), py::arg("overrides"),
-           py::arg("state") = py::none(),
+           py::arg("state") = py::none(), py::arg("keep_freed_memory") = true,
            "Opens the topology file `topology` with `overrides` ([\"key.path=value\"], as "
            "conveyor-node --set) and starts it; `state`: a state_dict() of an earlier run, to go "
-           "on exactly from there. conveyor.Error naming the file, line and key on bad input.")
+           "on exactly from there. conveyor.Error naming the file, line and key on bad input. "
+           "`keep_freed_memory`: raise glibc's trim threshold (256 MiB) and mmap threshold (32 "
+           "MiB) for the whole process, as conveyor-node does, so that batch buffers are reused "
+           "instead of mapped afresh.")
       .def_property_readonly("epochs", [](const Pipeline& p) { return p.info.epochs; })
       .def_property_readonly("gpus", [](const Pipeline& p) { return p.info.gpus; })
       .def_property_readonly(

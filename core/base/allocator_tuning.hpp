@@ -9,8 +9,9 @@
 /// (bench/results/roi_decode.md). Raising both thresholds keeps the freed blocks in the arenas;
 /// memory stays bounded by what the pipeline's credits allow at once (the RSS grew by ~7%).
 ///
-/// For programs only (conveyor-node, bench_ceiling): a library does not set its host's
-/// allocator. No effect where the C library is not glibc.
+/// For programs only (conveyor-node, bench_ceiling), and conveyor.Pipeline, which says so and
+/// takes keep_freed_memory=False: a library does not set its host's allocator unasked. No
+/// effect where the C library is not glibc.
 
 namespace conveyor {
 
