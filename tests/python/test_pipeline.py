@@ -180,6 +180,32 @@ class PipelineTest(unittest.TestCase):
         self.assertIsNotNone(fields["image"][3], "the images are padded: they have lengths")
         self.assertIsNotNone(fields["boxes"][4], "the boxes are ragged: they have offsets")
 
+    def test_two_gpus_in_two_threads_share_every_epoch(self):
+        # One thread per GPU, as a data-parallel trainer has them: each waits with the GIL
+        # released, so the other goes on; every sample reaches one GPU once per epoch.
+        values = settings(self.shards, gpus=2, **{"pipeline.next_timeout_s": 60})
+        with conveyor.Pipeline(self.topology, set=values) as p:
+            taken = {0: [], 1: []}
+            errors = []
+
+            def consume(gpu):
+                try:
+                    for e in range(p.epochs):
+                        taken[gpu].extend((e, int(s)) for b in p.epoch(e, gpu=gpu)
+                                          for s in b.sample_ids)
+                except Exception as error:  # noqa: BLE001 (reported by the main thread)
+                    errors.append(error)
+
+            threads = [threading.Thread(target=consume, args=(g,)) for g in (0, 1)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        self.assertEqual(errors, [])
+        self.assertTrue(taken[0] and taken[1], "both GPUs got batches")
+        self.assertEqual(sorted(taken[0] + taken[1]),
+                         [(e, i) for e in range(EPOCHS) for i in range(SAMPLES)])
+
     def test_a_state_dict_mid_epoch_resumes_with_exactly_the_rest(self):
         values = settings(self.shards)
         with conveyor.Pipeline(self.topology, set=values) as p:
