@@ -38,7 +38,11 @@ expected<std::pair<transform_chain, sample_schema>> chain_of(
     }
     return std::make_pair(python->chain, python->schema);
   }
-  auto chain = transform_chain::build(steps);
+  auto bound = steps;
+  if (auto ok = bind_topology_python_steps(t, bound); !ok) {
+    return ok.error();
+  }
+  auto chain = transform_chain::build(bound);
   if (!chain) {
     return error{chain.error().code(), t.source + ": transform: " + chain.error().message()};
   }

@@ -11,6 +11,7 @@
 #include "core/python/child_process.hpp"
 #include "core/python/draw_seed.hpp"
 #include "core/python/python_step.hpp"
+#include "core/python/python_transform.hpp"
 
 namespace conveyor {
 namespace {
@@ -124,6 +125,19 @@ expected<python_chain> resolve_python_chain(const topology& t) {
     }
   }
   return out;
+}
+
+expected<void> bind_topology_python_steps(const topology& t, std::vector<transform_spec>& specs) {
+  const auto counts = resolve_counts(t.pipeline);
+  python_steps_launch how;
+  how.interpreter = t.python.interpreter;
+  how.start_timeout = seconds_of(t.python.start_timeout_s);
+  how.hang_timeout = seconds_of(t.python.hang_timeout_s);
+  how.workers = static_cast<std::size_t>(counts.preprocessors + counts.stragglers);
+  if (auto bound = bind_python_steps(specs, how); !bound) {
+    return error{bound.error().code(), t.source + ": transform: " + bound.error().message()};
+  }
+  return {};
 }
 
 }  // namespace conveyor

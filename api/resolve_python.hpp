@@ -23,4 +23,9 @@ struct python_chain {
 /// layout file cannot be written.
 expected<python_chain> resolve_python_chain(const topology& t);
 
+/// Binds the Python steps among `specs` (op "python", core/python/python_transform.hpp) to
+/// workers started now by [python]'s interpreter, at most one per preprocessor and straggler
+/// actor. invalid_config naming the topology, the step and its function when they do not start.
+expected<void> bind_topology_python_steps(const topology& t, std::vector<transform_spec>& specs);
+
 }  // namespace conveyor

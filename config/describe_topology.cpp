@@ -156,6 +156,16 @@ std::string describe_step(const frame_splice_spec& spec) {
 std::string describe_step(const tokenize_spec& spec) {
   return "tokenize " + spec.from + " as " + spec.to + " by " + spec.vocabulary;
 }
+std::string describe_step(const python_transform_spec& spec) {
+  std::string reads, makes;
+  for (const auto& r : spec.reads) {
+    reads += (reads.empty() ? "" : ", ") + r;
+  }
+  for (const auto& m : spec.makes) {
+    makes += (makes.empty() ? "" : ", ") + m;
+  }
+  return "python " + spec.function + " (" + reads + " -> " + makes + ")";
+}
 std::string describe_step(const user_step_spec& spec) {
   return spec.name + " (user step)";
 }

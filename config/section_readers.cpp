@@ -248,6 +248,14 @@ python_config read_python(table_reader& section) {
   return out;
 }
 
+python_config read_python_for_steps(table_reader& section) {
+  python_config out;
+  out.interpreter = section.string("interpreter", out.interpreter);
+  out.start_timeout_s = section.number("start_timeout_s", out.start_timeout_s, above(0));
+  out.hang_timeout_s = section.number("hang_timeout_s", out.hang_timeout_s, above(0));
+  return out;
+}
+
 cache_config read_cache(table_reader& section) {
   cache_config out;
   out.memory = byte_size(section, "memory");

@@ -20,6 +20,10 @@ serve_config read_serve(table_reader& section);
 cache_config read_cache(table_reader& section);
 s3_config read_s3(table_reader& section);
 python_config read_python(table_reader& section);
+/// [python] of a topology whose steps include a Python step (and whose dataset is no Python
+/// Dataset): interpreter, start_timeout_s and hang_timeout_s, its workers' (the rest is a
+/// Python Dataset's).
+python_config read_python_for_steps(table_reader& section);
 cluster_config read_cluster(table_reader& section);
 supervision_config read_supervision(table_reader& section);
 fault_config read_faults(table_reader& section);

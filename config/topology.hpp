@@ -51,7 +51,8 @@ struct dataset_config {
 /// [python]: a Python Dataset (dataset.format = "python"; dataset.path is the setup its loader
 /// wrote: the pickled dataset and worker_init_fn, python/conveyor_worker.py's format). Its
 /// samples are made by worker processes the preprocessors and straggler actors lease
-/// (core/python/worker_pool.hpp); their fields are those of the first sample.
+/// (core/python/worker_pool.hpp); their fields are those of the first sample. With a step of
+/// op "python" (and any other dataset format): interpreter and the timeouts, its workers'.
 struct python_config {
   std::uint64_t length = 0;                      ///< required, >= 1: len(dataset)
   std::string interpreter = "/usr/bin/python3";  ///< the trainer's sys.executable

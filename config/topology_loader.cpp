@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,6 +48,12 @@ void refuse_for_python(table_reader& root, const batching_config& batching) {
   }
 }
 
+bool has_python_step(const std::vector<transform_spec>& specs) {
+  return std::any_of(specs.begin(), specs.end(), [](const transform_spec& s) {
+    return std::holds_alternative<python_transform_spec>(s);
+  });
+}
+
 topology read_topology(const toml::table& document, report& errors) {
   table_reader root(errors, &document, "");
   topology node;
@@ -68,10 +75,13 @@ topology read_topology(const toml::table& document, report& errors) {
     node.python = read_section(root, "python", config_detail::read_python);
     refuse_for_python(root, node.batching);
   } else {
-    if (const auto* python = root.find("python")) {
-      root.fail(*python, "python", "is read only with dataset.format = \"python\"");
-    }
     auto transforms = config_detail::read_transforms(root);
+    if (has_python_step(transforms.specs)) {
+      node.python = read_section(root, "python", config_detail::read_python_for_steps);
+    } else if (const auto* python = root.find("python")) {
+      root.fail(*python, "python",
+                "is read only with dataset.format = \"python\" or a step of op \"python\"");
+    }
     node.collate = config_detail::read_collate(root, transforms.schema);
     config_detail::check_bucketing(root, node.batching, transforms.schema);
     node.transforms = std::move(transforms.specs);

@@ -299,6 +299,24 @@ void read_params(table_reader& table, tokenize_spec& spec, transform_list& /*lis
   spec.lowercase = table.boolean("lowercase", spec.lowercase);
 }
 
+void read_params(table_reader& table, python_transform_spec& spec, transform_list& /*list*/) {
+  if (table.required("function") != nullptr) {
+    spec.function = table.string("function", spec.function);
+  }
+  spec.reads = table.strings("reads", spec.reads, 64);
+  spec.makes = table.strings("makes", spec.makes, 64);
+  for (const auto& name : table.strings("dtypes", {}, 64)) {
+    if (auto type = dtype_named(name)) {
+      spec.dtypes.push_back(*type);
+    } else {
+      table.fail(*table.find("dtypes"), "dtypes", "\"" + name + "\" is not a dtype");
+    }
+  }
+  auto ranks = table.integers("ranks", {}, closed(0, host_array::max_rank), 64);
+  spec.ranks.assign(ranks.begin(), ranks.end());
+  spec.where = table.path() + " (python " + spec.function + ")";
+}
+
 // default_spec never gives a user step: read_user_step reads those.
 void read_params(table_reader& /*table*/, user_step_spec& /*spec*/, transform_list& /*list*/) {}
 void read_params(table_reader& /*table*/, built_step_spec& /*spec*/, transform_list& /*list*/) {}

@@ -25,7 +25,17 @@ other half:
   done   (worker -> owner): the sample as a structure (JSON) and a table of fields whose bytes
          lie in a memfd it wrote and sealed against any further write; or
   raised (worker -> owner): the exception's type, message and the traceback's last frame.
+  apply  (owner -> worker): a topology's Python step (core/python/python_transform.hpp): the
+         step's number, epoch, index, seed and the fields it reads (a table as done's, their
+         bytes in a memfd). The worker calls function(fields, rng), `fields` a dict of NumPy
+         arrays (mapped privately: the function may write them), `rng` a
+         numpy.random.Generator seeded with the seed, and answers done with the fields the
+         step makes, in its order, or raised.
   stop   (owner -> either): it exits.
+
+A zygote spawned for a topology's Python steps (`python -m conveyor.conveyor_worker`) gets a
+JSON setup instead of a pickle: {"steps": [{"where", "function", "reads", "makes"}]}; it
+imports every step's function before it says ready.
 
 Both ignore SIGINT (Ctrl-C is the owner's to handle: it stops its workers) and exit by
 themselves when their owner is gone (their socket hangs up).
@@ -46,7 +56,7 @@ import sys
 import threading
 import traceback
 
-PROTOCOL = 2
+PROTOCOL = 3
 MAGIC = b"CVPW"
 SOCKET_FD = 3  # a spawned zygote's socket
 # Set in a spawned zygote and its workers: conveyor.DataLoader refuses to start there (a
@@ -55,7 +65,7 @@ BOOTSTRAPPING = "CONVEYOR_WORKER_BOOTSTRAPPING"
 MAX_MESSAGE = 1 << 20
 
 # Message kinds (core/python/worker_protocol.hpp).
-START, SAMPLE, STOP, FORK = 1, 2, 3, 4
+START, SAMPLE, STOP, FORK, APPLY = 1, 2, 3, 4, 5
 READY, FAILED, DONE, RAISED, FORKED = 1, 2, 3, 4, 5
 
 # Field kinds: what a leaf of the sample was, so that the consumer rebuilds it.
@@ -66,6 +76,7 @@ DTYPES = {
     "bool": 0, "uint8": 1, "int8": 2, "int16": 3, "uint16": 4, "int32": 5, "uint32": 6,
     "int64": 7, "uint64": 8, "float16": 9, "bfloat16": 10, "float32": 11, "float64": 12,
 }
+DTYPE_NAMES = {code: name for name, code in DTYPES.items()}
 
 ALIGN = 64
 F_SEAL_SEAL, F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE = 0x1, 0x2, 0x4, 0x8
@@ -98,7 +109,8 @@ def bytes_of(array):
 
 
 def array_leaf(leaves, kind, array, name):
-    array = numpy.ascontiguousarray(array)
+    # NumPy 1.x's ascontiguousarray makes a 0-d array 1-d: a scalar keeps no dimensions.
+    array = numpy.ascontiguousarray(array) if array.ndim else numpy.array(array)
     dtype = array.dtype.name
     if dtype not in DTYPES:
         raise TypeError(f"{name}: arrays of {dtype} cannot be batched")
@@ -244,6 +256,110 @@ def run_sample(sock, dataset, message):
             os.close(fd)
 
 
+def step_exception_message(index, where, exc):
+    """A step's exception, its message naming the step."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    last = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+    return (struct.pack("<BxxxQ", RAISED, index) + text(type(exc).__qualname__)
+            + text(f"{where}: {exc}") + text(last))
+
+
+def read_fields(message, at, count, fds):
+    """The fields of an apply message: {name: array}, mapped privately from its memfd."""
+    region = None
+    if fds:
+        size = os.fstat(fds[0]).st_size
+        region = mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE,
+                           prot=mmap.PROT_READ | mmap.PROT_WRITE) if size else None
+    fields = {}
+    for _ in range(count):
+        _kind, dtype, ndim, name_size = struct.unpack_from("<BBBxH", message, at)
+        at += 6
+        name = message[at:at + name_size].decode()
+        at += name_size
+        shape = struct.unpack_from(f"<{ndim}Q", message, at)
+        at += 8 * ndim
+        offset, size = struct.unpack_from("<QQ", message, at)
+        at += 16
+        dtype = numpy.dtype(DTYPE_NAMES[dtype])
+        if size:
+            array = numpy.frombuffer(region, dtype, size // dtype.itemsize, offset)
+        else:
+            array = numpy.zeros(0, dtype)
+        fields[name] = array.reshape(shape)
+    return fields
+
+
+def made_leaves(made, makes):
+    """The fields a step returned, in the order it declares them."""
+    if not isinstance(made, dict):
+        raise TypeError(f"returned {type(made).__name__}, not a dict of the fields it makes "
+                        f"({', '.join(makes)})")
+    for name in made:
+        if name not in makes:
+            raise KeyError(f"returned field {name!r}, which it does not declare in makes")
+    leaves = Leaves()
+    for name in makes:
+        if name not in made:
+            raise KeyError(f"did not return field {name!r}, which it declares in makes")
+        structure = flatten(made[name], leaves, name)
+        if "f" not in structure or leaves.fields[-1][0] in (STR, BYTES, PICKLED):
+            raise TypeError(f"field {name!r} is {type(made[name]).__name__}, not an array")
+    return leaves
+
+
+def run_step(sock, steps, message, fds):
+    _, step, epoch, index, seed, count = struct.unpack_from("<BxxxIQQQI", message)
+    where, function, makes = steps[step]
+    try:
+        fields = read_fields(message, 36, count, fds)
+        made = function(fields, numpy.random.default_rng(seed))
+        leaves = made_leaves(made, makes)
+        offsets, size = layout(leaves.fields)
+        fd = write_region(leaves.fields, offsets, size)
+    except Exception as exc:  # the sample's failure, the owner's to retry or quarantine
+        sock.sendmsg([step_exception_message(index, where, exc)])
+        return
+    reply = done_message(index, {"dict": {}}, leaves.fields, offsets, size)
+    try:
+        if fd is None:
+            sock.sendmsg([reply])
+        else:
+            socket.send_fds(sock, [reply], [fd])
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def import_function(where, function):
+    """The callable "package.module:attribute" names, or an error naming the step."""
+    import importlib
+    module_name, _, attribute = function.partition(":")
+    try:
+        value = importlib.import_module(module_name)
+    except Exception as exc:
+        raise ImportError(f"{where}: function {function!r}: module {module_name!r} does not "
+                          f"import: {type(exc).__name__}: {exc}") from exc
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise AttributeError(f"{where}: function {function!r}: {module_name!r} has no "
+                                 f"attribute {attribute!r}")
+        value = getattr(value, part)
+    if not callable(value):
+        raise TypeError(f"{where}: function {function!r} is a {type(value).__name__}, not "
+                        "callable")
+    return value
+
+
+def steps_setup(setup):
+    """A topology's Python steps: (where, function, makes) each, every function imported."""
+    if numpy is None:
+        raise ImportError("a topology's Python steps need numpy, which does not import")
+    steps = [(s["where"], import_function(s["where"], s["function"]), list(s["makes"]))
+             for s in json.loads(setup)["steps"]]
+    return {"steps": steps}
+
+
 def start(message, fds):
     """The setup the start message's memfd holds, the trainer's main module prepared first."""
     magic, version, size = struct.unpack("<4sIQ", message[4:20])
@@ -251,6 +367,8 @@ def start(message, fds):
         raise RuntimeError(f"a start message this zygote cannot read (protocol {version})")
     with mmap.mmap(fds[0], size, prot=mmap.PROT_READ) as region:
         setup = bytes(region)
+    if setup.startswith(b"{"):
+        return steps_setup(setup)
     preparation, setup = pickle.loads(setup)
     if preparation:
         import multiprocessing.spawn
@@ -301,11 +419,17 @@ def serve_worker(sock, setup, worker_id):
         return
     sock.sendmsg([struct.pack("<B", READY)])
     while True:
-        message = sock.recv(MAX_MESSAGE)
-        if not message or message[0] == STOP:
-            return
-        if message[0] == SAMPLE:
-            run_sample(sock, setup["dataset"], message)
+        message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 1)
+        try:
+            if not message or message[0] == STOP:
+                return
+            if message[0] == SAMPLE:
+                run_sample(sock, setup["dataset"], message)
+            elif message[0] == APPLY:
+                run_step(sock, setup["steps"], message, fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
 
 
 class Zygote:

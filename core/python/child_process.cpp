@@ -79,6 +79,9 @@ expected<pid_t> spawn_python(const std::string& python, const std::string& scrip
   posix_spawn_file_actions_adddup2(&actions, socket, python_socket_fd);
   spawn_attributes attributes;
   std::vector<std::string> args = {python, script};
+  if (script.empty()) {
+    args = {python, "-m", std::string(python_worker_module)};
+  }
   std::vector<char*> argv;
   for (auto& a : args) {
     argv.push_back(a.data());

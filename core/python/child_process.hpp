@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 
 #include "conveyor/error.hpp"
 #include "core/base/unique_fd.hpp"
@@ -17,11 +18,15 @@ namespace conveyor {
 /// SOCKET_FD).
 inline constexpr int python_socket_fd = 3;
 
-/// Spawns `python script` (posix_spawn) in a process group of its own (a terminal's Ctrl-C
-/// reaches only the caller, which stops its processes), with no blocked signals, the signals a
-/// caller may catch or ignore back to their defaults, `socket` as descriptor python_socket_fd
-/// and no other descriptor of the caller's (every other one is close-on-exec). Its pid, or
-/// errc::io_error naming the call that failed.
+/// The worker script as the installed package's module (python -m), for a `script` of "".
+inline constexpr std::string_view python_worker_module = "conveyor.conveyor_worker";
+
+/// Spawns `python script` (`python -m conveyor.conveyor_worker` for a script of "": the
+/// working directory then comes first on its sys.path) (posix_spawn) in a process group of its own
+/// (a terminal's Ctrl-C reaches only the caller, which stops its processes), with no blocked
+/// signals, the signals a caller may catch or ignore back to their defaults, `socket` as descriptor
+/// python_socket_fd and no other descriptor of the caller's (every other one is close-on-exec). Its
+/// pid, or errc::io_error naming the call that failed.
 expected<pid_t> spawn_python(const std::string& python, const std::string& script, int socket);
 
 /// A pidfd of `pid` (readable once it has ended), or errc::io_error.

@@ -4,14 +4,12 @@
 #include <optional>
 #include <utility>
 
+#include "core/python/worker_step.hpp"
 #include "core/transforms/chain_fields.hpp"
-#include "core/transforms/external_step.hpp"
 
 namespace conveyor {
 
 namespace {
-
-using clock_type = std::chrono::steady_clock;
 
 // The dtype a batch carries a worker's `t` as: conveyor's of the same name; none for the unsigned
 // types torch cannot hold (as default_collate refuses them).
@@ -55,91 +53,20 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) {
   return s + "]";
 }
 
-// The work of one sample in flight: the worker leased for it, and when it must have answered.
-class python_pending final : public pending_work {
- public:
-  python_pending(worker_lease leased, clock_type::time_point until)
-      : lease(std::move(leased)), deadline(until) {}
-  // Abandoned before its answer (the sample failed elsewhere, its actor died): the worker is
-  // still at it and is no use to the next sample.
-  ~python_pending() override {
-    if (!answered) {
-      lease->kill();
-    }
-  }
-  python_pending(const python_pending&) = delete;
-  python_pending& operator=(const python_pending&) = delete;
-
-  worker_lease lease;
-  clock_type::time_point deadline;
-  bool answered = false;
-};
-
-class python_step final : public external_step {
+class python_step final : public worker_step {
  public:
   python_step(std::shared_ptr<worker_pool> pool, python_sample_layout layout,
               std::vector<std::size_t> targets, std::chrono::milliseconds hang_timeout)
-      : pool_(std::move(pool)),
+      : worker_step(std::move(pool), hang_timeout),
         layout_(std::move(layout)),
-        targets_(std::move(targets)),
-        hang_timeout_(hang_timeout) {}
+        targets_(std::move(targets)) {}
 
   std::string_view name() const noexcept override { return "python"; }
 
-  std::vector<external_process_figures> processes() const override { return pool_->figures(); }
-
-  expected<void> begin(sample_state& sample, std::mt19937_64& rng) const override {
-    auto lease = pool_->take();
-    if (!lease) {
-      return failure(sample, lease.error());
-    }
-    if (auto asked = (*lease)->ask(sample.epoch_seed, sample.sample_id, rng()); !asked) {
-      return failure(sample, asked.error());
-    }
-    lease->asked();
-    sample.pending =
-        std::make_unique<python_pending>(std::move(*lease), clock_type::now() + hang_timeout_);
-    return {};
-  }
-
-  expected<bool> wait(sample_state& sample, std::chrono::nanoseconds timeout) const override {
-    auto& p = static_cast<python_pending&>(*sample.pending);
-    const auto left = p.deadline - clock_type::now();
-    auto got = p.lease->await(
-        std::chrono::duration_cast<std::chrono::milliseconds>(std::min<clock_type::duration>(
-            std::max<clock_type::duration>(left, clock_type::duration::zero()), timeout)));
-    if (!got && got.error().code() == errc::timed_out) {
-      if (clock_type::now() < p.deadline) {
-        return false;
-      }
-      sample.pending.reset();  // kills the worker
-      return failure(sample, error{errc::timed_out, "no answer within hang_timeout (" +
-                                                        std::to_string(hang_timeout_.count()) +
-                                                        " ms): its worker was killed"});
-    }
-    p.answered = true;
-    if (got || got.error().code() == errc::transform_error) {
-      p.lease.answered();
-    }
-    if (!got) {
-      sample.pending.reset();  // a live worker goes back to the pool, a dead one frees its place
-      return failure(sample, got.error());
-    }
-    auto written = write_fields(sample, *got);
-    sample.pending.reset();
-    if (!written) {
-      return written.error();
-    }
-    return true;
-  }
-
  private:
-  // `e`, naming the sample unless it does.
-  static error failure(const sample_state& sample, const error& e) {
-    if (e.message().rfind(sample.key, 0) == 0) {
-      return e;
-    }
-    return error{e.code(), sample.key + ": " + e.message()};
+  expected<void> ask(worker_process& worker, const sample_state& sample,
+                     std::uint64_t seed) const override {
+    return worker.ask(sample.epoch_seed, sample.sample_id, seed);
   }
 
   expected<void> check_leaf(const sample_state& sample, const worker_field& got,
@@ -156,7 +83,7 @@ class python_step final : public external_step {
     return {};
   }
 
-  expected<void> write_fields(sample_state& sample, const worker_sample& got) const {
+  expected<void> write_fields(sample_state& sample, const worker_sample& got) const override {
     if (got.fields.size() != layout_.fields.size() || got.structure != layout_.structure) {
       return error{errc::transform_error,
                    sample.key + ": its structure " + got.structure.substr(0, 200) +
@@ -177,10 +104,8 @@ class python_step final : public external_step {
     return {};
   }
 
-  std::shared_ptr<worker_pool> pool_;
   python_sample_layout layout_;
   std::vector<std::size_t> targets_;  ///< per leaf: its field's index in the chain
-  std::chrono::milliseconds hang_timeout_;
 };
 
 }  // namespace

@@ -79,11 +79,18 @@ expected<void> worker_process::await_ready(std::chrono::milliseconds timeout) {
 }
 
 expected<void> worker_process::ask(std::uint64_t epoch, std::uint64_t index, std::uint64_t seed) {
+  return send(sample_message(epoch, index, seed), -1);
+}
+
+expected<void> worker_process::ask_step(const std::vector<std::uint8_t>& message, int fields) {
+  return send(message, fields);
+}
+
+expected<void> worker_process::send(const std::vector<std::uint8_t>& message, int fd) {
   if (!alive()) {
     return error{errc::worker_failed, named() + " is gone"};
   }
-  const auto m = sample_message(epoch, index, seed);
-  if (auto sent = send_message(socket(), m.data(), m.size()); !sent) {
+  if (auto sent = send_message(socket(), message.data(), message.size(), fd); !sent) {
     return failed("it took no sample (" + sent.error().message() + ")", ending_grace);
   }
   return {};

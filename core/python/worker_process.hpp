@@ -28,7 +28,9 @@ namespace conveyor {
 /// What every worker of one loader starts from.
 struct worker_launch {
   std::string python = "/usr/bin/python3";  ///< the interpreter (the trainer's sys.executable)
-  std::string script;                       ///< the path of conveyor_worker.py
+  /// The path of conveyor_worker.py; "": the installed package's (`python -m
+  /// conveyor.conveyor_worker`, which the interpreter must import).
+  std::string script;
   /// pickle.dumps((preparation, pickle.dumps({"dataset": ..., "worker_init_fn": ...}))), as
   /// python/conveyor_worker.py reads it; made once by the loader, unpickled by the zygote.
   std::shared_ptr<const std::vector<std::uint8_t>> setup;
@@ -52,6 +54,10 @@ class worker_process {
   /// Asks the worker for dataset[index] of `epoch`, its draws seeded by `seed`. One sample at a
   /// time: precondition: no ask is unanswered. errc::worker_failed when the worker is gone.
   expected<void> ask(std::uint64_t epoch, std::uint64_t index, std::uint64_t seed);
+
+  /// Asks the worker to run a topology's Python step: `message` an apply_message, `fields` the
+  /// memfd of its fields' bytes (-1 for none). Otherwise as ask().
+  expected<void> ask_step(const std::vector<std::uint8_t>& message, int fields);
 
   /// Waits at most `timeout` for the answer to the last ask. Errors: errc::timed_out (the
   /// worker is still at it: wait again, or kill it); errc::transform_error naming the index and
@@ -90,6 +96,7 @@ class worker_process {
   error failed(const std::string& why, std::chrono::milliseconds grace);
   std::string named() const;
   void stop() noexcept;
+  expected<void> send(const std::vector<std::uint8_t>& message, int fd);
 
   pid_t pid_ = -1;
   unique_fd process_;  ///< a pidfd: readable once the process has ended

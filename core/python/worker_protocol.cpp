@@ -344,6 +344,31 @@ std::vector<std::uint8_t> stop_message() {
   return {3};
 }
 
+std::vector<std::uint8_t> apply_message(std::uint32_t step, std::uint64_t epoch,
+                                        std::uint64_t index, std::uint64_t seed,
+                                        const std::vector<worker_field>& fields) {
+  std::vector<std::uint8_t> m = {5, 0, 0, 0};
+  put(m, step);
+  put(m, epoch);
+  put(m, index);
+  put(m, seed);
+  put(m, static_cast<std::uint32_t>(fields.size()));
+  for (const auto& f : fields) {
+    m.push_back(static_cast<std::uint8_t>(f.kind));
+    m.push_back(static_cast<std::uint8_t>(f.dtype));
+    m.push_back(static_cast<std::uint8_t>(f.shape.size()));
+    m.push_back(0);
+    put(m, static_cast<std::uint16_t>(f.name.size()));
+    m.insert(m.end(), f.name.begin(), f.name.end());
+    for (auto d : f.shape) {
+      put(m, d);
+    }
+    put(m, f.offset);
+    put(m, f.bytes);
+  }
+  return m;
+}
+
 expected<worker_reply> decode_reply(received_message m) {
   if (m.bytes.size() > max_worker_message) {
     return refused("longer than " + std::to_string(max_worker_message) + " bytes");

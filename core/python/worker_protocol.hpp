@@ -11,6 +11,9 @@
 ///                             on which the zygote writes its wait status (4 bytes) once it
 ///                             has reaped it
 ///   sample  (to the worker)   kind 2, epoch, index, seed
+///   apply   (to the worker)   kind 5, step, epoch, index, seed, field count, the field table
+///                             (as done's); + a memfd of the fields' bytes when there are any:
+///                             a topology's Python step `step` (python_transform.hpp) on them
 ///   stop    (to either)       kind 3
 ///   ready   (from either)     kind 1
 ///   failed  (from either)     kind 2, 0, type, message, last frame (the exception the
@@ -38,7 +41,7 @@
 
 namespace conveyor {
 
-inline constexpr std::uint32_t worker_protocol_version = 2;
+inline constexpr std::uint32_t worker_protocol_version = 3;
 /// The largest message a worker may send (its structure and field table); more is refused.
 inline constexpr std::size_t max_worker_message = std::size_t{1} << 20;
 inline constexpr std::size_t max_worker_fields = 4096;
@@ -136,6 +139,11 @@ std::vector<std::uint8_t> fork_message(std::uint32_t worker_id);
 std::vector<std::uint8_t> sample_message(std::uint64_t epoch, std::uint64_t index,
                                          std::uint64_t seed);
 std::vector<std::uint8_t> stop_message();
+/// Python step `step` on the sample `index` of `epoch`, seeded with `seed`, on `fields` (their
+/// bytes at their offsets in a memfd sent with it).
+std::vector<std::uint8_t> apply_message(std::uint32_t step, std::uint64_t epoch,
+                                        std::uint64_t index, std::uint64_t seed,
+                                        const std::vector<worker_field>& fields);
 
 /// The reply in `m` (its descriptors taken). errc::invalid_argument naming what is wrong: an
 /// unknown kind, a message cut short or too long, a count, shape or name past the limits

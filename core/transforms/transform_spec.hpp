@@ -345,13 +345,38 @@ struct built_step_spec {
   std::function<expected<std::unique_ptr<const transform_step>>(chain_fields&)> make;
 };
 
+struct field_binding;
+
+/// A Python function as a step (`op = "python"`): `function` ("package.module:callable") is
+/// called as callable(fields, rng) in the pipeline's Python worker processes
+/// (core/python/python_transform.hpp), never in the runtime's threads; `fields` a dict of the
+/// fields it reads as NumPy arrays (an image as uint8 [h, w, c]), `rng` a numpy.random.Generator
+/// seeded from (epoch seed, sample, step); it returns a dict of the fields it makes. A field it
+/// makes has dtypes[i] and ranks[i] when given (then its extents vary), else the dtype, rank
+/// and shape of the field of that name it reads (it must read one).
+struct python_transform_spec {
+  static constexpr std::string_view op = "python";
+  std::string function;
+  std::vector<std::string> reads{std::string(image_field_name)};
+  std::vector<std::string> makes{std::string(image_field_name)};
+  std::vector<dtype> dtypes;  ///< empty, or one per made field
+  std::vector<int> ranks;     ///< empty, or one per made field
+  std::string where;          ///< how errors name the step: "transform[2] (python pkg.mod:f)"
+  /// Makes the step once its fields are bound: set by the pipeline that runs the topology, which
+  /// owns the workers (core/python/python_transform.hpp); null in a topology only loaded (its
+  /// chain is built to check its fields, never run).
+  std::function<expected<std::unique_ptr<const transform_step>>(
+      const std::vector<field_binding>& reads, const std::vector<field_binding>& makes)>
+      bind;
+};
+
 using transform_spec =
     std::variant<decode_spec, random_resized_crop_spec, resize_spec, center_crop_spec, flip_spec,
                  normalize_spec, to_uint8_spec, rand_balanced_crop_spec, rand_flip_spec, cast_spec,
                  rand_brightness_spec, gaussian_noise_spec, speed_perturb_spec, trim_silence_spec,
                  dither_spec, preemphasis_spec, mel_spectrogram_spec, normalize_features_spec,
-                 spec_augment_spec, frame_splice_spec, tokenize_spec, user_step_spec,
-                 built_step_spec>;
+                 spec_augment_spec, frame_splice_spec, tokenize_spec, python_transform_spec,
+                 user_step_spec, built_step_spec>;
 
 /// The op name of a spec, e.g. "center_crop" (a user step's registered name).
 std::string_view op_name(const transform_spec& spec);

@@ -115,6 +115,9 @@ expected<step_ptr> make_step(const spec_augment_spec& spec, chain_fields& fields
 expected<step_ptr> make_step(const frame_splice_spec& spec, chain_fields& fields);
 /// Reads the vocabulary file: errc::invalid_config naming its path and line when it does not.
 expected<step_ptr> make_step(const tokenize_spec& spec, chain_fields& fields);
+/// A Python function (python_transform_step.cpp): its fields bound, then spec.bind's step, or
+/// where it is unbound a step that refuses every sample (a topology only loaded).
+expected<step_ptr> make_step(const python_transform_spec& spec, chain_fields& fields);
 /// A public API step (user_step.hpp).
 expected<step_ptr> make_step(const user_step_spec& spec, chain_fields& fields);
 /// A step built by a part of Conveyor (external_step.cpp): spec.make's.
@@ -142,6 +145,9 @@ expected<void> check_params(const normalize_features_spec& spec);
 expected<void> check_params(const spec_augment_spec& spec);
 expected<void> check_params(const frame_splice_spec& spec);
 expected<void> check_params(const tokenize_spec& spec);
+/// A function "module:callable", dtypes and ranks of as many entries as makes, reads and makes
+/// without repeats.
+expected<void> check_params(const python_transform_spec& spec);
 /// Its factory made a step (the loader checked its parameters then).
 expected<void> check_params(const user_step_spec& spec);
 expected<void> check_params(const built_step_spec& spec);

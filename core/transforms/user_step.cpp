@@ -10,15 +10,6 @@ namespace {
 
 using binding = user_step::binding;
 
-const binding* find_binding(const std::vector<binding>& in, std::string_view name) {
-  for (const auto& b : in) {
-    if (b.name == name) {
-      return &b;
-    }
-  }
-  return nullptr;
-}
-
 array_shape shape_of(const cv::Mat& image) {
   return {3, {image.rows, image.cols, image.channels(), 0}};
 }
@@ -40,20 +31,6 @@ std::string describe(dtype type, const array_shape& shape) {
     out += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
   }
   return out + "]";
-}
-
-/// A made array of `type` and `shape` fits the field type `want` (dtype, rank, fixed extents).
-bool fits(const field_type& want, dtype type, const array_shape& shape) {
-  if (want.type != type || want.rank != shape.rank) {
-    return false;
-  }
-  for (int i = 0; i < shape.rank; ++i) {
-    const auto fixed = want.shape[static_cast<std::size_t>(i)];
-    if (fixed != varies && fixed != shape[i]) {
-      return false;
-    }
-  }
-  return true;
 }
 
 /// What one apply() made for one field, not yet in the sample.
@@ -172,12 +149,16 @@ expected<step_ptr> user_step::make(std::string name, std::shared_ptr<const step>
   } catch (const std::exception& e) {
     return error(errc::invalid_config, std::string("declare() threw: ") + e.what());
   }
-  if (auto ok = out->bind_reads(declared.reads, fields); !ok) {
-    return std::move(ok).error();
+  auto reads = bind_reads(declared.reads, fields);
+  if (!reads) {
+    return std::move(reads).error();
   }
-  if (auto ok = out->bind_makes(declared.makes, fields); !ok) {
-    return std::move(ok).error();
+  out->reads_ = std::move(*reads);
+  auto makes = bind_makes(declared.makes, out->reads_, fields);
+  if (!makes) {
+    return std::move(makes).error();
   }
+  out->makes_ = std::move(*makes);
   if (declared.cost.how == cost_hint::kind::cheap) {
     out->cost_.how = step_cost::kind::cheap;
   } else {
@@ -189,55 +170,6 @@ expected<step_ptr> user_step::make(std::string name, std::shared_ptr<const step>
     out->cost_ = {step_cost::kind::per_element, field->index};
   }
   return step_ptr(std::move(out));
-}
-
-expected<void> user_step::bind_reads(const std::vector<field_read>& declared,
-                                     const chain_fields& fields) {
-  for (const auto& r : declared) {
-    auto index = fields.read(r.name);
-    if (!index) {
-      return std::move(index).error();
-    }
-    const auto& type = fields.type(*index);
-    if ((r.type && *r.type != type.type) || (r.rank && *r.rank != type.rank)) {
-      std::string wanted = r.type ? std::string(name_of(*r.type)) : std::string("any dtype");
-      wanted += r.rank ? " of rank " + std::to_string(*r.rank) : std::string(" of any rank");
-      return error(errc::invalid_config, "field '" + r.name + "' is " + conveyor::describe(type) +
-                                             " there (made by " + fields.made_by(*index) +
-                                             "); the step reads " + wanted);
-    }
-    reads_.push_back({r.name, *index, type, fields.image(*index)});
-  }
-  return {};
-}
-
-expected<void> user_step::bind_makes(const std::vector<field_made>& declared,
-                                     chain_fields& fields) {
-  for (const auto& m : declared) {
-    if (m.rank < 0 || m.rank > host_array::max_rank) {
-      return error(errc::invalid_config, "field '" + m.name + "' is made of rank " +
-                                             std::to_string(m.rank) + " (0 to " +
-                                             std::to_string(host_array::max_rank) + ")");
-    }
-    field_type type{field_kind::tensor, m.type, m.rank, {}};
-    for (int i = 0; i < m.rank; ++i) {
-      type.shape[static_cast<std::size_t>(i)] = varies;
-    }
-    if (!m.same_shape_as.empty()) {
-      const auto* like = find_binding(reads_, m.same_shape_as);
-      if (like == nullptr || like->type.rank != m.rank) {
-        return error(errc::invalid_config,
-                     "field '" + m.name + "' keeps the shape of '" + m.same_shape_as +
-                         "', which the step does not read with rank " + std::to_string(m.rank));
-      }
-      type.shape = like->type.shape;
-    }
-    auto existing = fields.read(m.name);
-    const bool image = existing && fields.image(*existing) && m.type == dtype::uint8 && m.rank == 3;
-    std::size_t index = fields.write(m.name, type, image);
-    makes_.push_back({m.name, index, type, image});
-  }
-  return {};
 }
 
 expected<void> user_step::apply(sample_state& sample, std::mt19937_64& rng) const {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "conveyor/step.hpp"
+#include "core/transforms/field_bindings.hpp"
 #include "core/transforms/transform_step.hpp"
 
 namespace conveyor {
@@ -23,13 +24,7 @@ namespace conveyor {
 /// const and must be).
 class user_step final : public transform_step {
  public:
-  /// The field of a sample the step reads or makes, bound to its index in the chain.
-  struct binding {
-    std::string name;
-    std::size_t index = 0;
-    field_type type;     ///< reads: as the steps before left it; makes: as it makes it
-    bool image = false;  ///< the field holds an image (cv::Mat) there
-  };
+  using binding = field_binding;
 
   /// Binds the fields `made` declares into `fields` (errc::invalid_config naming the field and
   /// what does not match).
@@ -52,8 +47,6 @@ class user_step final : public transform_step {
  private:
   user_step(std::string name, std::shared_ptr<const step> made)
       : name_(std::move(name)), step_(std::move(made)) {}
-  expected<void> bind_reads(const std::vector<field_read>& declared, const chain_fields& fields);
-  expected<void> bind_makes(const std::vector<field_made>& declared, chain_fields& fields);
 
   std::string name_;
   std::shared_ptr<const step> step_;

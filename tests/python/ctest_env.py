@@ -15,10 +15,12 @@ def env(name):
 
 @contextlib.contextmanager
 def node_process(command, work, cwd=None):
-    """conveyor-node run as `command`, its stderr kept in work/node.err; yields the process.
-    On the way out it is killed if it still runs, and its log is the process's `log`."""
-    with open(os.path.join(work, "node.err"), "w+") as err:
-        node = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
+    """conveyor-node run as `command`, its stdout (its report) kept in work/node.out and its
+    stderr in work/node.err; yields the process. On the way out it is killed if it still runs,
+    and its log is the process's `log`."""
+    with open(os.path.join(work, "node.err"), "w+") as err, \
+            open(os.path.join(work, "node.out"), "w") as out:
+        node = subprocess.Popen(command, stdout=out, stderr=err, cwd=cwd)
         try:
             yield node
         finally:
