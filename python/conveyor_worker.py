@@ -33,7 +33,7 @@ other half:
          step makes, in its order, or raised.
   stop   (owner -> either): it exits.
 
-A zygote spawned for a topology's Python steps (`python -m conveyor.conveyor_worker`) gets a
+A zygote spawned for a topology's Python steps (`python -c "from conveyor import conveyor_worker; conveyor_worker.main()"`) gets a
 JSON setup instead of a pickle: {"steps": [{"where", "function", "reads", "makes"}]}; it
 imports every step's function before it says ready.
 

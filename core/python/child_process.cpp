@@ -80,7 +80,7 @@ expected<pid_t> spawn_python(const std::string& python, const std::string& scrip
   spawn_attributes attributes;
   std::vector<std::string> args = {python, script};
   if (script.empty()) {
-    args = {python, "-m", std::string(python_worker_module)};
+    args = {python, "-c", std::string(python_worker_command)};
   }
   std::vector<char*> argv;
   for (auto& a : args) {

@@ -18,13 +18,15 @@ namespace conveyor {
 /// SOCKET_FD).
 inline constexpr int python_socket_fd = 3;
 
-/// The worker script as the installed package's module (python -m), for a `script` of "".
-inline constexpr std::string_view python_worker_module = "conveyor.conveyor_worker";
+/// The worker script as the installed package's module, for a `script` of "" (-c, not -m: the
+/// package imports the module before -m would run it, and runpy warns of that).
+inline constexpr std::string_view python_worker_command =
+    "from conveyor import conveyor_worker; conveyor_worker.main()";
 
-/// Spawns `python script` (`python -m conveyor.conveyor_worker` for a script of "": the
-/// working directory then comes first on its sys.path) (posix_spawn) in a process group of its own
-/// (a terminal's Ctrl-C reaches only the caller, which stops its processes), with no blocked
-/// signals, the signals a caller may catch or ignore back to their defaults, `socket` as descriptor
+/// Spawns `python script` (`python -c python_worker_command` for a script of "": the working
+/// directory then comes first on its sys.path) (posix_spawn) in a process group of its own (a
+/// terminal's Ctrl-C reaches only the caller, which stops its processes), with no blocked signals,
+/// the signals a caller may catch or ignore back to their defaults, `socket` as descriptor
 /// python_socket_fd and no other descriptor of the caller's (every other one is close-on-exec). Its
 /// pid, or errc::io_error naming the call that failed.
 expected<pid_t> spawn_python(const std::string& python, const std::string& script, int socket);

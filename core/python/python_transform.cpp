@@ -262,9 +262,9 @@ expected<void> bind_python_steps(std::vector<transform_spec>& specs,
   launch.start_timeout = how.start_timeout;
   auto pool = worker_pool::make(std::move(launch), how.workers);
   if (auto started = pool->start_all(); !started) {
-    return error{errc::invalid_config, "the Python steps' workers (" + how.interpreter + " -m " +
-                                           std::string(python_worker_module) +
-                                           ") did not start: " + started.error().message()};
+    return error{errc::invalid_config, "the Python steps' workers (" + how.interpreter +
+                                           " importing conveyor.conveyor_worker) did not start: " +
+                                           started.error().message()};
   }
   for (std::size_t k = 0; k < steps.size(); ++k) {
     steps[k]->bind = [pool, k, where = steps[k]->where, hang = how.hang_timeout](

@@ -2,12 +2,12 @@
 /// A topology's Python steps (`[[transform]] op = "python"`, transform_spec.hpp:
 /// python_transform_spec) under the actors: one pool of Python worker processes per pipeline
 /// (worker_pool.hpp; at most its preprocessors plus its straggler actors), spawned as
-/// `python -m conveyor.conveyor_worker`, whose zygote imports every step's function once; a
-/// worker runs any of them. A step is an external step (worker_step.hpp): the actor sends the
-/// fields the step reads (their bytes in a memfd; an image as uint8 [h, w, c]) and waits for
-/// the fields it makes, with hand-offs, hang detection, retries and quarantine as for a Python
-/// Dataset. What a worker answers is checked before it touches the sample: exactly the fields
-/// the step makes, each an array of the dtype, rank and fixed extents it was declared with;
+/// `python -c "from conveyor import conveyor_worker; ..."`, whose zygote imports every step's
+/// function once; a worker runs any of them. A step is an external step (worker_step.hpp): the
+/// actor sends the fields the step reads (their bytes in a memfd; an image as uint8 [h, w, c]) and
+/// waits for the fields it makes, with hand-offs, hang detection, retries and quarantine as for a
+/// Python Dataset. What a worker answers is checked before it touches the sample: exactly the
+/// fields the step makes, each an array of the dtype, rank and fixed extents it was declared with;
 /// else the sample fails naming the step, the field and what was wrong (then it is retried,
 /// then quarantined).
 

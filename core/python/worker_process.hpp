@@ -28,8 +28,8 @@ namespace conveyor {
 /// What every worker of one loader starts from.
 struct worker_launch {
   std::string python = "/usr/bin/python3";  ///< the interpreter (the trainer's sys.executable)
-  /// The path of conveyor_worker.py; "": the installed package's (`python -m
-  /// conveyor.conveyor_worker`, which the interpreter must import).
+  /// The path of conveyor_worker.py; "": the installed package's (python_worker_command,
+  /// child_process.hpp: the interpreter must import conveyor).
   std::string script;
   /// pickle.dumps((preparation, pickle.dumps({"dataset": ..., "worker_init_fn": ...}))), as
   /// python/conveyor_worker.py reads it; made once by the loader, unpickled by the zygote.

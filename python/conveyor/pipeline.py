@@ -3,6 +3,7 @@ API, its batches the same conveyor.Batch a node's feed gives. Importing this mod
 runtime (conveyor._pipeline: CAF, OpenCV); `import conveyor` alone does not."""
 import math
 import os
+import sys
 
 from . import _pipeline
 
@@ -42,6 +43,28 @@ def overrides(settings):
     return [f"{key}={_toml_value(value, key)}" for key, value in settings.items()]
 
 
+def _has_python_step(topology):
+    """Whether the topology file names a step of op "python" (False when it does not parse:
+    the pipeline then says why, naming the line)."""
+    import tomllib
+    try:
+        with open(topology, "rb") as f:
+            steps = tomllib.load(f).get("transform", [])
+    except (OSError, ValueError):
+        return False
+    return any(isinstance(s, dict) and s.get("op") == "python" for s in steps)
+
+
+def _with_interpreter(topology, settings):
+    """`settings`, with python.interpreter this process's interpreter where the topology has
+    Python steps and does not say which: their workers import what this process imports (a
+    virtual environment's packages, conveyor itself)."""
+    settings = dict(settings or {})
+    if "python.interpreter" not in settings and _has_python_step(topology):
+        settings["python.interpreter"] = sys.executable
+    return settings
+
+
 class Pipeline(_pipeline.Pipeline):
     """Runs the topology file `topology` (a str or os.PathLike: a recipe's path,
     conveyor.recipes.path("unet3d-kits19"), or a file of your own) in this process, as
@@ -66,4 +89,6 @@ class Pipeline(_pipeline.Pipeline):
 
     def __init__(self, topology, set=None, state=None, *,  # noqa: A002 (the issue's name)
                  keep_freed_memory=True):
-        super().__init__(os.fsdecode(topology), overrides(set), state, keep_freed_memory)
+        topology = os.fsdecode(topology)
+        super().__init__(topology, overrides(_with_interpreter(topology, set)), state,
+                         keep_freed_memory)

@@ -186,6 +186,29 @@ class PythonStepsTest(unittest.TestCase):
             self.assertAlmostEqual(float(changed[i]["mean"]),
                                    float((255 - plain[i]["image"]).mean()), places=3)
 
+    def test_a_pipeline_in_this_process_runs_them_as_the_node_does(self):
+        steps = python_step("steps_mod:invert") + python_step(
+            "steps_mod:draw", 'makes = ["draw"]\ndtypes = ["int64"]\nranks = [0]')
+        served, _, _ = self.serve(steps)
+        work = self.work()
+        path = os.path.join(work, "pipeline.toml")
+        with open(path, "w") as f:
+            f.write(topology(work, steps))
+        here = os.getcwd()
+        os.chdir(work)  # the workers import steps_mod from the working directory
+        self.addCleanup(os.chdir, here)
+        samples = {}
+        with conveyor.Pipeline(path, set={"serve.socket": ""}) as p:
+            for b in p.epoch(0, gpu=0):
+                for i, sample in enumerate(b.sample_ids):
+                    samples[int(sample)] = (np.array(b["image"][i]), int(b["draw"][i]))
+                b.release()
+            self.assertEqual(p.report()["quarantined"], 0)
+        self.assertEqual(sorted(samples), list(range(SAMPLES)))
+        for i in range(SAMPLES):
+            np.testing.assert_array_equal(samples[i][0], served[i]["image"])
+            self.assertEqual(samples[i][1], int(served[i]["draw"]))
+
     def test_draws_depend_on_the_sample_not_on_the_worker(self):
         step = python_step("steps_mod:draw", 'makes = ["draw"]\ndtypes = ["int64"]\nranks = [0]')
         one, _, _ = self.serve(step, preprocessors=1)
