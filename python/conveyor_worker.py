@@ -27,10 +27,11 @@ other half:
   raised (worker -> owner): the exception's type, message and the traceback's last frame.
   apply  (owner -> worker): a topology's Python step (core/python/python_transform.hpp): the
          step's number, epoch, index, seed and the fields it reads (a table as done's, their
-         bytes in a memfd). The worker calls function(fields, rng), `fields` a dict of NumPy
-         arrays (mapped privately: the function may write them), `rng` a
-         numpy.random.Generator seeded with the seed, and answers done with the fields the
-         step makes, in its order, or raised.
+         bytes in the owner's inbox memfd for this worker, mapped once). The worker calls
+         function(fields, rng), `fields` a dict of NumPy arrays (copies: the function may
+         write them), `rng` a numpy.random.Generator seeded with the seed, and answers done
+         with the fields the step makes, in its order, their bytes in its own outbox memfd
+         (made once, not sealed: its owner copies them out before it asks again), or raised.
   stop   (owner -> either): it exits.
 
 A zygote spawned for a topology's Python steps (`python -c "from conveyor import conveyor_worker; conveyor_worker.main()"`) gets a
@@ -41,6 +42,7 @@ Both ignore SIGINT (Ctrl-C is the owner's to handle: it stops its workers) and e
 themselves when their owner is gone (their socket hangs up).
 """
 
+import array
 import gc
 import json
 import mmap
@@ -264,13 +266,52 @@ def step_exception_message(index, where, exc):
             + text(f"{where}: {exc}") + text(last))
 
 
+class Inbox:
+    """The owner's inbox memfd, mapped once (again when its size changes: it only grows)."""
+
+    def __init__(self):
+        self.key, self.map = None, None
+
+    def view(self, fd):
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino, st.st_size)
+        if key != self.key:
+            if self.map is not None:
+                self.map.close()
+            self.map = mmap.mmap(fd, st.st_size, prot=mmap.PROT_READ) if st.st_size else None
+            self.key = key
+        return self.map
+
+
+class Outbox:
+    """This worker's own memfd for its answers: made once, grown as needed, written by the
+    kernel (pwrite) into pages already there; its owner copies an answer out before it asks
+    again."""
+
+    def __init__(self):
+        self.fd, self.size = None, 0
+
+    def write(self, fields, offsets, size):
+        if size == 0:
+            return None
+        if self.fd is None:
+            self.fd = os.memfd_create("conveyor-step-answer", os.MFD_CLOEXEC)
+        if size > self.size:
+            os.ftruncate(self.fd, size)
+            self.size = size
+        for field, at in zip(fields, offsets):
+            data = field[3]
+            while len(data):
+                data = data[os.pwrite(self.fd, data, at + len(field[3]) - len(data)):]
+        return self.fd
+
+
+INBOX, OUTBOX = Inbox(), Outbox()
+
+
 def read_fields(message, at, count, fds):
-    """The fields of an apply message: {name: array}, mapped privately from its memfd."""
-    region = None
-    if fds:
-        size = os.fstat(fds[0]).st_size
-        region = mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE,
-                           prot=mmap.PROT_READ | mmap.PROT_WRITE) if size else None
+    """The fields of an apply message: {name: array}, each the function's own copy."""
+    region = INBOX.view(fds[0]) if fds else None
     fields = {}
     for _ in range(count):
         _kind, dtype, ndim, name_size = struct.unpack_from("<BBBxH", message, at)
@@ -283,7 +324,7 @@ def read_fields(message, at, count, fds):
         at += 16
         dtype = numpy.dtype(DTYPE_NAMES[dtype])
         if size:
-            array = numpy.frombuffer(region, dtype, size // dtype.itemsize, offset)
+            array = numpy.frombuffer(region, dtype, size // dtype.itemsize, offset).copy()
         else:
             array = numpy.zeros(0, dtype)
         fields[name] = array.reshape(shape)
@@ -316,19 +357,15 @@ def run_step(sock, steps, message, fds):
         made = function(fields, numpy.random.default_rng(seed))
         leaves = made_leaves(made, makes)
         offsets, size = layout(leaves.fields)
-        fd = write_region(leaves.fields, offsets, size)
+        fd = OUTBOX.write(leaves.fields, offsets, size)
     except Exception as exc:  # the sample's failure, the owner's to retry or quarantine
         sock.sendmsg([step_exception_message(index, where, exc)])
         return
     reply = done_message(index, {"dict": {}}, leaves.fields, offsets, size)
-    try:
-        if fd is None:
-            sock.sendmsg([reply])
-        else:
-            socket.send_fds(sock, [reply], [fd])
-    finally:
-        if fd is not None:
-            os.close(fd)
+    if fd is None:
+        sock.sendmsg([reply])
+    else:
+        socket.send_fds(sock, [reply], [fd])
 
 
 def import_function(where, function):
@@ -404,6 +441,24 @@ def set_worker_info(torch, setup, worker_id):
                                             dataset=setup["dataset"])
 
 
+class Receiver:
+    """The owner's next message and its descriptor (at most one), into one buffer kept for
+    every message: socket.recv_fds allocates MAX_MESSAGE bytes per message, whose mapping and
+    unmapping cost more than a small step itself."""
+
+    def __init__(self):
+        self.buffer = bytearray(MAX_MESSAGE)
+        self.ancillary = socket.CMSG_LEN(array.array("i").itemsize)
+
+    def __call__(self, sock):
+        size, ancillary, _, _ = sock.recvmsg_into([self.buffer], self.ancillary)
+        fds = array.array("i")
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+        return bytes(self.buffer[:size]), list(fds)
+
+
 def serve_worker(sock, setup, worker_id):
     """A worker's life: worker_init_fn, then one sample at a time until told to stop."""
     watch_owner(sock)
@@ -418,8 +473,9 @@ def serve_worker(sock, setup, worker_id):
         sock.sendmsg([exception_message(FAILED, 0, exc)])
         return
     sock.sendmsg([struct.pack("<B", READY)])
+    receive = Receiver()
     while True:
-        message, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 1)
+        message, fds = receive(sock)
         try:
             if not message or message[0] == STOP:
                 return

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include <sys/syscall.h>
@@ -424,6 +425,58 @@ TEST_F(PythonWorker, AForkedReplyWithoutThePidfdOfItsPidIsRefused) {
   EXPECT_FALSE(forked(::getpid(), read_end.get(), read_end.get()));  // no pidfd at all
   EXPECT_FALSE(forked(::getpid(), ours.get(), write_end.get()));     // the pipe's write end
   EXPECT_FALSE(forked(0, ours.get(), read_end.get()));
+}
+
+// A Python step's answer (python_transform.hpp): one uint8 [8] field at offset 0 of a region of
+// 8 bytes in the worker's own memfd, decoded as reply_region::reused.
+expected<worker_reply> step_answer(int file) {
+  received_message m;
+  m.bytes = {3, 0, 0, 0};
+  const auto put = [&](std::uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) {
+      m.bytes.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+    }
+  };
+  put(7, 8);  // index
+  put(8, 8);  // region bytes
+  put(1, 4);  // fields
+  put(2, 4);  // structure's size
+  m.bytes.insert(m.bytes.end(), {'{', '}'});
+  m.bytes.insert(m.bytes.end(), {1, 1, 1, 0});  // ndarray, uint8, rank 1
+  put(1, 2);
+  m.bytes.push_back('x');
+  put(8, 8);  // shape
+  put(0, 8);  // offset
+  put(8, 8);  // bytes
+  m.fds.emplace_back(::dup(file));
+  return decode_reply(std::move(m), reply_region::reused);
+}
+
+TEST(PythonStepAnswer, IsCopiedOutOfTheWorkersMemfdAndRefusedWhereItCannotHoldIt) {
+  unique_fd file(::memfd_create("answer", MFD_CLOEXEC));
+  ASSERT_TRUE(file);
+  const std::uint8_t bytes[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_EQ(::pwrite(file.get(), bytes, 8, 0), 8);
+  auto got = step_answer(file.get());
+  ASSERT_TRUE(got) << got.error().message();
+  std::uint8_t out[8] = {};
+  ASSERT_TRUE(got->sample.copy(got->sample.fields[0], out));
+  EXPECT_EQ(std::memcmp(out, bytes, 8), 0);
+  // The worker shrinks its memfd before the owner reads: the read is cut short, an error.
+  ASSERT_EQ(::ftruncate(file.get(), 4), 0);
+  auto cut = got->sample.copy(got->sample.fields[0], out);
+  ASSERT_FALSE(cut);
+  EXPECT_NE(cut.error().message().find("cut short"), std::string::npos) << cut.error().message();
+  // A memfd smaller than the region said, and a pipe, are refused as they come.
+  auto small = step_answer(file.get());
+  ASSERT_FALSE(small);
+  EXPECT_NE(small.error().message().find("not one file of at least 8 bytes"), std::string::npos)
+      << small.error().message();
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe2(pipe_ends, O_CLOEXEC), 0);
+  unique_fd read_end(pipe_ends[0]);
+  unique_fd write_end(pipe_ends[1]);
+  EXPECT_FALSE(step_answer(read_end.get()));
 }
 
 }  // namespace

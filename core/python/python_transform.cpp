@@ -1,6 +1,5 @@
 #include "core/python/python_transform.hpp"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -57,12 +56,6 @@ expected<void> write_at(int fd, const std::uint8_t* bytes, std::size_t size, std
   return {};
 }
 
-/// The fields a worker reads, as its table describes them and their bytes in a memfd.
-struct outgoing_fields {
-  std::vector<worker_field> table;
-  unique_fd region;  ///< none when there are no bytes
-};
-
 /// Where a field's bytes go, and how many.
 worker_field table_entry(const field_binding& b, const field_value& v, std::uint64_t at) {
   worker_field f;
@@ -100,31 +93,32 @@ expected<void> write_field(int fd, const field_value& v, const worker_field& f) 
   return {};
 }
 
-expected<outgoing_fields> fields_for_worker(const sample_state& sample,
-                                            const std::vector<field_binding>& reads) {
-  outgoing_fields out;
+/// The table of the fields `reads` of `sample`, their bytes written into `worker`'s inbox.
+expected<std::vector<worker_field>> fields_for_worker(const sample_state& sample,
+                                                      const std::vector<field_binding>& reads,
+                                                      worker_process& worker) {
+  std::vector<worker_field> table;
   std::uint64_t size = 0;
   for (const auto& b : reads) {
     if (!sample.fields[b.index].present) {
       return error{errc::transform_error, "field '" + b.name + "' is missing from the sample"};
     }
-    out.table.push_back(table_entry(b, sample.fields[b.index], size));
-    size += (out.table.back().bytes + field_alignment - 1) / field_alignment * field_alignment;
+    table.push_back(table_entry(b, sample.fields[b.index], size));
+    size += (table.back().bytes + field_alignment - 1) / field_alignment * field_alignment;
   }
   if (size == 0) {
-    return out;
+    return table;
   }
-  out.region = unique_fd(::memfd_create("conveyor-step-fields", MFD_CLOEXEC));
-  if (!out.region || ::ftruncate(out.region.get(), static_cast<off_t>(size)) != 0) {
-    return error{errc::io_error,
-                 std::string("a memfd for a Python step's fields: ") + std::strerror(errno)};
+  auto inbox = worker.inbox(size);
+  if (!inbox) {
+    return inbox.error();
   }
   for (std::size_t i = 0; i < reads.size(); ++i) {
-    if (auto ok = write_field(out.region.get(), sample.fields[reads[i].index], out.table[i]); !ok) {
+    if (auto ok = write_field(*inbox, sample.fields[reads[i].index], table[i]); !ok) {
       return ok.error();
     }
   }
-  return out;
+  return table;
 }
 
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
@@ -191,14 +185,15 @@ class python_transform_step final : public worker_step {
  private:
   expected<void> ask(worker_process& worker, const sample_state& sample,
                      std::uint64_t seed) const override {
-    auto fields = fields_for_worker(sample, reads_);
-    if (!fields) {
-      return named(sample, fields.error());
+    auto table = fields_for_worker(sample, reads_, worker);
+    if (!table) {
+      return named(sample, table.error());
     }
-    const auto message =
-        apply_message(step_, sample.epoch_seed, sample.sample_id, seed, fields->table);
-    return worker.ask_step(message, fields->region ? fields->region.get() : -1);
+    const auto message = apply_message(step_, sample.epoch_seed, sample.sample_id, seed, *table);
+    return worker.ask_step(message, table->empty() ? -1 : *worker.inbox(0));
   }
+
+  reply_region replies() const noexcept override { return reply_region::reused; }
 
   expected<void> write_fields(sample_state& sample, const worker_sample& got) const override {
     if (got.fields.size() != makes_.size()) {

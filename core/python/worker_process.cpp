@@ -1,8 +1,10 @@
 #include "core/python/worker_process.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "core/base/little_endian.hpp"
@@ -51,6 +53,8 @@ worker_process::worker_process(worker_process&& o) noexcept
       process_(std::move(o.process_)),
       status_(std::move(o.status_)),
       socket_(std::move(o.socket_)),
+      inbox_(std::move(o.inbox_)),
+      inbox_bytes_(std::exchange(o.inbox_bytes_, 0)),
       id_(o.id_),
       stop_grace_(o.stop_grace_) {}
 
@@ -61,6 +65,8 @@ worker_process& worker_process::operator=(worker_process&& o) noexcept {
     process_ = std::move(o.process_);
     status_ = std::move(o.status_);
     socket_ = std::move(o.socket_);
+    inbox_ = std::move(o.inbox_);
+    inbox_bytes_ = std::exchange(o.inbox_bytes_, 0);
     id_ = o.id_;
     stop_grace_ = o.stop_grace_;
   }
@@ -96,7 +102,24 @@ expected<void> worker_process::send(const std::vector<std::uint8_t>& message, in
   return {};
 }
 
-expected<worker_sample> worker_process::await(std::chrono::milliseconds timeout) {
+expected<int> worker_process::inbox(std::uint64_t bytes) {
+  if (!inbox_) {
+    inbox_ = unique_fd(::memfd_create("conveyor-step-fields", MFD_CLOEXEC));
+    if (!inbox_) {
+      return error{errc::io_error, std::string("memfd_create: ") + std::strerror(errno)};
+    }
+  }
+  if (bytes > inbox_bytes_) {
+    if (::ftruncate(inbox_.get(), static_cast<off_t>(bytes)) != 0) {
+      return error{errc::io_error,
+                   std::string("growing a worker's inbox: ") + std::strerror(errno)};
+    }
+    inbox_bytes_ = bytes;
+  }
+  return inbox_.get();
+}
+
+expected<worker_sample> worker_process::await(std::chrono::milliseconds timeout, reply_region how) {
   if (!alive()) {
     return error{errc::worker_failed, named() + " is gone"};
   }
@@ -107,7 +130,7 @@ expected<worker_sample> worker_process::await(std::chrono::milliseconds timeout)
     }
     return failed("it answered nothing", ending_grace);
   }
-  auto reply = decode_reply(std::move(*got));
+  auto reply = decode_reply(std::move(*got), how);
   if (!reply) {
     return failed(reply.error().message(), std::chrono::milliseconds(0));
   }

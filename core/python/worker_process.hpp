@@ -65,7 +65,14 @@ class worker_process {
   /// the worker and the signal or exit code it died of, or the reply it sent that did not
   /// decode (it is killed: a worker that breaks the protocol is not trusted again). After
   /// worker_failed the worker is gone (alive() is false).
-  expected<worker_sample> await(std::chrono::milliseconds timeout);
+  /// `how`: where the answer's bytes must lie (worker_protocol.hpp).
+  expected<worker_sample> await(std::chrono::milliseconds timeout,
+                                reply_region how = reply_region::sealed);
+
+  /// The worker's inbox, a memfd of at least `bytes` made once and grown as needed (never
+  /// shrunk: a worker keeps its mapping while the size holds), which the owner writes the fields
+  /// of a step into before ask_step(): its descriptor (owned here), or errc::io_error.
+  expected<int> inbox(std::uint64_t bytes);
 
   /// Asks the worker to exit after its current sample (without waiting): destroying it then
   /// takes only as long as the worker needs to exit.
@@ -102,6 +109,8 @@ class worker_process {
   unique_fd process_;  ///< a pidfd: readable once the process has ended
   unique_fd status_;   ///< where the zygote writes its wait status
   unique_fd socket_;
+  unique_fd inbox_;
+  std::uint64_t inbox_bytes_ = 0;
   std::uint32_t id_ = 0;
   std::chrono::milliseconds stop_grace_{};
 };

@@ -201,7 +201,27 @@ expected<std::shared_ptr<const shared_region>> attach_region(std::vector<unique_
   return std::make_shared<const shared_region>(std::move(*region));
 }
 
-expected<worker_reply> decode_done(message_reader& in, std::vector<unique_fd>& fds) {
+// The worker's own memfd behind a step's answer: a regular file of at least `bytes`, read by
+// copy only (worker_sample::copy).
+expected<std::shared_ptr<const unique_fd>> reused_region(std::vector<unique_fd>& fds,
+                                                         std::uint64_t bytes) {
+  if (bytes == 0) {
+    if (!fds.empty()) {
+      return refused("a descriptor came with a sample of no bytes");
+    }
+    return std::shared_ptr<const unique_fd>{};
+  }
+  struct stat st {};
+  if (fds.size() != 1 || ::fstat(fds[0].get(), &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<std::uint64_t>(st.st_size) < bytes) {
+    return refused("the answer's region is not one file of at least " + std::to_string(bytes) +
+                   " bytes");
+  }
+  return std::make_shared<const unique_fd>(std::move(fds[0]));
+}
+
+expected<worker_reply> decode_done(message_reader& in, std::vector<unique_fd>& fds,
+                                   reply_region how) {
   worker_reply r;
   r.kind = reply_kind::done;
   r.sample.index = in.number<std::uint64_t>("index");
@@ -225,6 +245,14 @@ expected<worker_reply> decode_done(message_reader& in, std::vector<unique_fd>& f
   }
   if (!in.at_end()) {
     return refused("bytes after its field table");
+  }
+  if (how == reply_region::reused) {
+    auto file = reused_region(fds, region_bytes);
+    if (!file) {
+      return file.error();
+    }
+    r.sample.file = std::move(*file);
+    return r;
   }
   auto region = attach_region(fds, region_bytes);
   if (!region) {
@@ -297,10 +325,10 @@ const std::uint8_t* worker_sample::data(const worker_field& f) const noexcept {
 }
 
 expected<void> worker_sample::copy(const worker_field& f, std::uint8_t* out) const {
+  const int fd = region ? region->fd() : file->get();
   std::uint64_t done = 0;
   while (done < f.bytes) {
-    const auto n =
-        ::pread(region->fd(), out + done, f.bytes - done, static_cast<off_t>(f.offset + done));
+    const auto n = ::pread(fd, out + done, f.bytes - done, static_cast<off_t>(f.offset + done));
     if (n <= 0) {
       if (n < 0 && errno == EINTR) {
         continue;
@@ -369,7 +397,7 @@ std::vector<std::uint8_t> apply_message(std::uint32_t step, std::uint64_t epoch,
   return m;
 }
 
-expected<worker_reply> decode_reply(received_message m) {
+expected<worker_reply> decode_reply(received_message m, reply_region how) {
   if (m.bytes.size() > max_worker_message) {
     return refused("longer than " + std::to_string(max_worker_message) + " bytes");
   }
@@ -388,7 +416,7 @@ expected<worker_reply> decode_reply(received_message m) {
   in.skip(3);
   switch (k) {
     case reply_kind::done:
-      return decode_done(in, m.fds);
+      return decode_done(in, m.fds, how);
     case reply_kind::forked:
       return decode_forked(in, m.fds);
     case reply_kind::failed:

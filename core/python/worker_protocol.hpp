@@ -92,15 +92,30 @@ struct worker_field {
   std::uint64_t bytes = 0;   ///< elements x size_of(dtype)
 };
 
+/// Where a done reply's bytes lie (decode_reply).
+enum class reply_region : std::uint8_t {
+  /// A memfd made for this reply and sealed against writes: mapped, read where it lies (a
+  /// Python Dataset's sample, which the consumer may keep).
+  sealed,
+  /// The worker's own memfd, which it writes again for its next reply (a Python step's answer:
+  /// no memfd made, zeroed and unmapped per sample): never mapped, only copied out (pread) at
+  /// once, so that a worker that writes or shrinks it meanwhile spoils only its own answer (a
+  /// read cut short is an error).
+  reused,
+};
+
 /// A sample a worker made: its structure and fields, their bytes in a region no one can write
-/// any more (null when there are no bytes). Immutable once decoded; shareable across threads.
+/// any more (null when there are no bytes), or, for a reused region, in `file`. Immutable once
+/// decoded; shareable across threads.
 struct worker_sample {
   std::uint64_t index = 0;
   std::string structure;  ///< JSON, as the worker wrote it (the consumer parses it)
   std::vector<worker_field> fields;
   std::shared_ptr<const shared_region> region;
+  std::shared_ptr<const unique_fd> file;  ///< a reused region (reply_region::reused)
 
-  /// The first byte of `f`'s data, in the mapping. Precondition: f is one of fields.
+  /// The first byte of `f`'s data, in the mapping (null for a reused region). Precondition: f
+  /// is one of fields.
   const std::uint8_t* data(const worker_field& f) const noexcept;
   /// Copies `f`'s bytes to `out` (f.bytes of room) by the kernel (pread): reading a fresh
   /// region through its mapping faults its pages in one by one, several times the copy's
@@ -150,6 +165,8 @@ std::vector<std::uint8_t> apply_message(std::uint32_t step, std::uint64_t epoch,
 /// above, a field whose bytes do not match its shape or lie outside the region, a region that
 /// is missing, not a memfd sealed against writes and resizing, or of another size than said;
 /// a forked reply without exactly a pidfd of the pid it names and a pipe's read end.
-expected<worker_reply> decode_reply(received_message m);
+/// `how`: where a done reply's bytes must lie: for reply_region::reused, a regular file (a memfd)
+/// of at least the size said, taken unsealed and unmapped.
+expected<worker_reply> decode_reply(received_message m, reply_region how = reply_region::sealed);
 
 }  // namespace conveyor

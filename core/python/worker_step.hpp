@@ -35,6 +35,8 @@ class worker_step : public external_step {
   /// refused answer leaves the sample as it was): errc::transform_error naming the sample, the
   /// field and what is wrong.
   virtual expected<void> write_fields(sample_state& sample, const worker_sample& got) const = 0;
+  /// Where the worker's answers lie: sealed (the default) or reused (worker_protocol.hpp).
+  virtual reply_region replies() const noexcept { return reply_region::sealed; }
   /// `e`, naming the sample unless it does.
   static error failure(const sample_state& sample, const error& e);
 
