@@ -196,3 +196,17 @@ machine_description() {
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "- commit: $tree"
 }
+
+# alternating_rounds ROUNDS FIRST SECOND RUN: RUN ROUND VARIANT for each of ROUNDS rounds and
+# both variants, FIRST first in odd rounds and SECOND first in even ones, so that neither
+# always runs on a machine the other has just warmed.
+alternating_rounds() {
+  local rounds=$1 first=$2 second=$3 run=$4 round variant order
+  for round in $(seq 1 "$rounds"); do
+    order=("$first" "$second")
+    ((round % 2 == 0)) && order=("$second" "$first")
+    for variant in "${order[@]}"; do
+      "$run" "$round" "$variant"
+    done
+  done
+}

@@ -53,6 +53,15 @@ topology() {
   esac
 }
 
+# run ROUND MODE: one run of $recipe, its JSON line appended to $RUNS.
+run() {
+  log "$recipe, round $1: $2"
+  local line
+  line=$("$PYTHON" "$BENCH_ROOT/bench/python_pipeline.py" "$2" "$(topology "$recipe")" \
+    "$(settings "$recipe")" 2>>"$LOG_DIR/python_pipeline-$recipe.log")
+  echo "{\"recipe\": \"$recipe\", \"round\": $1, \"run\": $line}" | tee -a "$RUNS" >&2
+}
+
 mkdir -p "$LOG_DIR" "$(dirname "$RESULT")"
 : >"$RUNS"
 start_load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -64,16 +73,7 @@ for recipe in ${RECIPES:-image unet3d}; do
   esac
   log "reading $data once (into the page cache)"
   find "$data" -type f -exec cat {} + >/dev/null
-  for round in $(seq 1 "$ROUNDS"); do
-    order=(pipeline node)
-    ((round % 2 == 0)) && order=(node pipeline)
-    for mode in "${order[@]}"; do
-      log "$recipe, round $round: $mode"
-      line=$("$PYTHON" "$BENCH_ROOT/bench/python_pipeline.py" "$mode" "$(topology "$recipe")" \
-        "$(settings "$recipe")" 2>>"$LOG_DIR/python_pipeline-$recipe.log")
-      echo "{\"recipe\": \"$recipe\", \"round\": $round, \"run\": $line}" | tee -a "$RUNS" >&2
-    done
-  done
+  alternating_rounds "$ROUNDS" pipeline node run
 done
 
 "$PYTHON" - "$RUNS" "$RESULT" "$start_load" "$ROUNDS" "$IMAGES" "$IMAGE_EPOCHS" "$CASES" \

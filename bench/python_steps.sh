@@ -64,16 +64,15 @@ export PYTHONPATH="$BUILD_DIR/python:$LOG_DIR/python_steps"
 start_load=$(cut -d' ' -f1-3 /proc/loadavg)
 log "reading $data once (into the page cache)"
 find "$data" -type f -exec cat {} + >/dev/null
-for round in $(seq 1 "$ROUNDS"); do
-  order=(plain step)
-  ((round % 2 == 0)) && order=(step plain)
-  for variant in "${order[@]}"; do
-    log "round $round: $variant"
-    line=$("$PYTHON" "$BENCH_ROOT/bench/python_pipeline.py" pipeline \
-      "$LOG_DIR/python_steps/$variant.toml" '{}' 2>>"$LOG_DIR/python_steps.log")
-    echo "{\"variant\": \"$variant\", \"round\": $round, \"run\": $line}" | tee -a "$RUNS" >&2
-  done
-done
+# run ROUND VARIANT: one run through conveyor.Pipeline, its JSON line appended to $RUNS.
+run() {
+  log "round $1: $2"
+  local line
+  line=$("$PYTHON" "$BENCH_ROOT/bench/python_pipeline.py" pipeline \
+    "$LOG_DIR/python_steps/$2.toml" '{}' 2>>"$LOG_DIR/python_steps.log")
+  echo "{\"variant\": \"$2\", \"round\": $1, \"run\": $line}" | tee -a "$RUNS" >&2
+}
+alternating_rounds "$ROUNDS" plain step run
 
 "$PYTHON" - "$RUNS" "$RESULT" "$start_load" "$ROUNDS" "$IMAGES" "$EPOCHS" "$BUILD_DIR" <<'PY'
 import datetime, json, os, statistics, subprocess, sys

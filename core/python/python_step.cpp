@@ -45,14 +45,6 @@ expected<field_type> type_of_leaf(const worker_field& f) {
   return type;
 }
 
-std::string shape_text(const std::vector<std::uint64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 class python_step final : public worker_step {
  public:
   python_step(std::shared_ptr<worker_pool> pool, python_sample_layout layout,

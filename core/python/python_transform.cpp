@@ -121,14 +121,6 @@ expected<std::vector<worker_field>> fields_for_worker(const sample_state& sample
   return table;
 }
 
-std::string shape_text(const std::vector<std::uint64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  }
-  return s + "]";
-}
-
 /// A field as the worker answered it, checked against the field `b` the step makes and read
 /// out of the worker's region.
 expected<field_value> made_value(const field_binding& b, const worker_field& f,

@@ -341,6 +341,14 @@ expected<void> worker_sample::copy(const worker_field& f, std::uint8_t* out) con
   return {};
 }
 
+std::string shape_text(const std::vector<std::uint64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
 std::string worker_exception::what() const {
   return type + ": " + message + (frame.empty() ? "" : " (at " + frame + ")");
 }

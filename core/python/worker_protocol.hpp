@@ -123,6 +123,9 @@ struct worker_sample {
   expected<void> copy(const worker_field& f, std::uint8_t* out) const;
 };
 
+/// "[2, 3]": how messages name a shape a worker sent.
+std::string shape_text(const std::vector<std::uint64_t>& shape);
+
 /// An exception the user's code raised in a worker.
 struct worker_exception {
   std::uint64_t index = 0;  ///< the sample's (0 for a start's)
