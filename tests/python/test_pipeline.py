@@ -301,15 +301,24 @@ class PipelineTest(unittest.TestCase):
         # Two GPUs, in order, a window of two batches: batch b goes to GPU b mod 2. GPU 1 is
         # never consumed, so once its two batches fill the window GPU 0 waits for good (the
         # next timeout is 600 s): it takes batches 0 and 2, and its third next() waits.
+        # It says "waiting" from a thread once its main thread runs the line of the third
+        # next() (seen in its frame: the thread can look only while next() has let the GIL go,
+        # or at that line just before), so that the signal cannot land before it, in the print.
         script = (
-            "import sys, conveyor\n"
+            "import sys, threading, time, conveyor\n"
             "p = conveyor.Pipeline(sys.argv[1], set={'dataset.path': sys.argv[2], 'gpus': 2,\n"
             "    'pipeline.batch_size': 8, 'batching.policy': 'in_order',\n"
             "    'pipeline.window_samples': 16, 'pipeline.next_timeout_s': 600})\n"
             "for i in range(2):\n"
             "    p.next(0).release()\n"
-            "print('waiting', file=sys.stderr, flush=True)\n"
+            "main = threading.main_thread().ident\n"
+            "def announce():\n"
+            "    while sys._current_frames()[main].f_lineno != 13:\n"
+            "        time.sleep(0.001)  # a poll of this process's own frame, not a wait\n"
+            "    print('waiting', file=sys.stderr, flush=True)\n"
+            "threading.Thread(target=announce, daemon=True).start()\n"
             "p.next(0)\n")
+        self.assertEqual(script.splitlines()[12], "p.next(0)")
         path = os.path.join(self.folder("ctrl-c"), "blocked.py")  # a file: the traceback quotes it
         with open(path, "w") as f:
             f.write(script)
