@@ -100,7 +100,9 @@ out = ["# conveyor.Pipeline against conveyor-node serving a Python client", "",
        "epochs; unet3d: config/examples/unet3d-kits19.toml on "
        f"{cases} synthetic KiTS19-like cases (conveyor-pack --synthetic-volumes), batch 2, "
        f"{unet3d_epochs} epochs; 1 GPU (host feeder), every other setting the recipe's"]
-if max(float(start_load.split()[0]), float(end_load.split()[0])) > 1.0:
+# The load before the runs says whether other work ran beside them (at the end it is the
+# runs' own: every core busy).
+if float(start_load.split()[0]) > 1.0:
     out.append("- **taken under load** (a 1-minute load average above 1 on these cores: other "
                "work ran beside it): the rounds' ratios spread widely; quote the medians")
 out += ["",
