@@ -180,6 +180,16 @@ def layout(fields):
     return offsets, at
 
 
+def write_fields(fd, fields, offsets):
+    """Every field's bytes at its offset in `fd`, written by the kernel (pwrite), never through
+    a mapping: a fresh memfd's pages faulted in one by one cost 15x as much (8 MiB: 62 ms
+    against 3.8 ms here)."""
+    for field, at in zip(fields, offsets):
+        data = field[3]
+        while len(data):
+            data = data[os.pwrite(fd, data, at + len(field[3]) - len(data)):]
+
+
 def write_region(fields, offsets, size):
     """A memfd holding every field's bytes, sealed against writes; None when there are none."""
     if size == 0:
@@ -187,12 +197,7 @@ def write_region(fields, offsets, size):
     fd = os.memfd_create("conveyor-sample", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         os.ftruncate(fd, size)
-        # Written by the kernel (pwrite), never through a mapping: a fresh memfd's pages
-        # faulted in one by one cost 15x as much (8 MiB: 62 ms against 3.8 ms here).
-        for field, at in zip(fields, offsets):
-            data = field[3]
-            while len(data):
-                data = data[os.pwrite(fd, data, at + len(field[3]) - len(data)):]
+        write_fields(fd, fields, offsets)
         import fcntl
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
         return fd
@@ -221,10 +226,13 @@ def text(value, limit=4096):
     return struct.pack("<I", len(data)) + data
 
 
-def exception_message(kind, index, exc):
+def exception_message(kind, index, exc, where=None):
+    """The exception's type, message (after `where`, a step's name, when given) and last frame."""
     frames = traceback.extract_tb(exc.__traceback__)
     last = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
-    return struct.pack("<BxxxQ", kind, index) + text(type(exc).__qualname__) + text(exc) + text(last)
+    message = exc if where is None else f"{where}: {exc}"
+    return (struct.pack("<BxxxQ", kind, index) + text(type(exc).__qualname__) + text(message)
+            + text(last))
 
 
 def seed_everything(seed):
@@ -256,14 +264,6 @@ def run_sample(sock, dataset, message):
     finally:
         if fd is not None:
             os.close(fd)
-
-
-def step_exception_message(index, where, exc):
-    """A step's exception, its message naming the step."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    last = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
-    return (struct.pack("<BxxxQ", RAISED, index) + text(type(exc).__qualname__)
-            + text(f"{where}: {exc}") + text(last))
 
 
 class Inbox:
@@ -299,10 +299,7 @@ class Outbox:
         if size > self.size:
             os.ftruncate(self.fd, size)
             self.size = size
-        for field, at in zip(fields, offsets):
-            data = field[3]
-            while len(data):
-                data = data[os.pwrite(self.fd, data, at + len(field[3]) - len(data)):]
+        write_fields(self.fd, fields, offsets)
         return self.fd
 
 
@@ -359,7 +356,7 @@ def run_step(sock, steps, message, fds):
         offsets, size = layout(leaves.fields)
         fd = OUTBOX.write(leaves.fields, offsets, size)
     except Exception as exc:  # the sample's failure, the owner's to retry or quarantine
-        sock.sendmsg([step_exception_message(index, where, exc)])
+        sock.sendmsg([exception_message(RAISED, index, exc, where)])
         return
     reply = done_message(index, {"dict": {}}, leaves.fields, offsets, size)
     if fd is None:
