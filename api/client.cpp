@@ -401,10 +401,10 @@ expected<serve_received> handshake(int socket, const std::string& path, int rank
 expected<resume_state> starting_point(const serve::attached& a, const run_state& resume,
                                       const std::string& path) {
   if (resume.bytes.empty()) {
-    return resume_state{a.dataset_size, a.seed, a.shuffle, a.epochs, 0, {}};
+    return resume_state{a.dataset_size, a.seed, a.order, a.epochs, 0, {}};
   }
   return decode_for_run(resume.bytes, "the state attached to the Conveyor node at " + path,
-                        a.dataset_size, a.seed, a.shuffle, a.epochs);
+                        a.dataset_size, a.seed, a.order, a.epochs);
 }
 
 }  // namespace

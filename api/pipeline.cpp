@@ -50,7 +50,7 @@ resume_state starting_point(const batcher_settings& s) {
   if (s.resume) {
     return *s.resume;
   }
-  return {s.dataset_size, s.seed, s.shuffle, s.epochs, 0, {}};
+  return {s.dataset_size, s.seed, s.order, s.epochs, 0, {}};
 }
 
 }  // namespace
@@ -126,7 +126,7 @@ namespace {
 expected<std::shared_ptr<const resume_state>> resume_of(const run_state& resume,
                                                         const std::string& source,
                                                         const batcher_settings& s) {
-  auto state = decode_for_run(resume.bytes, source, s.dataset_size, s.seed, s.shuffle, s.epochs);
+  auto state = decode_for_run(resume.bytes, source, s.dataset_size, s.seed, s.order, s.epochs);
   if (!state) {
     return std::move(state).error();
   }
@@ -183,7 +183,9 @@ pipeline_info pipeline::info() const {
           s.resume ? s.resume->first_epoch : 0,
           s.resume ? s.resume->delivered_count() : 0,
           s.seed,
-          s.shuffle,
+          to_string(s.order.mode),
+          s.order.block,
+          s.order.span,
           s.share.size(s.dataset_size)};
 }
 

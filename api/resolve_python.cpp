@@ -96,7 +96,9 @@ expected<python_chain> resolve_python_chain(const topology& t) {
                                 static_cast<std::size_t>(counts.preprocessors + counts.stragglers),
                                 std::move(*inherited));
   // The first sample of epoch 0 (its draws as that epoch gives them): its worker stays warm.
-  const auto first = epoch_order(t.python.length, t.dataset.seed, 0, t.dataset.shuffle).front();
+  const auto first =
+      epoch_order(t.python.length, t.dataset.seed, 0, sample_order{t.dataset.shuffle, 0, 0})
+          .front();
   auto layout = probe_python_dataset(*pool, first, python_draw_seed(t.dataset.seed, 0, first),
                                      seconds_of(t.python.hang_timeout_s));
   if (!layout) {

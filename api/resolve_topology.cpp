@@ -6,6 +6,7 @@
 
 #include "api/resolve_devices.hpp"
 #include "api/resolve_fields.hpp"
+#include "api/resolve_order.hpp"
 #include "core/base/log.hpp"
 #include "core/python/python_dataset.hpp"
 #include "core/remote/open_remote_dataset.hpp"
@@ -17,8 +18,7 @@ namespace {
 batcher_settings resolve_settings(const topology& t, int gpus) {
   const auto counts = resolve_counts(t.pipeline);
   batcher_settings s;
-  s.seed = t.dataset.seed;
-  s.shuffle = t.dataset.shuffle;
+  s.seed = t.dataset.seed;  // and s.order: resolve_order, once the dataset is open
   s.epochs = static_cast<std::uint64_t>(t.trainer.epochs);
   s.batch_size = static_cast<std::uint64_t>(t.pipeline.batch_size);
   s.gpus = gpus;
@@ -220,7 +220,11 @@ expected<std::shared_ptr<const sample_source>> open_any_dataset(const topology& 
                  "dataset.map_parts leaves parts in their files: a dataset in an object store "
                  "has none on this machine"};
   }
-  auto remote = open_remote_dataset(t.dataset.path, t.dataset.format, t.s3, t.cache.memory);
+  // Fetched ahead: what the cache takes in, and in blocks the span read and the next one.
+  const auto spans = t.dataset.shuffle == shuffle_mode::blocks
+                         ? 2 * t.dataset.shuffle_span * t.dataset.shuffle_block
+                         : 0;
+  auto remote = open_remote_dataset(t.dataset.path, t.dataset.format, t.s3, t.cache.memory + spans);
   if (!remote) {
     return std::move(remote).error();
   }
@@ -345,6 +349,11 @@ expected<pipeline_spec> resolve_topology(const topology& t,
     return std::move(share).error();
   }
   spec.settings.share = std::move(*share);
+  auto order = resolve_order(t, *spec.source);
+  if (!order) {
+    return std::move(order).error();
+  }
+  spec.settings.order = *order;
   auto peers = peers_of(t);
   if (!peers) {
     return std::move(peers).error();

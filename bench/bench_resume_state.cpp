@@ -20,13 +20,13 @@ constexpr std::uint64_t imagenet = 1281167;
 constexpr std::uint64_t batch = 64;
 
 resume_state fresh() {
-  return {imagenet, 7, true, 90, 0, {}};
+  return {imagenet, 7, conveyor::sample_order::shuffled(true), 90, 0, {}};
 }
 
 // The ids of the first `n` positions of epoch 0, shuffled within windows of 512 (what
 // latency-aware batching does to the order).
 std::vector<std::uint64_t> delivered_ids(std::uint64_t n) {
-  auto order = conveyor::epoch_order(imagenet, 7, 0, true);
+  auto order = conveyor::epoch_order(imagenet, 7, 0);
   order.resize(n);
   std::mt19937_64 rng(1);
   for (std::size_t at = 0; at + 512 <= order.size(); at += 512) {

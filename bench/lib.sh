@@ -210,3 +210,17 @@ alternating_rounds() {
     done
   done
 }
+
+# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# with_server_cpu CMD...: CMD's JSON line with "server_cpu_s" (the CPU seconds of the calling
+# script's S3 server and proxy, $server_pid and $proxy_pid, while it ran) added.
+with_server_cpu() {
+  local before after out hz
+  hz=$(getconf CLK_TCK)
+  before=$(($(cpu_ticks "$server_pid") + $(cpu_ticks "$proxy_pid")))
+  out=$("$@")
+  after=$(($(cpu_ticks "$server_pid") + $(cpu_ticks "$proxy_pid")))
+  echo "${out%\}},\"server_cpu_s\":$(awk -v t=$((after - before)) -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')}"
+}

@@ -50,9 +50,6 @@ make_set() {
   "$PACK_BIN" --synthetic "$IMAGES" --images "$1/images" --out "$1/shards" --large-fraction 0.1
 }
 
-# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-
 # start_servers: s3rver on a fresh data directory, the proxy in front; sets S3_PORT, PROXY_PORT.
 start_servers() {
   local s3rver data
@@ -107,17 +104,6 @@ link_ceiling() {
     "http://127.0.0.1:'"$PROXY_PORT"'/bench/shards/$0" -o /dev/null'
   end=$(date +%s.%N)
   awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f\n", b - a }'
-}
-
-# with_server_cpu CMD...: CMD's JSON line with "server_cpu_s" (s3rver's and the proxy's CPU
-# seconds while it ran) added.
-with_server_cpu() {
-  local before after out hz
-  hz=$(getconf CLK_TCK)
-  before=$(($(cpu_ticks "$server_pid") + $(cpu_ticks "$proxy_pid")))
-  out=$("$@")
-  after=$(($(cpu_ticks "$server_pid") + $(cpu_ticks "$proxy_pid")))
-  echo "${out%\}},\"server_cpu_s\":$(awk -v t=$((after - before)) -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')}"
 }
 
 # node NAME PATH EPOCHS [KEY=VALUE...]: conveyor-node at step 0; its JSON line with cpu_s.

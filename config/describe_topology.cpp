@@ -241,6 +241,15 @@ std::string describe_s3(const s3_config& s) {
   return out.str();
 }
 
+// " shuffle_block=4194304 shuffle_span=32" for blocks; "" otherwise.
+std::string describe_blocks(const dataset_config& d) {
+  if (d.shuffle != shuffle_mode::blocks) {
+    return "";
+  }
+  return " shuffle_block=" + std::to_string(d.shuffle_block) +
+         " shuffle_span=" + std::to_string(d.shuffle_span);
+}
+
 }  // namespace
 
 std::string describe(const topology& node) {
@@ -253,7 +262,7 @@ std::string describe(const topology& node) {
       << "gpus: " << describe_gpus(node.gpus) << "\n"
       << "dataset: path=" << d.path << " format=" << to_string(d.format)
       << (d.map_parts.empty() ? "" : " map_parts=" + join_names(d.map_parts)) << " seed=" << d.seed
-      << " shuffle=" << (d.shuffle ? "true" : "false") << "\n"
+      << " shuffle=" << to_string(d.shuffle) << describe_blocks(d) << "\n"
       << "pipeline: batch_size=" << p.batch_size
       << " preprocessors=" << count_or_auto(p.preprocessors)
       << " readers=" << count_or_auto(p.readers) << " prefetch_batches=" << p.prefetch_batches

@@ -37,6 +37,50 @@ gpu_selection read_device_ids(table_reader& root, const toml::node& value, const
   return out;
 }
 
+// A byte size at `key` ("512M", "8G"); 0 when absent or "" (or wrong: then reported).
+std::uint64_t byte_size(table_reader& section, std::string_view key) {
+  const auto* value = section.find(key);
+  auto text = section.string(key, "");
+  if (value == nullptr || text.empty()) {
+    return 0;
+  }
+  auto bytes = parse_byte_size(text);
+  if (!bytes) {
+    section.fail(
+        *value, key,
+        "must be a size such as \"512M\" or \"8G\", or \"\" for none (got \"" + text + "\")");
+    return 0;
+  }
+  return *bytes;
+}
+
+/// dataset.shuffle: true or "global", false or "none", or "blocks"; with blocks, shuffle_block
+/// (bytes, 1 to 4G) and shuffle_span (blocks, 1 to 2^20).
+void read_shuffle(table_reader& section, dataset_config& out) {
+  const auto* value = section.find("shuffle");
+  if (value != nullptr && value->is_boolean()) {
+    out.shuffle = section.boolean("shuffle", true) ? shuffle_mode::global : shuffle_mode::none;
+  } else if (value != nullptr && !value->is_string()) {
+    section.fail(*value, "shuffle",
+                 std::string("expected true, false, \"global\", \"blocks\" or \"none\", got ") +
+                     std::string(type_name(*value)));
+  } else {
+    out.shuffle = section.choice("shuffle", out.shuffle,
+                                 {shuffle_mode::global, shuffle_mode::blocks, shuffle_mode::none});
+  }
+  if (const auto* block = section.find("shuffle_block")) {
+    const auto text = section.string("shuffle_block", "");
+    const auto bytes = parse_byte_size(text);
+    if (bytes && *bytes > 0 && *bytes <= (1ull << 32)) {
+      out.shuffle_block = *bytes;
+    } else if (block->is_string()) {
+      section.fail(*block, "shuffle_block",
+                   "must be a size of 1 byte to 4G, such as \"1M\" (got \"" + text + "\")");
+    }
+  }
+  out.shuffle_span = section.integer("shuffle_span", out.shuffle_span, closed(1, 1 << 20));
+}
+
 }  // namespace
 
 gpu_selection read_gpus(table_reader& root) {
@@ -82,7 +126,13 @@ dataset_config read_dataset(table_reader& section) {
     out.map_parts = section.strings("map_parts", out.map_parts, 16);  // [] is the default: none
   }
   out.seed = section.integer("seed", out.seed, at_least(0));
-  out.shuffle = section.boolean("shuffle", out.shuffle);
+  read_shuffle(section, out);
+  if (out.shuffle == shuffle_mode::blocks && out.format == dataset_format::python) {
+    section.fail(*section.find("shuffle"), "shuffle",
+                 "\"blocks\" orders the records of files (dataset.format \"shards\", "
+                 "\"webdataset\"); a Python Dataset (format \"python\") has none: use true "
+                 "or false");
+  }
   return out;
 }
 
@@ -179,26 +229,7 @@ serve_config read_serve(table_reader& section) {
   return out;
 }
 
-namespace {
-
-// A byte size at `key` ("512M", "8G"); 0 when absent or "" (or wrong: then reported).
-std::uint64_t byte_size(table_reader& section, std::string_view key) {
-  const auto* value = section.find(key);
-  auto text = section.string(key, "");
-  if (value == nullptr || text.empty()) {
-    return 0;
-  }
-  auto bytes = parse_byte_size(text);
-  if (!bytes) {
-    section.fail(
-        *value, key,
-        "must be a size such as \"512M\" or \"8G\", or \"\" for none (got \"" + text + "\")");
-    return 0;
-  }
-  return *bytes;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 s3_config read_s3(table_reader& section) {
   s3_config out;

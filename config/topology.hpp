@@ -14,6 +14,7 @@
 
 #include "core/base/field_schema.hpp"
 #include "core/batching/batch_policy.hpp"
+#include "core/batching/epoch_order.hpp"
 #include "core/cluster/peer_address.hpp"
 #include "core/cluster/tls_files.hpp"
 #include "core/remote/s3_settings.hpp"
@@ -45,7 +46,11 @@ struct dataset_config {
   /// them (a CT volume's "x.npy"): core/storage/file_slice.hpp. webdataset and npy_pairs only.
   std::vector<std::string> map_parts;
   std::uint64_t seed = 0;  ///< epoch order and per-sample randomness derive from it
-  bool shuffle = true;
+  shuffle_mode shuffle = shuffle_mode::global;  ///< true: global, false: none, or "blocks"
+  /// blocks: bytes of consecutive records a block holds (on average: a block is a whole number
+  /// of samples, resolve_order in api/resolve_topology.hpp), >= 1 and not past a shard.
+  std::uint64_t shuffle_block = 1u << 20;
+  std::uint64_t shuffle_span = 256;  ///< blocks: blocks whose samples are shuffled together, >= 1
 };
 
 /// [python]: a Python Dataset (dataset.format = "python"; dataset.path is the setup its loader

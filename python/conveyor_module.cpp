@@ -154,7 +154,7 @@ py::bytes state_at_epoch(std::uint64_t dataset_size, std::uint64_t seed, bool sh
   conveyor::resume_state state;
   state.dataset_size = dataset_size;
   state.seed = seed;
-  state.shuffle = shuffle;
+  state.order = conveyor::sample_order::shuffled(shuffle);
   state.epochs = epochs;
   state.first_epoch = first_epoch;
   const auto bytes = conveyor::encode(state);

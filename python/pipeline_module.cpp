@@ -179,7 +179,8 @@ py::dict info_dict(const conveyor::pipeline_info& i) {
       arg("window_samples") = i.window_samples, arg("policy") = i.policy,
       arg("class_names") = i.class_names, arg("next_timeout_s") = i.next_timeout_s,
       arg("start_epoch") = i.start_epoch, arg("delivered_before") = i.delivered_before,
-      arg("seed") = i.seed, arg("shuffle") = i.shuffle, arg("epoch_samples") = i.epoch_samples);
+      arg("seed") = i.seed, arg("shuffle") = i.shuffle, arg("shuffle_block") = i.shuffle_block,
+      arg("shuffle_span") = i.shuffle_span, arg("epoch_samples") = i.epoch_samples);
 }
 
 std::string repr(const Pipeline& p) {
@@ -212,8 +213,9 @@ PYBIND11_MODULE(_pipeline, m) {
           "info", [](const Pipeline& p) { return info_dict(p.info); },
           "How the pipeline was set up, every \"auto\" resolved: gpus, preprocessors, readers, "
           "epochs, dataset_size, batch_size, prefetch_batches, window_samples, policy, "
-          "class_names, next_timeout_s, start_epoch, delivered_before, seed, shuffle, "
-          "epoch_samples.")
+          "class_names, next_timeout_s, start_epoch, delivered_before, seed, shuffle (\"global\", "
+          "\"blocks\" or \"none\"), shuffle_block and shuffle_span (samples a block, blocks a "
+          "span; 0 unless blocks), epoch_samples.")
       .def_property_readonly("topology", [](const Pipeline& p) { return p.topology; })
       .def_property_readonly("closed", [](const Pipeline& p) { return p.closed; })
       .def(

@@ -68,6 +68,34 @@ TEST_P(BatcherCore, EverySampleIsToldAheadOnceInTheEpochsOrderBeforeItIsDispatch
   }
 }
 
+// Blocks: the samples of a span are told all at once, a span ahead of the one being
+// dispatched (its blocks are fetched whole, before the readers reach them); exactly once still,
+// with a short last block too.
+TEST_P(BatcherCore, InBlocksEachSpanIsToldWholeASpanAhead) {
+  world_params p;
+  p.gpus = GetParam();
+  p.epochs = 3;
+  p.window = 16;
+  p.samples = 96;
+  p.order = sample_order::in_blocks(8, 4);  // 3 spans of 32 samples
+  for (std::uint64_t seed = 0; seed < 5; ++seed) {
+    auto r = run_world(p, seed);
+    expect_exactly_once(p, r);
+    EXPECT_EQ(r.dispatched_untold, 0u);
+    for (std::uint64_t e = 0; e < p.epochs; ++e) {
+      EXPECT_EQ(r.told[e], epoch_order(p.samples, seed, e, p.order)) << "epoch " << e;
+      const auto& through = r.told_through[e];
+      ASSERT_FALSE(through.empty());
+      EXPECT_EQ(through.front(), 64u) << "the first two spans at once";
+      for (auto t : through) {
+        EXPECT_EQ(t % 32, 0u) << t << " is not the end of a span";
+      }
+    }
+  }
+  p.samples = 103;
+  expect_exactly_once(p, run_world(p, 7));
+}
+
 TEST_P(BatcherCore, QuarantinedSamplesAreCountedAndTheEpochGoesOn) {
   world_params p;
   p.gpus = GetParam();
@@ -226,7 +254,8 @@ TEST(EpochOrder, IsAPermutationThatDependsOnSeedAndEpochOnly) {
   EXPECT_EQ(a, epoch_order(1000, 5, 0));
   EXPECT_NE(a, epoch_order(1000, 5, 1));
   EXPECT_NE(a, epoch_order(1000, 6, 0));
-  EXPECT_EQ(epoch_order(5, 5, 0, false), (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(epoch_order(5, 5, 0, sample_order::shuffled(false)),
+            (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
 }
 
 TEST(EpochLedger, FilteredSamplesAreAccountedForButNotQuarantined) {

@@ -14,7 +14,7 @@ batcher_core make_core(int workers, int stragglers, std::uint64_t window, double
                        std::uint64_t backlog) {
   batcher_settings s;
   s.dataset_size = 64;
-  s.shuffle = false;
+  s.order = sample_order::shuffled(false);
   s.batch_size = 4;
   s.workers = workers;
   s.stragglers = stragglers;

@@ -48,7 +48,7 @@ ids_by_epoch checkpointed(const std::filesystem::path& file) {
   EXPECT_TRUE(state) << state.error().what();
   ids_by_epoch out;
   for (std::uint64_t e = 0; e < epochs; ++e) {
-    auto order = epoch_order(images, state->seed, e, state->shuffle);
+    auto order = epoch_order(images, state->seed, e, state->order);
     for (std::uint64_t p = 0; p < images; ++p) {
       if (state->delivered(e, p)) {
         out[e].insert(order[p]);

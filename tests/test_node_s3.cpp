@@ -8,7 +8,9 @@
 // no buffer can hold is quarantined by name while the others are delivered.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include "support/cluster_nodes.hpp"
 #include "support/fault_proxy.hpp"
@@ -60,9 +62,18 @@ class NodeS3 : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("uploaded"), std::string::npos) << r.out;
   }
-  testing::run_result node(const std::filesystem::path& file, const std::string& env = "") {
+  testing::run_result node(const std::filesystem::path& file, const std::string& env = "",
+                           const std::string& sets = "") {
     return run_app((env.empty() ? env_ : env) + " timeout 120 " + CONVEYOR_NODE_BIN, dir_,
-                   "--topology " + file.string());
+                   "--topology " + file.string() + sets);
+  }
+  // The bytes of the images conveyor-pack packed into s3://train/<prefix>.
+  std::uint64_t image_bytes(const std::string& prefix) const {
+    std::uint64_t bytes = 0;
+    for (const auto& f : std::filesystem::recursive_directory_iterator(dir_ / ("img-" + prefix))) {
+      bytes += f.is_regular_file() ? f.file_size() : 0;
+    }
+    return bytes;
   }
 
   s3_server server_;
@@ -101,6 +112,43 @@ TEST_F(NodeS3, WithoutACacheEveryEpochReadsTheStoreAndLosesNothing) {
   for (double n : requests) {
     EXPECT_GT(n, 0);
   }
+}
+
+// dataset.shuffle = "blocks": a span of blocks is wanted at once, a span ahead, so each block is
+// fetched whole (a range GET or two: one may straddle shards) and once per epoch, however small
+// the window (the global shuffle's 8 samples at a time cost ~40 requests an epoch here); every
+// sample still comes once per epoch. A block larger than every shard stops start-up naming the
+// key.
+TEST_F(NodeS3, InBlocksEachBlockIsFetchedWholeOncePerEpochAndNothingIsLost) {
+  pack("blocks");
+  const std::uint64_t block = 512u << 10;  // 8 blocks; 4 spans of 2
+  const auto file = topology(dir_, "s3://train/blocks", server_.endpoint());
+  auto r = node(file, "",
+                " --set dataset.shuffle='\"blocks\"' --set dataset.shuffle_block='\"512K\"'"
+                " --set dataset.shuffle_span=2 --set pipeline.window_samples=8");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json_number(r.out, "samples"), 3u * images);
+  EXPECT_EQ(json_number(r.out, "lost"), 0u);
+  EXPECT_EQ(json_number(r.out, "duplicates"), 0u);
+  EXPECT_EQ(json_number(r.out, "quarantined"), 0u);
+  EXPECT_NE(r.err.find("dataset.shuffle = \"blocks\": blocks of"), std::string::npos) << r.err;
+  const auto set = static_cast<double>(image_bytes("blocks"));
+  const auto blocks = std::ceil(set / static_cast<double>(block));
+  const auto requests = json_array(r.out, "s3_requests");
+  const auto mb = json_array(r.out, "s3_mb");
+  ASSERT_EQ(requests.size(), 3u) << r.out;
+  for (std::size_t e = 0; e < 3; ++e) {
+    EXPECT_LE(requests[e], 2 * blocks) << "epoch " << e << " of " << blocks << " blocks: " << r.out;
+    // Records add a few bytes to each image; a block fetched twice would add a block's worth.
+    EXPECT_LE(mb[e] * 1e6, set * 1.05 + 4096) << "epoch " << e << ": " << r.out;
+  }
+  auto too_big =
+      node(file, "", " --set dataset.shuffle='\"blocks\"' --set dataset.shuffle_block='\"64M\"'");
+  EXPECT_EQ(too_big.exit_code, 2) << too_big.err;
+  EXPECT_NE(too_big.err.find("dataset.shuffle_block (67108864 bytes) is larger than the "
+                             "dataset's largest shard"),
+            std::string::npos)
+      << too_big.err;
 }
 
 // The disk tier behind a memory tier too small for the set: the store is read in the first

@@ -200,7 +200,7 @@ TEST(PipelineResume, ADamagedOrTruncatedStateIsRefusedNeverAFreshStart) {
   EXPECT_EQ(p.error().code(), errc::corrupt_shard) << p.error().what();
 
   auto later = run.state;
-  later.bytes[8] = 2;  // the format version's low byte: a state from a later Conveyor
+  later.bytes[8] = 3;  // the format version's low byte: a state from a later Conveyor
   p = pipeline::open(run.topology, {}, later);
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().message().find("version"), std::string::npos) << p.error().what();

@@ -12,10 +12,10 @@
 namespace conveyor {
 namespace {
 
-const run_identity run{24, 5, true, 2};
+const run_identity run{24, 5, sample_order::shuffled(true), 2};
 
 resume_state delivered(std::initializer_list<std::uint64_t> positions) {
-  resume_state s{run.dataset_size, run.seed, run.shuffle, run.epochs, 0, {delivered_set(24)}};
+  resume_state s{run.dataset_size, run.seed, run.order, run.epochs, 0, {delivered_set(24)}};
   for (auto p : positions) {
     s.begun[0].add(p);
   }
@@ -36,7 +36,7 @@ TEST(ResumeGate, AStateIsCheckedAgainstTheRunBeforeItIsWalked) {
   auto refused = read(encode(other));
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message().find("seed"), std::string::npos);
-  auto huge = resume_state{std::uint64_t{1} << 62, 5, true, 2, 0, {}};
+  auto huge = resume_state{std::uint64_t{1} << 62, 5, sample_order::shuffled(true), 2, 0, {}};
   EXPECT_NE(read(encode(huge)).error().message().find("dataset size"), std::string::npos);
   std::vector<std::uint8_t> big(max_encoded_size(run.dataset_size) + 1, 0);
   EXPECT_NE(read(big).error().message().find("more than the"), std::string::npos);
@@ -86,7 +86,7 @@ TEST(StateNotary, SignsWhatWasSentAndNothingMore) {
   ASSERT_FALSE(claim);
   EXPECT_EQ(claim.error().code(), errc::permission_denied);
   // Once a batch was published, a state that holds its samples is signed, and verifies.
-  delivery_tracker client({run.dataset_size, run.seed, run.shuffle, run.epochs, 0, {}}, 1, 1);
+  delivery_tracker client({run.dataset_size, run.seed, run.order, run.epochs, 0, {}}, 1, 1);
   const std::vector<std::uint64_t> ids{7, 3, 19};
   notary.published(0, 0, ids, false);
   client.record(0, 0, ids, false);

@@ -17,7 +17,7 @@ resume_state sample_state() {
   resume_state s;
   s.dataset_size = 1000;
   s.seed = 42;
-  s.shuffle = true;
+  s.order = sample_order::shuffled(true);
   s.epochs = 3;
   s.first_epoch = 1;
   delivered_set e1(1000);
@@ -57,7 +57,7 @@ TEST(ResumeState, RoundTripsEveryField) {
   ASSERT_TRUE(back) << back.error().what();
   EXPECT_EQ(back->dataset_size, 1000u);
   EXPECT_EQ(back->seed, 42u);
-  EXPECT_TRUE(back->shuffle);
+  EXPECT_EQ(back->order, sample_order::shuffled(true));
   EXPECT_EQ(back->epochs, 3u);
   EXPECT_EQ(back->first_epoch, 1u);
   ASSERT_EQ(back->begun.size(), 2u);
@@ -116,10 +116,11 @@ TEST(ResumeState, DamagedTruncatedAndForeignBlobsAreRefusedSayingWhy) {
   EXPECT_NE(t.error().message().find("truncated"), std::string::npos) << t.error().what();
 
   auto newer = blob;
-  newer[8] = 2;  // the format version's low byte
+  newer[8] = 3;  // the format version's low byte
   auto v = decode(newer, "ckpt.bin");
   ASSERT_FALSE(v);
-  EXPECT_NE(v.error().message().find("format version 2, this build reads 1"), std::string::npos)
+  EXPECT_NE(v.error().message().find("format version 3, this build reads 1 to 2"),
+            std::string::npos)
       << v.error().what();
 
   auto other = decode(std::vector<std::uint8_t>(64, 'x'), "notes.txt");
@@ -144,16 +145,36 @@ TEST(ResumeState, AStateThatContradictsItselfIsRefused) {
 
 TEST(ResumeState, AStateOfAnotherRunIsRefusedNamingTheField) {
   auto s = sample_state();
-  EXPECT_TRUE(check_same_run(s, 1000, 42, true, 3));
-  auto size = check_same_run(s, 999, 42, true, 3);
+  const auto global = sample_order::shuffled(true);
+  EXPECT_TRUE(check_same_run(s, 1000, 42, global, 3));
+  auto size = check_same_run(s, 999, 42, global, 3);
   ASSERT_FALSE(size);
   EXPECT_EQ(size.error().code(), errc::invalid_config);
   EXPECT_NE(size.error().message().find("dataset size is 1000, this run's 999"), std::string::npos);
-  auto seed = check_same_run(s, 1000, 7, true, 3);
+  auto seed = check_same_run(s, 1000, 7, global, 3);
   ASSERT_FALSE(seed);
   EXPECT_NE(seed.error().message().find("dataset.seed"), std::string::npos);
-  EXPECT_FALSE(check_same_run(s, 1000, 42, false, 3));
-  EXPECT_FALSE(check_same_run(s, 1000, 42, true, 4));
+  EXPECT_FALSE(check_same_run(s, 1000, 42, sample_order::shuffled(false), 3));
+  auto blocks = check_same_run(s, 1000, 42, sample_order::in_blocks(16, 4), 3);
+  ASSERT_FALSE(blocks);
+  EXPECT_NE(blocks.error().message().find("order (dataset.shuffle, shuffle_block, shuffle_span) is "
+                                          "global, this run's blocks of 16 samples, 4 a span"),
+            std::string::npos)
+      << blocks.error().what();
+  EXPECT_FALSE(check_same_run(s, 1000, 42, global, 4));
+}
+
+// A state of blocks names its block and span, and comes back with them; another block or span
+// is another run.
+TEST(ResumeState, AnOrderInBlocksRoundTripsAndNamesItsBlockAndSpan) {
+  auto s = sample_state();
+  s.order = sample_order::in_blocks(92, 32);
+  auto back = decode(encode(s), "state");
+  ASSERT_TRUE(back) << back.error().what();
+  EXPECT_EQ(back->order, s.order);
+  EXPECT_TRUE(check_same_run(*back, 1000, 42, sample_order::in_blocks(92, 32), 3));
+  EXPECT_FALSE(check_same_run(*back, 1000, 42, sample_order::in_blocks(91, 32), 3));
+  EXPECT_FALSE(check_same_run(*back, 1000, 42, sample_order::in_blocks(92, 31), 3));
 }
 
 // Ranks' own states merge into the run's: the union of what each rank that still records an

@@ -52,20 +52,20 @@ class S3Faults : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
-  testing::run_result node(std::uint16_t port, int timeout_ms, int retries) {
+  testing::run_result node(std::uint16_t port, int timeout_ms, int retries,
+                           const std::string& dataset = "") {
     auto file = testing::write_topology(
-        dir_,
-        "gpus = 2\n[dataset]\npath = \"s3://train/set\"\n"
-        "[pipeline]\nbatch_size = 4\npreprocessors = 2\n[trainer]\nepochs = 2\n"
-        "[s3]\nendpoint_url = \"http://127.0.0.1:" +
-            std::to_string(port) + "\"\nread_size = \"256K\"\nconnections = 4\n" +
-            "request_timeout_ms = " + std::to_string(timeout_ms) +
-            "\nretries = " + std::to_string(retries) +
-            "\nbackoff_ms = 2\n"
-            "[supervision]\nmax_sample_retries = 0\n"
-            "[[transform]]\nop = \"decode\"\n"
-            "[[transform]]\nop = \"random_resized_crop\"\nsize = 16\n"
-            "[[transform]]\nop = \"to_uint8\"\n");
+        dir_, "gpus = 2\n[dataset]\npath = \"s3://train/set\"\n" + dataset +
+                  "[pipeline]\nbatch_size = 4\npreprocessors = 2\n[trainer]\nepochs = 2\n"
+                  "[s3]\nendpoint_url = \"http://127.0.0.1:" +
+                  std::to_string(port) + "\"\nread_size = \"256K\"\nconnections = 4\n" +
+                  "request_timeout_ms = " + std::to_string(timeout_ms) +
+                  "\nretries = " + std::to_string(retries) +
+                  "\nbackoff_ms = 2\n"
+                  "[supervision]\nmax_sample_retries = 0\n"
+                  "[[transform]]\nop = \"decode\"\n"
+                  "[[transform]]\nop = \"random_resized_crop\"\nsize = 16\n"
+                  "[[transform]]\nop = \"to_uint8\"\n");
     return run_app(env_ + " timeout 240 " + CONVEYOR_NODE_BIN, dir_, "--topology " + file.string());
   }
 
@@ -101,12 +101,16 @@ TEST_F(S3Faults, ThrottlingResetsAndSlowAnswersLoseNothingAndAreCounted) {
   EXPECT_EQ(json_number(r.out, "s3_attempts"), injected.requests);
 }
 
-TEST_F(S3Faults, AShardThatStaysUnreadableIsQuarantinedByRecordAndNothingElseIsLost) {
+class S3FaultsByOrder : public S3Faults, public ::testing::WithParamInterface<const char*> {};
+
+// Globally shuffled or in blocks (whole blocks fetched at once), the samples of the GETs that
+// fail are quarantined by record, naming the object and the server's code.
+TEST_P(S3FaultsByOrder, AShardThatStaysUnreadableIsQuarantinedByRecordAndNothingElseIsLost) {
   testing::proxy_faults faults;
   faults.fail_path = "shard-00001.cvs";
   faults.fail_after = 3;  // its header, trailer and index are read at start; then nothing
   testing::fault_proxy proxy(server_.port(), faults);
-  auto r = node(proxy.port(), 2000, 2);
+  auto r = node(proxy.port(), 2000, 2, GetParam());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto quarantined = json_number(r.out, "quarantined");
   EXPECT_GT(quarantined, 0u);
@@ -117,6 +121,11 @@ TEST_F(S3Faults, AShardThatStaysUnreadableIsQuarantinedByRecordAndNothingElseIsL
   EXPECT_NE(r.err.find("s3://train/set/shard-00001.cvs"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("SlowDown"), std::string::npos) << r.err;
 }
+
+INSTANTIATE_TEST_SUITE_P(Orders, S3FaultsByOrder,
+                         ::testing::Values("shuffle = true\n",
+                                           "shuffle = \"blocks\"\nshuffle_block = \"64K\"\n"
+                                           "shuffle_span = 4\n"));
 
 // A client of the server through `proxy`, with fast retries.
 s3_client client_through(const testing::s3_server& server, const testing::fault_proxy& proxy,

@@ -53,6 +53,28 @@ TEST(ServeProtocol, EveryMessageRoundTrips) {
   EXPECT_EQ(f.text, "rank 9 is not one of the 8 ranks of job 0");
 }
 
+// The run's order travels with attached; an order no node would name (blocks of 0 samples, an
+// unknown mode) is refused before a client draws an epoch from it.
+TEST(ServeProtocol, AttachedCarriesTheOrderAndRefusesOneThatIsNotSound) {
+  attached a;
+  a.order = sample_order::in_blocks(92, 32);
+  EXPECT_EQ(std::get<attached>(round_trip(a)).order, a.order);
+  for (auto bad :
+       {sample_order{shuffle_mode::blocks, 0, 32}, sample_order{shuffle_mode::blocks, 92, 0},
+        sample_order{shuffle_mode::global, 92, 32}}) {
+    a.order = bad;
+    auto bytes = encode(a);
+    auto back = decode(bytes.data(), bytes.size());
+    ASSERT_FALSE(back) << describe(bad);
+    EXPECT_NE(back.error().message().find("order (dataset.shuffle)"), std::string::npos)
+        << back.error().what();
+  }
+  a.order = sample_order::shuffled(true);
+  auto bytes = encode(a);
+  bytes[8 + 4 + 8 + 8 + 4 + 4 + 8 + 8 + 8 + 1 + 8 + 8] = 7;  // the mode: after the seed
+  EXPECT_FALSE(decode(bytes.data(), bytes.size()));
+}
+
 TEST(ServeProtocol, OnlyAttachAttachedAndSignStateTakeADescriptor) {
   std::vector<std::size_t> taking;
   for (const auto& m : samples()) {

@@ -59,7 +59,7 @@ void expect_honest_job_complete(const temp_dir& dir, int ranks, int job, int epo
 std::vector<std::uint8_t> state_blob(std::uint64_t dataset_size, std::uint64_t seed,
                                      std::uint64_t epochs, std::uint64_t delivered,
                                      std::uint64_t first_epoch = 0) {
-  resume_state s{dataset_size, seed, true, epochs, first_epoch, {}};
+  resume_state s{dataset_size, seed, sample_order::shuffled(true), epochs, first_epoch, {}};
   if (first_epoch < epochs) {
     delivered_set d(dataset_size);
     for (std::uint64_t p = 0; p < delivered; ++p) {
@@ -144,9 +144,9 @@ TEST(ServingHostile, ANodeOutOfDescriptorsSaysSoBacksOffAndRecovers) {
 TEST(ServingHostile, AStateClaimingAHugeDatasetIsRefusedAtOnceNotWalked) {
   temp_dir dir;
   auto node = start_node(dir, serving_topology(dir, 1, 1, images, 1, "resume = true"));
-  // 85 bytes that claim 2^62 samples: the node once walked them all before any check.
+  // 101 bytes that claim 2^62 samples: the node once walked them all before any check.
   auto huge = state_blob(std::uint64_t{1} << 62, 0, 1, 0);
-  EXPECT_EQ(huge.size(), 85u);
+  EXPECT_EQ(huge.size(), 101u);
   auto why = attach_with_state(socket_of(dir), 0, 0, huge);
   EXPECT_NE(why.find("dataset size is 4611686018427387904"), std::string::npos) << why;
   expect_honest_job_complete(dir, 1, 0, 1);

@@ -15,7 +15,7 @@ namespace {
 using testing::temp_dir;
 
 std::vector<std::uint8_t> a_state(std::uint64_t delivered) {
-  resume_state s{100, 7, true, 2, 0, {delivered_set(100)}};
+  resume_state s{100, 7, sample_order::shuffled(true), 2, 0, {delivered_set(100)}};
   for (std::uint64_t p = 0; p < delivered; ++p) {
     s.begun[0].add(p);
   }

@@ -127,7 +127,7 @@ TEST(FaultInjector, DrawsAtTheConfiguredRateAndReproducibly) {
 batcher_core make_core(int workers, std::uint32_t retries, std::uint64_t samples = 4) {
   batcher_settings s;
   s.dataset_size = samples;
-  s.shuffle = false;
+  s.order = sample_order::shuffled(false);
   s.batch_size = 1;
   s.workers = workers;
   s.window_samples = 8;

@@ -71,7 +71,7 @@ TEST(Topology, DefaultTomlGivesTheDocumentedValues) {
   EXPECT_EQ(node->dataset.path, "build/sample/shards");
   EXPECT_EQ(node->dataset.format, dataset_format::shards);
   EXPECT_EQ(node->dataset.seed, 0U);
-  EXPECT_TRUE(node->dataset.shuffle);
+  EXPECT_EQ(node->dataset.shuffle, shuffle_mode::global);
   EXPECT_EQ(node->pipeline.batch_size, 64);
   EXPECT_EQ(node->pipeline.preprocessors, auto_count);
   EXPECT_EQ(node->pipeline.readers, auto_count);
@@ -121,7 +121,7 @@ TEST(Topology, DefaultTomlGivesTheDocumentedValues) {
 TEST(Topology, EvalExampleLoads) {
   auto node = load_topology_file(source_dir + "/config/examples/imagenet-eval.toml");
   ASSERT_TRUE(node.has_value()) << node.error().what();
-  EXPECT_FALSE(node->dataset.shuffle);
+  EXPECT_EQ(node->dataset.shuffle, shuffle_mode::none);
   ASSERT_EQ(node->transforms.size(), 4U);
   const auto& resize = std::get<resize_spec>(node->transforms[1]);
   EXPECT_EQ(resize.size, 256);
@@ -280,7 +280,7 @@ TEST(Topology, DescribeGivesOneLinePerSection) {
   ASSERT_TRUE(node.has_value()) << node.error().what();
   auto text = describe(*node);
   for (std::string_view line :
-       {"gpus: auto", "dataset: path=build/sample/shards format=shards seed=0 shuffle=true",
+       {"gpus: auto", "dataset: path=build/sample/shards format=shards seed=0 shuffle=global",
         "pipeline: batch_size=64 preprocessors=auto readers=auto prefetch_batches=2",
         "batching: policy=latency_aware", "trainer: step_ms=0 epochs=1",
         "monitor: interval_ms=1000", "supervision: strategy=one_for_one", "faults: off",
@@ -313,7 +313,8 @@ TEST(Topology, WrongTypeSaysExpectedAndGot) {
   expect_invalid(load_with("[trainer]\nstep_ms = \"fast\"\n"),
                  {"node.toml:2:11: trainer.step_ms: expected a number, got a string"});
   expect_invalid(load_dataset("shuffle = 1\n"),
-                 {"dataset.shuffle: expected a boolean, got an integer"});
+                 {"dataset.shuffle: expected true, false, \"global\", \"blocks\" or \"none\", got "
+                  "an integer"});
   expect_invalid(load_with("gpus = true\n"),
                  {"node.toml:1:8: gpus: expected \"auto\", an array of CUDA device ids"});
   expect_invalid(load_with("monitor = 3\n"),
@@ -489,6 +490,30 @@ TEST(Topology, BadEnumValuesListTheChoices) {
                  {"transform[2].interpolation: must be one of \"nearest\", \"bilinear\""});
 }
 
+// dataset.shuffle: true, false, or a mode by name; blocks' block and span, each named when bad.
+TEST(Topology, ShuffleTakesAModeAndBlocksTheirBlockAndSpan) {
+  auto blocks = load_dataset("shuffle = \"blocks\"\nshuffle_block = \"16M\"\nshuffle_span = 8\n");
+  ASSERT_TRUE(blocks) << blocks.error().what();
+  EXPECT_EQ(blocks->dataset.shuffle, shuffle_mode::blocks);
+  EXPECT_EQ(blocks->dataset.shuffle_block, 16u << 20);
+  EXPECT_EQ(blocks->dataset.shuffle_span, 8u);
+  auto named = load_dataset("shuffle = \"none\"\n");
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->dataset.shuffle, shuffle_mode::none);
+  expect_invalid(load_dataset("shuffle = \"random\"\n"),
+                 {"dataset.shuffle: must be one of \"global\", \"blocks\", \"none\" (got "
+                  "\"random\")"});
+  expect_invalid(load_dataset("shuffle = \"blocks\"\nshuffle_block = \"0\"\n"),
+                 {"dataset.shuffle_block: must be a size of 1 byte to 4G"});
+  expect_invalid(
+      load_dataset("shuffle = \"blocks\"\nshuffle_block = \"lots\"\n"),
+      {"dataset.shuffle_block: must be a size of 1 byte to 4G, such as \"1M\" (got \"lots\")"});
+  expect_invalid(load_dataset("shuffle = \"blocks\"\nshuffle_span = 0\n"),
+                 {"dataset.shuffle_span: must be"});
+  expect_invalid(load_dataset("shuffle = \"blocks\"\nformat = \"python\"\n"),
+                 {"dataset.shuffle: \"blocks\" orders the records of files"});
+}
+
 TEST(Topology, DecodeOnSaysWhichDecoderTakesJpegs) {
   auto with_decode = [](const std::string& keys) {
     return load(std::string(dataset_table) + "[[transform]]\nop = \"decode\"\n" + keys +
@@ -638,7 +663,7 @@ TEST(Topology, OverridesChangeValues) {
   EXPECT_EQ(node->dataset.path, "/tmp/x y");
   EXPECT_EQ(node->trainer.step_ms, 12.5);
   EXPECT_EQ(node->monitor.interval_ms, 50);  // [monitor] was created
-  EXPECT_FALSE(node->dataset.shuffle);
+  EXPECT_EQ(node->dataset.shuffle, shuffle_mode::none);
 }
 
 TEST(Topology, OverridesApplyInOrderAndTakeTomlValues) {

@@ -84,7 +84,7 @@ void measure_scaled_decode(const topology& t, const pipeline_spec& spec,
 std::vector<std::uint64_t> epoch_ids(const pipeline_spec& spec, std::uint64_t count) {
   const auto& s = spec.settings;
   const auto n = spec.source->size();
-  auto order = epoch_order(n, s.seed, 0, s.shuffle);
+  auto order = epoch_order(n, s.seed, 0, s.order);
   std::vector<std::uint64_t> out;
   for (std::uint64_t p = 0; p < n && out.size() < count; ++p) {
     if (s.share.contains(p, order[p])) {

@@ -515,7 +515,7 @@ serve::attached server::welcome_of(int rank, std::uint64_t start_epoch) const {
   a.writable = feeds_.region(rank).writable() && config_.jobs == 1;
   a.start_epoch = start_epoch;
   a.seed = info.seed;
-  a.shuffle = info.shuffle;
+  a.order = setup_.run.order;
   a.signs_states = notary_ != nullptr;
   return a;
 }

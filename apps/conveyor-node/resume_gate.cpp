@@ -28,7 +28,7 @@ expected<resume_state> job_state(const std::vector<waiting_state>& waiting, std:
     }
   }
   if (states.empty()) {
-    return resume_state{run.dataset_size, run.seed, run.shuffle, run.epochs, 0, {}};
+    return resume_state{run.dataset_size, run.seed, run.order, run.epochs, 0, {}};
   }
   auto merged = merge_states(states, "the resume states of job " + std::to_string(job));
   if (!merged) {
@@ -58,7 +58,7 @@ expected<resume_state> read_client_state(int fd, std::uint64_t bytes, std::uint3
   if (!state) {
     return state;
   }
-  if (auto same = check_same_run(*state, run.dataset_size, run.seed, run.shuffle, run.epochs);
+  if (auto same = check_same_run(*state, run.dataset_size, run.seed, run.order, run.epochs);
       !same) {
     return error{errc::invalid_argument, what + ": " + same.error().message()};
   }

@@ -21,7 +21,7 @@ namespace conveyor {
 struct run_identity {
   std::uint64_t dataset_size = 0;
   std::uint64_t seed = 0;
-  bool shuffle = true;
+  sample_order order{};
   std::uint64_t epochs = 0;
 };
 

@@ -51,6 +51,18 @@ std::vector<double> megabytes(const std::vector<std::uint64_t>& bytes) {
   return out;
 }
 
+// Per epoch, the mean size of a request in KiB (0 for an epoch without one).
+std::vector<double> mean_kib(const std::vector<std::uint64_t>& bytes,
+                             const std::vector<std::uint64_t>& requests) {
+  std::vector<double> out;
+  for (std::size_t e = 0; e < bytes.size() && e < requests.size(); ++e) {
+    out.push_back(requests[e] == 0
+                      ? 0.0
+                      : static_cast<double>(bytes[e]) / static_cast<double>(requests[e]) / 1024.0);
+  }
+  return out;
+}
+
 // {"name":number,...}, as JSON.
 std::string number_object(const std::vector<std::pair<std::string, double>>& parts) {
   std::string out = "{";
@@ -120,7 +132,8 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"peer_served\":" << number_list(report.epoch_peer_served)
       << ",\"failed_peers\":" << json_list(report.failed_peers, quoted_string)
       << ",\"s3_requests\":" << number_list(report.epoch_s3_requests)
-      << ",\"s3_mb\":" << number_list(megabytes(report.epoch_s3_bytes))
+      << ",\"s3_mb\":" << number_list(megabytes(report.epoch_s3_bytes)) << ",\"s3_request_kib\":"
+      << number_list(mean_kib(report.epoch_s3_bytes, report.epoch_s3_requests))
       << ",\"s3_fetch_s\":" << number_list(report.epoch_s3_fetch_s)
       << ",\"s3_attempts\":" << report.s3_attempts << ",\"s3_retries\":" << report.s3_retries
       << ",\"s3_open_requests\":" << report.s3_open_requests

@@ -8,6 +8,7 @@
 
 #include "api/create_pipeline.hpp"
 #include "api/resolve_devices.hpp"
+#include "api/resolve_order.hpp"
 #include "api/resolve_topology.hpp"
 #include "apps/conveyor-node/feed_server.hpp"
 #include "apps/conveyor-node/run_summary.hpp"
@@ -30,8 +31,12 @@ expected<int> ranks_of(const topology& t) {
 
 // The run a topology serves, known before its pipeline opens (clients' resume states are
 // checked against it as they arrive), of `dataset`, the topology's.
-run_identity run_of(const topology& t, const sample_source& dataset) {
-  return run_identity{dataset.size(), t.dataset.seed, t.dataset.shuffle,
+expected<run_identity> run_of(const topology& t, const sample_source& dataset) {
+  auto order = resolve_order(t, dataset);
+  if (!order) {
+    return std::move(order).error();
+  }
+  return run_identity{dataset.size(), t.dataset.seed, *order,
                       static_cast<std::uint64_t>(t.trainer.epochs)};
 }
 
@@ -98,6 +103,10 @@ int run_serving(const topology& t, stop_token& stop) {
     return 2;
   }
   const auto run = run_of(t, **dataset);
+  if (!run) {
+    logger->error("{}", run.error().what());
+    return 2;
+  }
   auto key = key_of(t);
   if (!key) {
     logger->error("{}", key.error().what());
@@ -127,7 +136,7 @@ int run_serving(const topology& t, stop_token& stop) {
       *ranks, t.serve.jobs, t.serve.socket, feeds->slots(), feeds->layout().slot_bytes,
       t.serve.resume ? "; the pipeline starts once every rank has attached (serve.resume)" : "");
   auto start = std::chrono::steady_clock::now();
-  const serve_setup setup{t.serve, run, *key ? &**key : nullptr};
+  const serve_setup setup{t.serve, *run, *key ? &**key : nullptr};
   auto outcome = serve_clients(setup, p, open, *feeds, listener->fd(), stop);
   listener->close();
   auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -13,7 +13,7 @@ std::unique_ptr<delivery_tracker> rank_tracker(resume_state start) {
 state_notary::state_notary(const run_identity& run, int jobs, int ranks, const state_key& key)
     : run_(run), jobs_(static_cast<std::uint32_t>(jobs)), key_(key) {
   for (int i = 0; i < jobs * ranks; ++i) {
-    trackers_.push_back(rank_tracker({run.dataset_size, run.seed, run.shuffle, run.epochs, 0, {}}));
+    trackers_.push_back(rank_tracker({run.dataset_size, run.seed, run.order, run.epochs, 0, {}}));
   }
 }
 
@@ -46,7 +46,7 @@ expected<state_signature> state_notary::sign(std::uint32_t job, std::uint32_t ra
   if (!state) {
     return std::move(state).error();
   }
-  if (auto same = check_same_run(*state, run_.dataset_size, run_.seed, run_.shuffle, run_.epochs);
+  if (auto same = check_same_run(*state, run_.dataset_size, run_.seed, run_.order, run_.epochs);
       !same) {
     return error{errc::invalid_argument, who + "'s state to sign: " + same.error().message()};
   }

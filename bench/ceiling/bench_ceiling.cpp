@@ -94,7 +94,7 @@ epoch_plan make_plan(std::uint64_t dataset_size, std::uint64_t seed, std::uint64
   epoch_plan plan;
   plan.dataset_size = dataset_size;
   for (std::uint64_t e = 0; e < epochs; ++e) {
-    plan.orders.push_back(epoch_order(dataset_size, seed, e, /*shuffle=*/true));
+    plan.orders.push_back(epoch_order(dataset_size, seed, e));
     plan.seeds.push_back(epoch_seed(seed, e));
   }
   return plan;

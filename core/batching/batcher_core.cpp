@@ -50,8 +50,9 @@ bool batcher_core::is_up(worker_role role, int index) const {
 // of it and a GPU done with its part of the epoch can move on.
 void batcher_core::roll_epoch() {
   while (position_ == order_.size() && begun_ < settings_.epochs) {
-    order_ = epoch_order(settings_.dataset_size, settings_.seed, begun_, settings_.shuffle);
+    order_ = epoch_order(settings_.dataset_size, settings_.seed, begun_, settings_.order);
     keep_what_is_due(begun_);
+    mark_spans(begun_);
     policy_->begin_epoch(begun_, order_.size());
     ++begun_;
     position_ = 0;
@@ -81,6 +82,30 @@ void batcher_core::keep_what_is_due(std::uint64_t epoch) {
   order_.resize(kept);
 }
 
+void batcher_core::mark_spans(std::uint64_t epoch) {
+  span_ends_.clear();
+  const auto& o = settings_.order;
+  if (o.mode != shuffle_mode::blocks) {
+    return;
+  }
+  const auto spans = block_spans(settings_.dataset_size, settings_.seed, epoch, o);
+  for (std::uint64_t p = 1; p <= order_.size(); ++p) {
+    if (p == order_.size() || spans[order_[p] / o.block] != spans[order_[p - 1] / o.block]) {
+      span_ends_.push_back(p);
+    }
+  }
+}
+
+std::uint64_t batcher_core::read_ahead_end(std::uint64_t ahead) const {
+  auto end = std::min<std::uint64_t>(order_.size(), position_ + ahead);
+  auto span = std::upper_bound(span_ends_.begin(), span_ends_.end(), position_);
+  if (span != span_ends_.end()) {
+    const auto next = std::next(span) == span_ends_.end() ? span : std::next(span);
+    end = std::max(end, *next);
+  }
+  return end;
+}
+
 bool batcher_core::next_ticket(sample_ticket& out) {
   roll_epoch();
   if (position_ == order_.size()) {
@@ -102,7 +127,7 @@ batcher_core::read_ahead_batch batcher_core::take_read_ahead(std::uint64_t ahead
     told_epochs_ = begun_;
     told_ = 0;
   }
-  const auto end = std::min<std::uint64_t>(order_.size(), position_ + ahead);
+  const auto end = read_ahead_end(ahead);
   out.epoch = begun_ - 1;
   if (told_ < end) {
     out.ids.assign(order_.begin() + static_cast<std::ptrdiff_t>(told_),

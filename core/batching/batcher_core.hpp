@@ -44,7 +44,7 @@ namespace conveyor {
 struct batcher_settings {
   std::uint64_t dataset_size = 0;
   std::uint64_t seed = 0;
-  bool shuffle = true;
+  sample_order order{};  ///< dataset.shuffle: how each epoch's order is drawn
   std::uint64_t epochs = 1;
   std::uint64_t batch_size = 64;
   int gpus = 1;
@@ -155,8 +155,10 @@ class batcher_core {
   /// Samples the readers will be handed soon, for a dataset that reads ahead (an object
   /// store's: sample_source::will_read): those of the current epoch's order up to `ahead`
   /// positions past the next one to dispatch that were not told before (the first dispatches
-  /// of an epoch included), with their epoch. Within one epoch: the next one's are told once
-  /// it begins.
+  /// of an epoch included), with their epoch. In blocks (sample_order), at least through the
+  /// span after the one of the next position: each span's samples are told at once, a span
+  /// ahead, so that its blocks are fetched whole, and before the readers reach them. Within
+  /// one epoch: the next one's are told once it begins.
   struct read_ahead_batch {
     std::uint64_t epoch = 0;
     std::vector<std::uint64_t> ids;
@@ -201,6 +203,10 @@ class batcher_core {
   failure_outcome charge_failure(flight f, std::string reason);
   /// The sample of `ticket` is left out of its epoch (a filter's decision).
   void leave_out(const sample_ticket& ticket);
+  /// span_ends_ of order_, epoch `epoch`'s.
+  void mark_spans(std::uint64_t epoch);
+  /// The position of order_ take_read_ahead tells through (exclusive), `ahead` past the next.
+  std::uint64_t read_ahead_end(std::uint64_t ahead) const;
   budget_figures current_budget() const;
   std::vector<bool>& up(worker_role role) { return up_[static_cast<std::size_t>(role)]; }
 
@@ -211,6 +217,8 @@ class batcher_core {
   /// The sampler order of epoch begun_ - 1: this node's share, without what a resumed run had
   /// delivered
   std::vector<std::uint64_t> order_;
+  /// Blocks: where each span of order_ ends (positions, ascending); empty otherwise.
+  std::vector<std::uint64_t> span_ends_;
   std::uint64_t begun_ = 0;        ///< epochs begun so far (those before a resume's first included)
   std::uint64_t position_ = 0;     ///< next position of order_ to dispatch
   std::uint64_t told_ = 0;         ///< positions of order_ told to take_read_ahead's caller

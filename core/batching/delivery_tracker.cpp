@@ -43,7 +43,7 @@ delivery_tracker::epoch_record& delivery_tracker::epoch_at(std::uint64_t epoch) 
 const std::vector<std::uint64_t>& delivery_tracker::order_of(std::uint64_t epoch) const {
   auto& order = orders_[epoch];
   if (order.empty()) {
-    order = epoch_order(run_.dataset_size, run_.seed, epoch, run_.shuffle);
+    order = epoch_order(run_.dataset_size, run_.seed, epoch, run_.order);
   }
   return order;
 }

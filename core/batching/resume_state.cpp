@@ -89,6 +89,25 @@ expected<delivered_set> take_epoch(reader& in, std::uint64_t size, const std::st
   return delivered_set(size, prefix, std::move(beyond));
 }
 
+/// The order a state of format `version` names: version 1's shuffle byte, or version 2's mode,
+/// block and span.
+expected<sample_order> take_order(reader& in, std::uint64_t version, const std::string& source) {
+  const auto mode = in.take(1);
+  if (version == 1) {
+    return sample_order::shuffled(mode != 0);
+  }
+  sample_order order;
+  order.mode = static_cast<shuffle_mode>(mode);
+  order.block = in.take();
+  order.span = in.take();
+  if (!is_sound(order)) {
+    return malformed(source, "an order of mode " + std::to_string(mode) + ", block " +
+                                 std::to_string(order.block) + ", span " +
+                                 std::to_string(order.span));
+  }
+  return order;
+}
+
 }  // namespace
 
 bool resume_state::delivered(std::uint64_t epoch, std::uint64_t position) const noexcept {
@@ -111,7 +130,9 @@ std::vector<std::uint8_t> encode(const resume_state& state) {
   std::vector<std::uint8_t> payload;
   put(payload, state.dataset_size);
   put(payload, state.seed);
-  put(payload, state.shuffle ? 1 : 0, 1);
+  put(payload, static_cast<std::uint8_t>(state.order.mode), 1);
+  put(payload, state.order.block);
+  put(payload, state.order.span);
   put(payload, state.epochs);
   put(payload, state.first_epoch);
   put(payload, state.begun.size());
@@ -128,7 +149,7 @@ std::vector<std::uint8_t> encode(const resume_state& state) {
 
 std::uint64_t max_encoded_size(std::uint64_t dataset_size) noexcept {
   const auto words = dataset_size / 64 + 1;
-  const auto fields = 8 * 4 + 1 + 8;  // size, seed, epochs, first epoch, shuffle; begun
+  const auto fields = 8 * 4 + 1 + 16 + 8;  // size, seed, epochs, first epoch, order; begun
   return header_bytes + fields + max_begun_epochs * (16 + 8 * words) + checksum_bytes +
          state_signature::bytes;
 }
@@ -175,8 +196,9 @@ expected<resume_state> decode(const std::vector<std::uint8_t>& signed_or_not,
   reader head(blob.data() + sizeof magic, 12);
   const auto version = head.take(4);
   const auto length = head.take();
-  if (version != resume_state::format_version) {
-    return malformed(source, "format version " + std::to_string(version) + ", this build reads " +
+  if (version != resume_state::format_version && version != 1) {
+    return malformed(source, "format version " + std::to_string(version) +
+                                 ", this build reads 1 to " +
                                  std::to_string(resume_state::format_version));
   }
   if (length != blob.size() - header_bytes - checksum_bytes) {
@@ -194,7 +216,11 @@ expected<resume_state> decode(const std::vector<std::uint8_t>& signed_or_not,
   resume_state s;
   s.dataset_size = in.take();
   s.seed = in.take();
-  s.shuffle = in.take(1) != 0;
+  if (auto order = take_order(in, version, source); order) {
+    s.order = *order;
+  } else {
+    return std::move(order).error();
+  }
   s.epochs = in.take();
   s.first_epoch = in.take();
   const auto begun = in.take();
@@ -215,12 +241,13 @@ expected<resume_state> decode(const std::vector<std::uint8_t>& signed_or_not,
 
 expected<resume_state> decode_for_run(const std::vector<std::uint8_t>& blob,
                                       const std::string& source, std::uint64_t dataset_size,
-                                      std::uint64_t seed, bool shuffle, std::uint64_t epochs) {
+                                      std::uint64_t seed, const sample_order& order,
+                                      std::uint64_t epochs) {
   auto state = decode(blob, source);
   if (!state) {
     return state;
   }
-  if (auto same = check_same_run(*state, dataset_size, seed, shuffle, epochs); !same) {
+  if (auto same = check_same_run(*state, dataset_size, seed, order, epochs); !same) {
     return std::move(same).error();
   }
   return state;
@@ -235,7 +262,7 @@ expected<void> check_one_run(const std::vector<resume_state>& states, const std:
   }
   const auto& a = states.front();
   for (std::size_t i = 1; i < states.size(); ++i) {
-    if (auto same = check_same_run(states[i], a.dataset_size, a.seed, a.shuffle, a.epochs); !same) {
+    if (auto same = check_same_run(states[i], a.dataset_size, a.seed, a.order, a.epochs); !same) {
       return error{errc::invalid_argument,
                    source + ": state " + std::to_string(i) +
                        " is of another run than state 0: " + same.error().message()};
@@ -297,7 +324,7 @@ bool claims_within(const resume_state& state, const resume_state& known) {
 }
 
 expected<void> check_same_run(const resume_state& state, std::uint64_t dataset_size,
-                              std::uint64_t seed, bool shuffle, std::uint64_t epochs) {
+                              std::uint64_t seed, const sample_order& order, std::uint64_t epochs) {
   auto differs = [](const char* what, std::uint64_t theirs, std::uint64_t ours) {
     return error{errc::invalid_config, std::string("the resume state is of another run: its ") +
                                            what + " is " + std::to_string(theirs) +
@@ -309,8 +336,11 @@ expected<void> check_same_run(const resume_state& state, std::uint64_t dataset_s
   if (state.seed != seed) {
     return differs("seed (dataset.seed)", state.seed, seed);
   }
-  if (state.shuffle != shuffle) {
-    return differs("shuffle", state.shuffle, shuffle);
+  if (state.order != order) {
+    return error{errc::invalid_config,
+                 "the resume state is of another run: its order (dataset.shuffle, "
+                 "shuffle_block, shuffle_span) is " +
+                     describe(state.order) + ", this run's " + describe(order)};
   }
   if (state.epochs != epochs) {
     return differs("epochs (trainer.epochs)", state.epochs, epochs);

@@ -1,13 +1,15 @@
 #pragma once
 /// A resume state: what a run must know to deliver exactly the rest of its samples after a
 /// stop (preemption, crash, restart), as a small, versioned, checksummed blob. It names the run
-/// it belongs to (dataset size, seed, shuffle, epochs), the first epoch not complete, and, for
+/// it belongs to (dataset size, seed, order, epochs), the first epoch not complete, and, for
 /// each epoch begun from there, the positions of the epoch's order delivered (delivered_set).
 /// Sample order and per-sample randomness are functions of (seed, epoch, id) alone
 /// (epoch_order.hpp, core/base/sample_seed.hpp), so nothing else is needed to go on exactly.
 ///
 /// The blob: "CVYRESUM", the format version (u32), the payload's length (u64), the payload
-/// (little-endian u64 fields and bitmap words), and the XXH3-64 of everything before it. A
+/// (little-endian u64 fields and bitmap words), and the XXH3-64 of everything before it.
+/// Version 2 names the order by its mode (a byte), block and span (u64 each); version 1 (a
+/// shuffle byte: global or none) is still read. A
 /// served rank's state may be followed by a signature (state_signature: the node that served it
 /// vouches for it, core/serving/state_key.hpp); decode() reads a signed blob as the state it
 /// signs.
@@ -20,15 +22,16 @@
 
 #include "conveyor/error.hpp"
 #include "core/batching/delivered_set.hpp"
+#include "core/batching/epoch_order.hpp"
 
 namespace conveyor {
 
 struct resume_state {
-  static constexpr std::uint32_t format_version = 1;
+  static constexpr std::uint32_t format_version = 2;
 
   std::uint64_t dataset_size = 0;
   std::uint64_t seed = 0;
-  bool shuffle = true;
+  sample_order order{};
   std::uint64_t epochs = 0;
   std::uint64_t first_epoch = 0;  ///< epochs before it are complete
   /// Epochs first_epoch, first_epoch + 1, ... that have begun: their delivered positions
@@ -78,7 +81,8 @@ expected<resume_state> decode(const std::vector<std::uint8_t>& blob, const std::
 /// decode(), then check_same_run(): the state in `blob` if it is a sound state of that run.
 expected<resume_state> decode_for_run(const std::vector<std::uint8_t>& blob,
                                       const std::string& source, std::uint64_t dataset_size,
-                                      std::uint64_t seed, bool shuffle, std::uint64_t epochs);
+                                      std::uint64_t seed, const sample_order& order,
+                                      std::uint64_t epochs);
 
 /// The union of the states of a run's ranks (each rank's own: what its trainer received), as
 /// the state to resume the whole run from: epochs before the earliest first_epoch are complete;
@@ -98,8 +102,8 @@ expected<resume_state> merge_states(const std::vector<resume_state>& states,
 bool claims_within(const resume_state& state, const resume_state& known);
 
 /// errc::invalid_config naming the first field that differs when `state` belongs to another run
-/// than one of `dataset_size` samples seeded `seed` (shuffled or not) over `epochs` epochs.
+/// than one of `dataset_size` samples seeded `seed` in `order` over `epochs` epochs.
 expected<void> check_same_run(const resume_state& state, std::uint64_t dataset_size,
-                              std::uint64_t seed, bool shuffle, std::uint64_t epochs);
+                              std::uint64_t seed, const sample_order& order, std::uint64_t epochs);
 
 }  // namespace conveyor

@@ -118,18 +118,18 @@ expected<std::shared_ptr<const sample_source>> open_tars(s3_client& client, cons
 
 }  // namespace
 
-std::uint64_t prefetch_budget(const s3_settings& settings, std::uint64_t cache_memory) {
+std::uint64_t prefetch_budget(const s3_settings& settings, std::uint64_t held) {
   if (settings.prefetch_bytes > 0) {
     return settings.prefetch_bytes;
   }
-  return cache_memory +
+  return held +
          2 * static_cast<std::uint64_t>(std::max(1, settings.connections)) * settings.read_size;
 }
 
 expected<std::shared_ptr<const remote_dataset>> open_remote_dataset(const std::string& url,
                                                                     dataset_format format,
                                                                     const s3_settings& settings,
-                                                                    std::uint64_t cache_memory,
+                                                                    std::uint64_t held,
                                                                     const environment& env) {
   if (format != dataset_format::shards && format != dataset_format::webdataset) {
     return error{errc::invalid_config,
@@ -144,7 +144,7 @@ expected<std::shared_ptr<const remote_dataset>> open_remote_dataset(const std::s
   }
   log("storage")->info("{}: {}", url, target->access->describe());
   opening o{target->at, target->access, settings, std::make_shared<transfer_counters>(),
-            prefetch_budget(settings, cache_memory)};
+            prefetch_budget(settings, held)};
   s3_client client(o.access, settings, o.counters);
   std::shared_ptr<remote_store> store;
   auto inner = format == dataset_format::shards ? open_shards(client, o, store)

@@ -23,14 +23,15 @@
 
 namespace conveyor {
 
-/// `cache_memory`: the bytes of the cache's memory tier, which set how much may be fetched
-/// ahead when s3.prefetch_bytes is not set.
+/// `held`: the bytes the readers want fetched ahead besides two requests per connection (the
+/// cache's memory tier; with dataset.shuffle = "blocks", two spans: the one read and the next),
+/// which set how much may be fetched ahead when s3.prefetch_bytes is not set.
 expected<std::shared_ptr<const remote_dataset>> open_remote_dataset(
-    const std::string& url, dataset_format format, const s3_settings& settings,
-    std::uint64_t cache_memory, const environment& env = process_environment());
+    const std::string& url, dataset_format format, const s3_settings& settings, std::uint64_t held,
+    const environment& env = process_environment());
 
 /// The bytes a dataset in a store may have fetched ahead of its readers: s3.prefetch_bytes, or
-/// the cache's memory plus two requests per connection.
-std::uint64_t prefetch_budget(const s3_settings& settings, std::uint64_t cache_memory);
+/// `held` plus two requests per connection.
+std::uint64_t prefetch_budget(const s3_settings& settings, std::uint64_t held);
 
 }  // namespace conveyor

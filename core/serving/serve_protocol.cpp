@@ -20,6 +20,10 @@ struct writer {
       field(static_cast<std::uint8_t>(value ? 1 : 0));
     } else if constexpr (std::is_enum_v<T>) {
       field(static_cast<std::underlying_type_t<T>>(value));
+    } else if constexpr (std::is_same_v<T, sample_order>) {
+      field(value.mode);
+      field(value.block);
+      field(value.span);
     } else if constexpr (std::is_same_v<T, std::array<std::uint8_t, 32>>) {
       out.insert(out.end(), value.begin(), value.end());
     } else if constexpr (std::is_same_v<T, std::string>) {
@@ -39,7 +43,7 @@ struct reader {
   const std::uint8_t* at;
   std::size_t left;
   bool short_ = false;
-  bool invalid = false;  ///< a flag byte other than 0 or 1
+  bool invalid = false;  ///< a flag byte other than 0 or 1, an order that is not sound
 
   template <class T>
   void field(T& value) {
@@ -52,6 +56,13 @@ struct reader {
       std::underlying_type_t<T> raw = 0;
       field(raw);
       value = static_cast<T>(raw);
+    } else if constexpr (std::is_same_v<T, sample_order>) {
+      std::uint8_t mode = 0;
+      field(mode);
+      field(value.block);
+      field(value.span);
+      value.mode = static_cast<shuffle_mode>(mode);
+      invalid = invalid || !is_sound(value);
     } else if constexpr (std::is_same_v<T, std::array<std::uint8_t, 32>>) {
       if (left < value.size()) {
         short_ = true;
@@ -103,7 +114,7 @@ void fields(F& f, attached& m) {
   f.field(m.writable);
   f.field(m.start_epoch);
   f.field(m.seed);
-  f.field(m.shuffle);
+  f.field(m.order);
   f.field(m.signs_states);
 }
 template <class F>
@@ -224,7 +235,8 @@ expected<message> decode(const std::uint8_t* bytes, std::size_t size) {
   }
   std::visit([&](auto& msg) { fields(r, msg); }, out);
   if (r.invalid) {
-    return bad("type " + std::to_string(type) + ": a flag that is neither 0 nor 1");
+    return bad("type " + std::to_string(type) +
+               ": a flag that is neither 0 nor 1, or an order (dataset.shuffle) that is not one");
   }
   if (r.short_ || r.left != 0) {
     return bad("type " + std::to_string(type) + " with " + std::to_string(size) +

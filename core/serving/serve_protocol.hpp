@@ -33,11 +33,12 @@
 
 #include "conveyor/dtype.hpp"
 #include "conveyor/error.hpp"
+#include "core/batching/epoch_order.hpp"
 
 namespace conveyor::serve {
 
 inline constexpr std::uint32_t magic = 0x52595643;  // "CVYR" in memory order
-inline constexpr std::uint16_t version = 5;  ///< 5: node_report counts hangs, a sample's work
+inline constexpr std::uint16_t version = 6;         ///< 6: attached names the run's sample_order
 /// No message is longer: receive buffers of this size never truncate.
 inline constexpr std::size_t max_message_size = 1024;
 /// A failure's text is cut to fit.
@@ -66,7 +67,7 @@ struct attached {
   bool writable = false;          ///< the client may map the region read-write (one job only)
   std::uint64_t start_epoch = 0;  ///< the epoch of the first batch this client will get
   std::uint64_t seed = 0;         ///< the run's (dataset.seed): the client's resume state names it
-  bool shuffle = true;
+  sample_order order{};  ///< the run's (dataset.shuffle): the client's resume state names it
   /// The node signs resume states (serve.state_key_file): a client has its state signed
   /// (sign_state) before it hands it out, and a node resumes only from signed states.
   bool signs_states = false;

@@ -71,7 +71,11 @@ struct pipeline_info {
   /// Samples a resumed run had delivered before it stopped (over every epoch); 0 otherwise.
   std::uint64_t delivered_before = 0;
   std::uint64_t seed = 0;  ///< dataset.seed: of the epoch order and the random transforms
-  bool shuffle = true;     ///< dataset.shuffle
+  /// dataset.shuffle: "global", "blocks" or "none"; blocks: shuffle_block samples a block
+  /// (dataset.shuffle_block's bytes, resolved on the dataset), shuffle_span blocks a span.
+  std::string shuffle = "global";
+  std::uint64_t shuffle_block = 0;
+  std::uint64_t shuffle_span = 0;
   /// Samples this pipeline delivers each epoch: dataset_size, or its node's share of a cluster
   /// ([cluster]: rank, world).
   std::uint64_t epoch_samples = 0;

@@ -35,6 +35,7 @@ struct world_params {
   /// the policy buckets by it.
   bucketing buckets{};
   std::uint64_t window = 0;  ///< samples in flight at most; 0: default_window
+  sample_order order{};      ///< how each epoch's order is drawn
 };
 
 /// The length of sample `id`'s field 0 in a bucketed world: spread over 1 .. 400.
@@ -56,6 +57,8 @@ struct world_result {
   /// Per epoch, the samples take_read_ahead told (asked a window ahead at every exchange), in
   /// the order told; and first dispatches of a sample not told by the end of that exchange.
   std::map<std::uint64_t, std::vector<std::uint64_t>> told;
+  /// Per epoch, how many of its samples were told after each take_read_ahead that told some.
+  std::map<std::uint64_t, std::vector<std::uint64_t>> told_through;
   std::uint64_t dispatched_untold = 0;
 };
 
@@ -98,6 +101,7 @@ class batcher_world {
     batcher_settings s;
     s.dataset_size = p.samples;
     s.seed = seed;  // the sampler's order, hence where the stragglers sit
+    s.order = p.order;
     s.epochs = p.epochs;
     s.batch_size = p.batch;
     s.gpus = p.gpus;
@@ -118,6 +122,9 @@ class batcher_world {
     for (auto id : ahead.ids) {
       result_.told[ahead.epoch].push_back(id);
       told_.insert({ahead.epoch, id});
+    }
+    if (!ahead.ids.empty()) {
+      result_.told_through[ahead.epoch].push_back(result_.told[ahead.epoch].size());
     }
     for (auto& d : dispatches) {
       result_.dispatched_untold +=
