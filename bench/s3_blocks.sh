@@ -3,15 +3,19 @@
 # first epoch, no cache, reading record shards from moto_server (an S3-compatible server, on
 # loopback) with dataset.shuffle = "blocks" against the global shuffle, and against the same
 # node on the same shards on the local disk; directly, and through bench/s3_proxy adding 30 ms
-# to every request (an object store's time to the first byte). Then the quality of each order
-# on a set packed in class order (bench/quality/shuffle_quality.cpp): this set's shape, and
+# to every request (an object store's time to the first byte). The set: 2000 synthetic photos
+# (~77 KB, 154 MB) packed in class order into 8 MiB shards; the same in 64 MiB shards, in blocks
+# only (moto reads a whole object for every range GET of it: ~0.3 CPU seconds a GET of a
+# 64 MiB object on this machine, which real stores do not). Then the quality of each order on a
+# set packed in class order (bench/quality/shuffle_quality.cpp): this set's shape, and
 # ImageNet's (1,281,167 samples of 1000 classes, 110 KB each, 128 MiB shards).
 #
 #   bench/s3_blocks.sh [IMAGES=2000] [ROUNDS=3]
 #        BUSY=1: two competing CPU-bound processes for the whole run
 #
 # Each round, in an order turned round from round to round: the node on local shards (global,
-# blocks), and on s3:// (global, blocks) directly and through the proxy. Every run: the default
+# blocks), and on s3:// (global, blocks) directly and through the proxy; blocks from the 64 MiB
+# shards in the store. Every run: the default
 # topology (blocks: shuffle_block 1M, shuffle_span 256), one GPU feeder, batch 64, step 0, one
 # epoch, s3.connections 16. moto and the proxy run on this machine's cores too: their CPU
 # seconds are counted per run.
@@ -27,7 +31,7 @@ ROUNDS=${2:-3}
 CONNECTIONS=16
 LATENCY_MS=30
 BLOCK=1048576
-SET="$DATA_DIR/s3-heavy-$IMAGES"
+SET="$DATA_DIR/s3-photos-$IMAGES"
 SUFFIX=$([[ "${BUSY:-0}" == 1 ]] && echo _busy || true)
 RESULT="$BENCH_ROOT/bench/results/s3_blocks$SUFFIX.md"
 RUNS="$LOG_DIR/s3_blocks$SUFFIX.jsonl"
@@ -44,10 +48,11 @@ stop_servers() {
   stop_competitors
 }
 
-# make_set DIR: the images (DIR/images) and their record shards (DIR/shards), made once (the
-# set of bench/s3.sh).
+# make_set DIR: the images (DIR/images, class after class) and their record shards of 8 MiB
+# (DIR/shards) and 64 MiB (DIR/shards-64m), made once.
 make_set() {
-  "$PACK_BIN" --synthetic "$IMAGES" --images "$1/images" --out "$1/shards" --large-fraction 0.1
+  "$PACK_BIN" --synthetic "$IMAGES" --images "$1/images" --out "$1/shards-64m" --large-fraction 0
+  "$PACK_BIN" "$1/images" --out "$1/shards" --shard-size 8M
 }
 
 # start_servers: moto_server on a free port, the proxy in front; sets S3_PORT, PROXY_PORT.
@@ -70,15 +75,17 @@ start_servers() {
   log "moto_server on port $S3_PORT (pid $server_pid), the proxy (+$LATENCY_MS ms) on $PROXY_PORT"
 }
 
-# upload: the bucket and the shards (the manifest last), with boto3, straight to moto.
+# upload: the bucket and both sets of shards (the manifests last), with boto3, straight to moto.
 upload() {
-  "$PYTHON" - "http://127.0.0.1:$S3_PORT" "$SET/shards" <<'PY'
+  "$PYTHON" - "http://127.0.0.1:$S3_PORT" "$SET" <<'PY'
 import boto3, os, sys
 s3 = boto3.client("s3", endpoint_url=sys.argv[1])
 s3.create_bucket(Bucket="bench")
-files = sorted(os.listdir(sys.argv[2]))
-for name in [f for f in files if f != "manifest.txt"] + ["manifest.txt"]:
-    s3.upload_file(os.path.join(sys.argv[2], name), "bench", "shards/" + name)
+for prefix in ("shards", "shards-64m"):
+    d = os.path.join(sys.argv[2], prefix)
+    files = sorted(os.listdir(d))
+    for name in [f for f in files if f != "manifest.txt"] + ["manifest.txt"]:
+        s3.upload_file(os.path.join(d, name), "bench", prefix + "/" + name)
 PY
 }
 
@@ -99,6 +106,7 @@ run_one() {
     local_*) where="$SET/shards" port=$S3_PORT ;;
     s3_*) where=s3://bench/shards port=$S3_PORT ;;
     proxy_*) where=s3://bench/shards port=$PROXY_PORT ;;
+    big_*) where=s3://bench/shards-64m port=$S3_PORT ;;
   esac
   case $what in
     *_global) shuffle=true ;;
@@ -133,8 +141,8 @@ title = "Object storage in blocks: the node's first epoch from s3:// without a c
     ", busy machine" if busy == "1" else "")
 o.append(f"# {title}\n")
 o.append(machine)
-o.append(f"- set: {images} synthetic JPEGs (10% of them 1800-3200 px), {set_bytes / 1e6:.0f} MB of record "
-         f"shards (conveyor-pack, 64M shards)")
+o.append(f"- set: {images} synthetic photos (conveyor-pack --synthetic, 10 classes, packed class after "
+         f"class), {set_bytes / 1e6:.0f} MB of record shards of 8 MiB; the same in 64 MiB shards for `64 MiB shards`")
 o.append(f"- store: moto_server on loopback; `proxy`: bench/s3_proxy in front of it, {latency} ms "
          f"added to every request; s3.connections {conns}, s3.read_size 8M")
 o.append("- every run: config/default.toml, one GPU feeder, batch 64, step 0, one epoch, no cache; "
@@ -158,7 +166,8 @@ o.append("| run | samples/s | of local (global) | requests | MB fetched | KiB a 
 o.append("|---|---|---|---|---|---|---|---|---|---|")
 names = {"local_global": "local shards, global", "local_blocks": "local shards, blocks",
          "s3_global": "s3://, global", "s3_blocks": "s3://, blocks",
-         "proxy_global": f"s3:// + {latency} ms, global", "proxy_blocks": f"s3:// + {latency} ms, blocks"}
+         "proxy_global": f"s3:// + {latency} ms, global", "proxy_blocks": f"s3:// + {latency} ms, blocks",
+         "big_blocks": "s3://, 64 MiB shards, blocks"}
 for kind, name in names.items():
     rs = by(kind)
     remote = kind != "local_global" and kind != "local_blocks"
@@ -174,7 +183,7 @@ o.append("Per-batch label entropy (of the batch's own labels) and distinct shard
          "mean over an epoch's batches of 64 (bench/quality/shuffle_quality.cpp, pure computation "
          "on the orders); resident: what the order keeps fetched ahead (blocks: the span read and "
          "the next; WebDataset: its buffer).\n")
-o.append(f"### This set's shape ({images} samples, 10 classes, 90 KB, 64 MiB shards; 3 epochs)\n")
+o.append(f"### This set's shape ({images} samples, 10 classes, {set_bytes / int(images) / 1e3:.0f} KB, 8 MiB shards; 3 epochs)\n")
 o.append(quality_set)
 o.append("### ImageNet's shape (1,281,167 samples, 1000 classes, 110 KB, 128 MiB shards; one epoch)\n")
 o.append(quality_imagenet)
@@ -193,15 +202,15 @@ MACHINE=$(machine_description)
 start_servers
 upload
 : >"$RUNS"
-order=(local_global local_blocks s3_global s3_blocks proxy_global proxy_blocks)
+order=(local_global local_blocks s3_global s3_blocks proxy_global proxy_blocks big_blocks)
 for ((round = 1; round <= ROUNDS; round++)); do
   seq=("${order[@]}")
-  ((round % 2)) || seq=(proxy_blocks proxy_global s3_blocks s3_global local_blocks local_global)
+  ((round % 2)) || seq=(big_blocks proxy_blocks proxy_global s3_blocks s3_global local_blocks local_global)
   for what in "${seq[@]}"; do
     run_one "$what" "$round"
   done
 done
-QUALITY_SET=$("$QUALITY_BIN" "$IMAGES" 10 "$(($(du -sb "$SET/shards" | cut -f1) / IMAGES))" 67108864 64 3)
+QUALITY_SET=$("$QUALITY_BIN" "$IMAGES" 10 "$(($(du -sb "$SET/shards" | cut -f1) / IMAGES))" 8388608 64 3)
 QUALITY_IMAGENET=$("$QUALITY_BIN" 1281167 1000 110000 134217728 64 1)
 report "$MACHINE" "$QUALITY_SET" "$QUALITY_IMAGENET" >"$RESULT"
 log "wrote $RESULT"

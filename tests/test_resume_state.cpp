@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <random>
 
+#include <xxhash.h>
+
 #include "core/batching/resume_state.hpp"
 
 namespace conveyor {
@@ -127,6 +129,37 @@ TEST(ResumeState, DamagedTruncatedAndForeignBlobsAreRefusedSayingWhy) {
   ASSERT_FALSE(other);
   EXPECT_NE(other.error().message().find("no CVYRESUM header"), std::string::npos);
   EXPECT_FALSE(decode({}, "empty"));
+}
+
+// A state of format 1 (the release before orders in blocks: a shuffle byte where format 2 has
+// the mode, block and span) is read as the global (or no) shuffle it names.
+TEST(ResumeState, AStateOfFormatOneIsReadAsTheShuffleItNames) {
+  for (bool shuffle : {true, false}) {
+    auto s = sample_state();
+    s.order = sample_order::shuffled(shuffle);
+    auto blob = encode(s);
+    constexpr std::size_t header = 8 + 4 + 8;
+    constexpr std::size_t mode_at = header + 8 + 8;  // after the dataset size and the seed
+    blob.erase(blob.begin() + mode_at + 1, blob.begin() + mode_at + 17);  // block and span
+    blob[8] = 1;                                                          // the format version
+    std::uint64_t length = 0;  // the payload's, 16 bytes shorter now
+    for (int i = 7; i >= 0; --i) {
+      length = length << 8 | blob[12 + static_cast<std::size_t>(i)];
+    }
+    for (int i = 0; i < 8; ++i) {
+      blob[12 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>((length - 16) >> (8 * i));
+    }
+    blob.resize(blob.size() - 8);
+    const auto sum = XXH3_64bits(blob.data(), blob.size());
+    for (int i = 0; i < 8; ++i) {
+      blob.push_back(static_cast<std::uint8_t>(sum >> (8 * i)));
+    }
+    auto back = decode(blob, "v1.bin");
+    ASSERT_TRUE(back) << back.error().what();
+    EXPECT_EQ(back->order, sample_order::shuffled(shuffle));
+    EXPECT_EQ(back->begun.size(), s.begun.size());
+    EXPECT_EQ(back->delivered_count(), s.delivered_count());
+  }
 }
 
 TEST(ResumeState, AStateThatContradictsItselfIsRefused) {

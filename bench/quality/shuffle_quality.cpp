@@ -125,8 +125,8 @@ std::string mib(double bytes) {
 
 int main(int argc, char** argv) {
   if (argc < 6) {
-    std::fprintf(stderr,
-                 "usage: shuffle_quality SAMPLES CLASSES SAMPLE_BYTES SHARD_BYTES BATCH [EPOCHS]\n");
+    std::fprintf(
+        stderr, "usage: shuffle_quality SAMPLES CLASSES SAMPLE_BYTES SHARD_BYTES BATCH [EPOCHS]\n");
     return 2;
   }
   shape s;
@@ -141,8 +141,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "shuffle_quality: every argument must be positive, BATCH <= SAMPLES\n");
     return 2;
   }
-  std::printf("| order | label entropy per batch (bits) | of the global shuffle's | distinct "
-              "shards per batch | resident MB |\n|---|---|---|---|---|\n");
+  std::printf(
+      "| order | label entropy per batch (bits) | of the global shuffle's | distinct "
+      "shards per batch | resident MB |\n|---|---|---|---|---|\n");
   const auto global = over_epochs(s, [&](std::uint64_t e) {
     return conveyor::epoch_order(s.samples, 7, e, sample_order::shuffled(true));
   });

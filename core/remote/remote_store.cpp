@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/base/fault_light_buffer.hpp"
 #include "core/base/memory_bound.hpp"
 
 namespace conveyor {
@@ -323,7 +324,7 @@ void remote_store::fetch(s3_client& client, std::vector<std::shared_ptr<slot>>& 
     settle(group, nullptr, first, std::move(fits).error());
     return;
   }
-  std::shared_ptr<std::uint8_t[]> bytes(new (std::nothrow) std::uint8_t[size]);
+  auto bytes = fault_light_buffer(size);
   if (!bytes) {
     settle(group, nullptr, first,
            error{errc::io_error,
