@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <random>
 
+#include "core/batching/epoch_order.hpp"
 #include "core/remote/open_remote_dataset.hpp"
 #include "core/remote/upload_dataset.hpp"
 #include "core/storage/dataset_packer.hpp"
@@ -122,6 +123,51 @@ TEST_F(RemoteDataset, WebDatasetTarsWrittenByPythonReadAsLocally) {
   auto one = open_remote(server_, first_tar, dataset_format::webdataset, settings);
   ASSERT_TRUE(one);
   EXPECT_EQ((*one).read(0)->key, set.samples.front().key);
+}
+
+// WebDataset tars written by Python's tarfile, read in an order in blocks as the batcher tells
+// it (each span's samples at once, before they are read): a block is one range GET (two where
+// it straddles tars), every record is the local one, and everything fetched ahead was read.
+TEST_F(RemoteDataset, TarsReadInBlocksFetchEachBlockWhole) {
+  auto set = testing::make_python_tars(dir_, "clean");
+  for (const auto& entry : std::filesystem::directory_iterator(set.dir)) {
+    server_.put("data", "wds/" + entry.path().filename().string(),
+                testing::read_file(entry.path()));
+  }
+  auto local = open_sample_source(set.dir, dataset_format::webdataset);
+  auto remote =
+      open_remote(server_, "s3://data/wds", dataset_format::webdataset, server_.settings());
+  ASSERT_TRUE(local && remote);
+  const auto n = remote->size();
+  const auto order = sample_order::in_blocks(4, 2);
+  const auto blocks = (n + 3) / 4;
+  std::uint64_t tars = 0;
+  for (std::uint64_t id = 0; id < n; ++id) {
+    tars = std::max(tars, *remote->shard_of(id) + 1);
+  }
+  const auto before = remote->counters().snapshot().requests;
+  const auto ids = epoch_order(n, 3, 0, order);
+  const auto spans = block_spans(n, 3, 0, order);
+  for (std::size_t at = 0; at < ids.size();) {
+    auto end = at;
+    while (end < ids.size() && spans[ids[end] / 4] == spans[ids[at] / 4]) {
+      ++end;
+    }
+    std::vector<std::uint64_t> span(ids.begin() + static_cast<std::ptrdiff_t>(at),
+                                    ids.begin() + static_cast<std::ptrdiff_t>(end));
+    remote->will_read(0, span);
+    for (auto id : span) {
+      auto a = (*local)->read(id);
+      auto b = remote->read(id);
+      ASSERT_TRUE(a && b) << remote->locate(id);
+      EXPECT_EQ(a->payload, b->payload) << remote->locate(id);
+    }
+    at = end;
+  }
+  const auto requests = remote->counters().snapshot().requests - before;
+  EXPECT_LE(requests, blocks + tars)
+      << n << " samples, " << blocks << " blocks in " << tars << " tars";
+  EXPECT_EQ(remote->store().ahead_bytes(), 0u) << "every range fetched ahead was read once";
 }
 
 TEST_F(RemoteDataset, TheWindowIsFetchedAheadAndCoalesced) {
