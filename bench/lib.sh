@@ -224,3 +224,51 @@ with_server_cpu() {
   after=$(($(cpu_ticks "$server_pid") + $(cpu_ticks "$proxy_pid")))
   echo "${out%\}},\"server_cpu_s\":$(awk -v t=$((after - before)) -v hz="$hz" 'BEGIN { printf "%.2f", t / hz }')}"
 }
+
+# s3_bench_credentials: the S3 benches' credentials (s3rver checks them; moto takes any), and
+# nothing of the caller's AWS setup.
+s3_bench_credentials() {
+  export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_DEFAULT_REGION=us-east-1
+  unset AWS_PROFILE AWS_ENDPOINT_URL AWS_SESSION_TOKEN
+}
+
+# The S3 benches' server and proxy (their start_servers sets these); stop_servers (trapped on
+# EXIT) stops them and the competitors.
+server_pid="" proxy_pid=""
+stop_servers() {
+  stop_competitors  # first: the wait below waits for every child, and they never end
+  [[ -z $proxy_pid ]] || kill "$proxy_pid" 2>/dev/null || true
+  [[ -z $server_pid ]] || kill "$server_pid" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+
+# bench_outputs NAME: SUFFIX ("_busy" with BUSY=1, else ""), RESULT (bench/results/NAME$SUFFIX.md)
+# and RUNS ($LOG_DIR/NAME$SUFFIX.jsonl, the runs' JSON lines).
+bench_outputs() {
+  SUFFIX=$([[ "${BUSY:-0}" == 1 ]] && echo _busy || true)
+  RESULT="$BENCH_ROOT/bench/results/$1$SUFFIX.md"
+  RUNS="$LOG_DIR/$1$SUFFIX.jsonl"
+}
+
+# start_proxy ARGS...: bench/s3_proxy in front of the server at $S3_PORT (ARGS: its options);
+# sets proxy_pid and PROXY_PORT.
+start_proxy() {
+  coproc PROXY { exec "$BUILD_DIR/bench/s3_proxy" "$S3_PORT" "$@" 2>"$LOG_DIR/s3_proxy.log"; }
+  proxy_pid=$PROXY_PID
+  read -r PROXY_PORT <&"${PROXY[0]}"
+}
+
+# upload_shards DIR PREFIX...: the bucket "bench" on the server at $S3_PORT, and each shard set
+# DIR/PREFIX as s3://bench/PREFIX (the manifest last), with boto3, not through the proxy.
+upload_shards() {
+  "$PYTHON" - "http://127.0.0.1:$S3_PORT" "$@" <<'PY'
+import boto3, os, sys
+s3 = boto3.client("s3", endpoint_url=sys.argv[1])
+s3.create_bucket(Bucket="bench")
+for prefix in sys.argv[3:]:
+    d = os.path.join(sys.argv[2], prefix)
+    files = sorted(os.listdir(d))
+    for name in [f for f in files if f != "manifest.txt"] + ["manifest.txt"]:
+        s3.upload_file(os.path.join(d, name), "bench", prefix + "/" + name)
+PY
+}

@@ -30,20 +30,8 @@ CONNECTIONS=16
 MBIT=400
 LATENCY_MS=20
 SET="$DATA_DIR/s3-heavy-$IMAGES"
-SUFFIX=$([[ "${BUSY:-0}" == 1 ]] && echo _busy || true)
-RESULT="$BENCH_ROOT/bench/results/s3$SUFFIX.md"
-RUNS="$LOG_DIR/s3$SUFFIX.jsonl"
-PROXY_BIN="$BUILD_DIR/bench/s3_proxy"
-export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_DEFAULT_REGION=us-east-1
-unset AWS_PROFILE AWS_ENDPOINT_URL AWS_SESSION_TOKEN
-
-server_pid="" proxy_pid=""
-stop_servers() {
-  [[ -z $proxy_pid ]] || kill "$proxy_pid" 2>/dev/null || true
-  [[ -z $server_pid ]] || kill "$server_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
-  stop_competitors
-}
+bench_outputs s3
+s3_bench_credentials
 
 # make_set DIR: the images (DIR/images) and their record shards (DIR/shards), made once.
 make_set() {
@@ -65,24 +53,14 @@ start_servers() {
     sleep 0.1
   done
   [[ -n $S3_PORT ]] || { log "s3rver did not start: $(cat "$LOG_DIR/s3rver.log")"; exit 1; }
-  coproc PROXY { exec "$PROXY_BIN" "$S3_PORT" --latency-ms "$LATENCY_MS" \
-    --mbit-per-connection "$MBIT" 2>"$LOG_DIR/s3_proxy.log"; }
-  proxy_pid=$PROXY_PID
-  read -r PROXY_PORT <&"${PROXY[0]}"
+  start_proxy --latency-ms "$LATENCY_MS" --mbit-per-connection "$MBIT"
   log "s3rver on port $S3_PORT (pid $server_pid), the proxy on $PROXY_PORT"
 }
 
 # upload: the bucket, the shards (conveyor-pack's staging is the local set: uploaded with boto3,
 # the manifest last) and the images one object each; straight to s3rver, not through the proxy.
 upload() {
-  "$PYTHON" - "http://127.0.0.1:$S3_PORT" "$SET/shards" <<'PY'
-import boto3, os, sys
-s3 = boto3.client("s3", endpoint_url=sys.argv[1])
-s3.create_bucket(Bucket="bench")
-files = sorted(os.listdir(sys.argv[2]))
-for name in [f for f in files if f != "manifest.txt"] + ["manifest.txt"]:
-    s3.upload_file(os.path.join(sys.argv[2], name), "bench", "shards/" + name)
-PY
+  upload_shards "$SET" shards
   "$PYTHON" "$BENCH_ROOT/bench/s3_dataloader.py" "http://127.0.0.1:$S3_PORT" s3://bench/images \
     --images "$SET/images" --upload >/dev/null
 }

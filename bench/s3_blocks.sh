@@ -32,21 +32,9 @@ CONNECTIONS=16
 LATENCY_MS=30
 BLOCK=1048576
 SET="$DATA_DIR/s3-photos-$IMAGES"
-SUFFIX=$([[ "${BUSY:-0}" == 1 ]] && echo _busy || true)
-RESULT="$BENCH_ROOT/bench/results/s3_blocks$SUFFIX.md"
-RUNS="$LOG_DIR/s3_blocks$SUFFIX.jsonl"
-PROXY_BIN="$BUILD_DIR/bench/s3_proxy"
+bench_outputs s3_blocks
 QUALITY_BIN="$BUILD_DIR/bench/shuffle_quality"
-export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_DEFAULT_REGION=us-east-1
-unset AWS_PROFILE AWS_ENDPOINT_URL AWS_SESSION_TOKEN
-
-server_pid="" proxy_pid=""
-stop_servers() {
-  [[ -z $proxy_pid ]] || kill "$proxy_pid" 2>/dev/null || true
-  [[ -z $server_pid ]] || kill "$server_pid" 2>/dev/null || true
-  wait 2>/dev/null || true
-  stop_competitors
-}
+s3_bench_credentials
 
 # make_set DIR: the images (DIR/images, class after class) and their record shards of 8 MiB
 # (DIR/shards) and 64 MiB (DIR/shards-64m), made once.
@@ -69,24 +57,13 @@ start_servers() {
     log "moto_server did not start: $(cat "$LOG_DIR/moto.log")"
     exit 1
   }
-  coproc PROXY { exec "$PROXY_BIN" "$S3_PORT" --latency-ms "$LATENCY_MS" 2>"$LOG_DIR/s3_proxy.log"; }
-  proxy_pid=$PROXY_PID
-  read -r PROXY_PORT <&"${PROXY[0]}"
+  start_proxy --latency-ms "$LATENCY_MS"
   log "moto_server on port $S3_PORT (pid $server_pid), the proxy (+$LATENCY_MS ms) on $PROXY_PORT"
 }
 
 # upload: the bucket and both sets of shards (the manifests last), with boto3, straight to moto.
 upload() {
-  "$PYTHON" - "http://127.0.0.1:$S3_PORT" "$SET" <<'PY'
-import boto3, os, sys
-s3 = boto3.client("s3", endpoint_url=sys.argv[1])
-s3.create_bucket(Bucket="bench")
-for prefix in ("shards", "shards-64m"):
-    d = os.path.join(sys.argv[2], prefix)
-    files = sorted(os.listdir(d))
-    for name in [f for f in files if f != "manifest.txt"] + ["manifest.txt"]:
-        s3.upload_file(os.path.join(d, name), "bench", prefix + "/" + name)
-PY
+  upload_shards "$SET" shards shards-64m
 }
 
 # node NAME PATH PORT SHUFFLE: conveyor-node for one epoch at step 0, no cache; its JSON line
@@ -197,7 +174,7 @@ command -v moto_server >/dev/null || { log "moto_server is not on PATH"; exit 1;
 trap stop_servers EXIT
 busy_if_asked
 trap stop_servers EXIT
-ensure_made "$SET" "the heavy-tailed set of $IMAGES images" make_set
+ensure_made "$SET" "the set of $IMAGES photos" make_set
 MACHINE=$(machine_description)
 start_servers
 upload
