@@ -82,15 +82,31 @@ void train(pipeline& p, received& into, const stop_rule& stop) {
 struct resume_case {
   std::string policy;
   int gpus;
-  std::string stop;  ///< "start", "middle", "end" (of epoch 0), "next" (early in epoch 1)
+  std::string stop;     ///< "start", "middle", "end" (of epoch 0), "next" (early in epoch 1)
+  bool blocks = false;  ///< dataset.shuffle = "blocks" (blocks of 2 samples, 3 a span)
 };
 
 void PrintTo(const resume_case& c, std::ostream* out) {
-  *out << c.policy << ", " << c.gpus << " GPUs, stop at " << c.stop;
+  *out << c.policy << ", " << c.gpus << " GPUs, stop at " << c.stop
+       << (c.blocks ? ", in blocks" : "");
 }
 
 std::string case_name(const ::testing::TestParamInfo<resume_case>& info) {
-  return info.param.policy + "_" + std::to_string(info.param.gpus) + "gpus_" + info.param.stop;
+  return info.param.policy + "_" + std::to_string(info.param.gpus) + "gpus_" + info.param.stop +
+         (info.param.blocks ? "_blocks" : "");
+}
+
+// The overrides of case `c`.
+std::vector<std::string> overrides_of(const resume_case& c) {
+  std::vector<std::string> out{"gpus=" + std::to_string(c.gpus),
+                               "batching.policy=\"" + c.policy + "\""};
+  if (c.blocks) {
+    for (auto kv :
+         {"dataset.shuffle=\"blocks\"", "dataset.shuffle_block=\"4K\"", "dataset.shuffle_span=3"}) {
+      out.emplace_back(kv);
+    }
+  }
+  return out;
 }
 
 stop_rule rule_for(const std::string& stop) {
@@ -112,8 +128,7 @@ TEST_P(PipelineResume, TheRestOfEveryEpochComesExactlyOnceWithTheSamePixels) {
   const auto& c = GetParam();
   temp_dir dir;
   auto topology = setup(dir);
-  const std::vector<std::string> overrides{"gpus=" + std::to_string(c.gpus),
-                                           "batching.policy=\"" + c.policy + "\""};
+  const auto overrides = overrides_of(c);
   received whole;  // a run never interrupted
   {
     auto p = pipeline::open(topology, overrides);
@@ -162,7 +177,10 @@ INSTANTIATE_TEST_SUITE_P(
         resume_case{"latency_aware", 1, "start"}, resume_case{"latency_aware", 1, "middle"},
         resume_case{"latency_aware", 1, "end"}, resume_case{"latency_aware", 1, "next"},
         resume_case{"latency_aware", 4, "start"}, resume_case{"latency_aware", 4, "middle"},
-        resume_case{"latency_aware", 4, "end"}, resume_case{"latency_aware", 4, "next"}),
+        resume_case{"latency_aware", 4, "end"}, resume_case{"latency_aware", 4, "next"},
+        resume_case{"in_order", 1, "middle", true}, resume_case{"in_order", 4, "end", true},
+        resume_case{"latency_aware", 1, "next", true},
+        resume_case{"latency_aware", 4, "middle", true}),
     case_name);
 
 // The state of a run that stopped after a few batches, and its topology.
@@ -215,6 +233,10 @@ TEST(PipelineResume, AStateOfAnotherRunIsRefusedNamingTheKey) {
   p = pipeline::open(run.topology, {"trainer.epochs=3"}, run.state);
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().message().find("trainer.epochs"), std::string::npos) << p.error().what();
+  p = pipeline::open(run.topology, {"dataset.shuffle=\"blocks\"", "dataset.shuffle_block=\"1K\""},
+                     run.state);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().message().find("dataset.shuffle"), std::string::npos) << p.error().what();
   // Another GPU count, batch size or policy is the same run: it resumes.
   p = pipeline::open(run.topology, {"gpus=2", "pipeline.batch_size=5"}, run.state);
   ASSERT_TRUE(p) << p.error().what();

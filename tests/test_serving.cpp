@@ -212,12 +212,31 @@ std::string consume_rest(const std::string& socket, int rank,
   return out.str();
 }
 
+// The topology file `file` with `pattern` replaced by `with`.
+void rewrite(const std::string& file, const std::string& pattern, const std::string& with) {
+  std::string text;
+  {
+    std::ifstream in(file);
+    std::stringstream all;
+    all << in.rdbuf();
+    text = std::regex_replace(all.str(), std::regex(pattern), with);
+  }
+  std::ofstream(file) << text;
+}
+
+class ServingResume : public ::testing::TestWithParam<bool> {};
+
 // A job of 2 ranks takes 4 batches each (into epoch 1), saves each rank's state, and is gone
 // with its node (SIGKILL). A new node with serve.resume starts once both ranks attached with
-// their states: between them, they get exactly the samples no rank had.
-TEST(Serving, ARestartedJobGoesOnFromItsRanksStatesExactly) {
+// their states: between them, they get exactly the samples no rank had. The same in blocks
+// (the clients' states name the order the node sent them).
+TEST_P(ServingResume, ARestartedJobGoesOnFromItsRanksStatesExactly) {
   temp_dir dir;
   auto file = topology(dir, 2, 1);
+  if (GetParam()) {
+    rewrite(file, "\\[dataset\\]\n",
+            "[dataset]\nshuffle = \"blocks\"\nshuffle_block = \"4K\"\nshuffle_span = 3\n");
+  }
   auto socket = (dir / "node.sock").string();
   std::string before;
   {
@@ -242,14 +261,7 @@ TEST(Serving, ARestartedJobGoesOnFromItsRanksStatesExactly) {
     ::kill(node.pid, SIGKILL);
     node.wait(60000);
   }
-  std::string text;
-  {
-    std::ifstream in(file);
-    std::stringstream all;
-    all << in.rdbuf();
-    text = std::regex_replace(all.str(), std::regex("jobs = 1"), "jobs = 1\nresume = true");
-  }
-  std::ofstream(file) << text;
+  rewrite(file, "jobs = 1", "jobs = 1\nresume = true");
   auto node = start_node(dir, file);
   std::string after;
   std::vector<child> ranks;
@@ -269,7 +281,13 @@ TEST(Serving, ARestartedJobGoesOnFromItsRanksStatesExactly) {
     seen[e].insert(ids.begin(), ids.end());
   }
   expect_each_sample_once(seen);
+  if (GetParam()) {
+    EXPECT_NE(node_story(dir).find("dataset.shuffle = \"blocks\""), std::string::npos)
+        << node_story(dir);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Orders, ServingResume, ::testing::Bool());
 
 }  // namespace
 }  // namespace conveyor
