@@ -48,9 +48,9 @@ struct dataset_config {
   std::uint64_t seed = 0;  ///< epoch order and per-sample randomness derive from it
   shuffle_mode shuffle = shuffle_mode::global;  ///< true: global, false: none, or "blocks"
   /// blocks: bytes of consecutive records a block holds (on average: a block is a whole number
-  /// of samples, resolve_order in api/resolve_topology.hpp), >= 1 and not past a shard.
+  /// of samples, api/resolve_order.hpp), 1 to 4G and not past the largest shard.
   std::uint64_t shuffle_block = 1u << 20;
-  std::uint64_t shuffle_span = 256;  ///< blocks: blocks whose samples are shuffled together, >= 1
+  std::uint64_t shuffle_span = 256;  ///< blocks: blocks shuffled together, 1 to 2^20
 };
 
 /// [python]: a Python Dataset (dataset.format = "python"; dataset.path is the setup its loader

@@ -1,6 +1,6 @@
-// fault_light_buffer (core/base/fault_light_buffer.hpp): every size class (heap, populated
-// mapping, huge-page-aligned mapping) gives a buffer whose every byte can be written and read
-// back, independent of the others, and freed when its last owner goes.
+// fault_light_buffer (core/base/fault_light_buffer.hpp): both size classes (the heap, and a
+// huge-page-aligned mapping) give a buffer whose every byte can be written and read back,
+// independent of the others; a size no memory can hold is null, not a throw.
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -132,6 +132,8 @@ TEST_F(NodeS3, InBlocksEachBlockIsFetchedWholeOncePerEpochAndNothingIsLost) {
   EXPECT_EQ(json_number(r.out, "duplicates"), 0u);
   EXPECT_EQ(json_number(r.out, "quarantined"), 0u);
   EXPECT_NE(r.err.find("dataset.shuffle = \"blocks\": blocks of"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("\"shuffle\":\"blocks\""), std::string::npos) << r.out;
+  EXPECT_EQ(json_number(r.out, "shuffle_span"), 2u);
   const auto set = static_cast<double>(image_bytes("blocks"));
   const auto blocks = std::ceil(set / static_cast<double>(block));
   const auto requests = json_array(r.out, "s3_requests");

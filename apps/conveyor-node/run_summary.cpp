@@ -102,8 +102,10 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"peak_rss_mb\":" << json_number(peak_rss_mb())
       << ",\"wall_s\":" << json_number(f.wall_s) << ",\"batches\":" << seen.batches
       << ",\"policy\":\"" << i.policy << "\""
-      << ",\"gpus\":" << i.gpus << ",\"preprocessors\":" << i.preprocessors
-      << ",\"batch_size\":" << i.batch_size << ",\"prefetch_batches\":" << i.prefetch_batches
+      << ",\"shuffle\":\"" << i.shuffle << "\",\"shuffle_block\":" << i.shuffle_block
+      << ",\"shuffle_span\":" << i.shuffle_span << ",\"gpus\":" << i.gpus
+      << ",\"preprocessors\":" << i.preprocessors << ",\"batch_size\":" << i.batch_size
+      << ",\"prefetch_batches\":" << i.prefetch_batches
       << ",\"window_samples\":" << i.window_samples
       << ",\"peak_in_flight\":" << report.peak_in_flight
       << ",\"step_ms\":" << json_number(f.step_ms) << ",\"dataset_size\":" << i.dataset_size

@@ -5,8 +5,9 @@
 /// cost a first epoch from a store a third of its rate (662 against 1019 samples/s in blocks,
 /// bench/results/s3_blocks.md).
 /// Sizes from 2 MiB are mapped 2 MiB-aligned with transparent huge pages advised (advice: small
-/// pages where the kernel refuses); from 64 KiB, mapped with their pages populated at once;
-/// smaller ones come from the heap. The contents are undefined (the caller writes them).
+/// pages where the kernel refuses); smaller ones come from the heap, whose freed memory the
+/// next ones reuse (a mapping of their own would be fresh pages, and two system calls, for
+/// every one). The contents are undefined (the caller writes them).
 
 #include <cstddef>
 #include <cstdint>

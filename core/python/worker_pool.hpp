@@ -79,6 +79,8 @@ class worker_pool : public std::enable_shared_from_this<worker_pool> {
 
   /// Workers started so far, the first `capacity` included (a replacement is a restart).
   std::uint64_t started() const;
+  /// Workers that may live at once.
+  std::size_t capacity() const noexcept { return capacity_; }
   /// The zygote's pid (-1 before the first worker starts).
   pid_t zygote_pid() const;
   /// Each place's worker as the monitor shows an actor ("python-worker-<id>": its pid, whether

@@ -39,17 +39,26 @@ error worker_step::failure(const sample_state& sample, const error& e) {
 }
 
 expected<void> worker_step::begin(sample_state& sample, std::mt19937_64& rng) const {
-  auto lease = pool_->take();
-  if (!lease) {
-    return failure(sample, lease.error());
+  const auto seed = rng();  // the same draws whichever worker takes the sample
+  // A worker that died idle (killed with its zygote, say) is found out when it is asked: the
+  // sample never reached it, so it is not the sample's failure; the next worker is asked (its
+  // place freed, a new one forked), up to one more than the pool's places.
+  for (std::size_t tries = 0;; ++tries) {
+    auto lease = pool_->take();
+    if (!lease) {
+      return failure(sample, lease.error());
+    }
+    auto asked = ask(**lease, sample, seed);
+    if (asked) {
+      lease->asked();
+      sample.pending =
+          std::make_unique<worker_pending>(std::move(*lease), clock_type::now() + hang_timeout_);
+      return {};
+    }
+    if ((*lease)->alive() || tries == pool_->capacity()) {
+      return failure(sample, asked.error());
+    }
   }
-  if (auto asked = ask(**lease, sample, rng()); !asked) {
-    return failure(sample, asked.error());
-  }
-  lease->asked();
-  sample.pending =
-      std::make_unique<worker_pending>(std::move(*lease), clock_type::now() + hang_timeout_);
-  return {};
 }
 
 expected<bool> worker_step::wait(sample_state& sample, std::chrono::nanoseconds timeout) const {

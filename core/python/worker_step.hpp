@@ -4,8 +4,9 @@
 /// actor takes a worker for the sample as a lease and asks it; the lease moves with the sample
 /// while it waits (a hand-off to a straggler actor takes the worker along); a worker that has
 /// not answered within `hang_timeout` is killed (the pool starts another) and the sample fails,
-/// to be retried, then quarantined. A worker that answered goes back to the pool, warm; one that
-/// died or broke the protocol frees its place.
+/// to be retried, then quarantined. A worker found dead when asked (it died idle: the sample
+/// never reached it) is not the sample's failure: the next one is asked. A worker that answered
+/// goes back to the pool, warm; one that died or broke the protocol frees its place.
 
 #include <chrono>
 #include <cstdint>

@@ -88,7 +88,8 @@ class FaultsTest(unittest.TestCase):
                        if p.cmdline()[-1].endswith("conveyor_worker.py")]
             self.assertEqual(len(spawned), 1)
             self.assertGreaterEqual(len(spawned[0].children()), 1)
-        self.assertEqual(sorted(got), list(range(48)))
+            report = loader.report()
+        self.assertEqual(sorted(got), list(range(48)), report)
 
     def stop_the_script(self, sig):
         """Runs a training script until its first batch (sample 5 then holds a worker), sends
