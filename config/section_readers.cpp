@@ -229,8 +229,6 @@ serve_config read_serve(table_reader& section) {
   return out;
 }
 
-namespace {}  // namespace
-
 s3_config read_s3(table_reader& section) {
   s3_config out;
   out.endpoint_url = section.string("endpoint_url", out.endpoint_url);
