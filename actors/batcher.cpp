@@ -188,6 +188,14 @@ void on_worker_down(batcher_pointer self, const batcher_options& opts, worker_ro
   note_quarantines(self, opts);
 }
 
+// The autotuner's counts: the pools' active workers and the window.
+void retune(batcher_core& core, const analysis::tuning& t) {
+  core.set_active(worker_role::preprocessor, t.preprocessors);
+  core.set_active(worker_role::straggler, t.stragglers);
+  core.set_active(worker_role::reader, t.readers);
+  core.set_window(t.window);
+}
+
 std::string milliseconds(std::int64_t ns) {
   return std::to_string(ns / 1000000) + "." + std::to_string(ns / 100000 % 10) + "ms";
 }
@@ -210,7 +218,10 @@ std::string extra_figures(const batcher_core& core, latency_tracker& assembly) {
          " budget=" + budget_text(core.budget()) +
          " assembly_p50=" + milliseconds(assembly.percentile(50)) +
          " assembly_p99=" + milliseconds(assembly.percentile(99)) +
-         " policy=" + std::string(core.policy_name());
+         " policy=" + std::string(core.policy_name()) +
+         " active=" + std::to_string(core.active(worker_role::preprocessor)) + "/" +
+         std::to_string(core.active(worker_role::straggler)) + "/" +
+         std::to_string(core.active(worker_role::reader));
 }
 
 batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts) {
@@ -277,6 +288,10 @@ batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts)
       [self, opts](atoms::credit, std::int32_t gpu, std::uint64_t batches, std::uint64_t released) {
         self->state.core->on_credit(gpu, batches);
         self->state.core->on_released(released);
+        pump(self, opts);
+      },
+      [self, opts](atoms::tune, const analysis::tuning& t) {
+        retune(*self->state.core, t);
         pump(self, opts);
       },
       [self, opts](atoms::tick) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 
+#include "actors/autotuner.hpp"
 #include "actors/batcher.hpp"
 #include "actors/diagnosis.hpp"
 #include "actors/feeder.hpp"
@@ -153,6 +154,7 @@ struct pipeline_runtime::impl {
   bool stopped = false;
   monitor_actor monitor;
   diagnosis_actor diagnosis;
+  autotuner_actor autotuner;  ///< with pipeline.autotune only
   batcher_actor batcher;
   std::vector<caf::actor> supervisors;
   std::vector<feeder_actor> feeders;
@@ -264,6 +266,13 @@ void pipeline_runtime::impl::spawn_all() {
     }
     feeders.push_back(spawn_feeder(std::move(f)));
     escalate_on_death(feeders.back(), "the feeder of GPU " + std::to_string(g));
+  }
+  if (spec.autotune) {
+    const auto& a = *spec.autotune;
+    autotuner = spawn_autotuner(
+        system, {status, batcher, spec.settings.gpus, a.start, a.least, a.most, a.settings,
+                 spec.monitor_interval.count() > 0 ? spec.monitor_interval
+                                                   : std::chrono::milliseconds(1000)});
   }
   start_with_peers([batcher = batcher, feeders = feeders] {
     caf::anon_send(batcher, atoms::connect::value, feeders);
@@ -379,6 +388,7 @@ void pipeline_runtime::impl::stop() {
   stop_one(batcher);
   stop_one(monitor);
   stop_one(diagnosis);
+  stop_one(autotuner);
   for (auto& h : feeders) {
     stop_one(h);
   }
@@ -391,6 +401,7 @@ void pipeline_runtime::impl::stop() {
   batcher = nullptr;
   monitor = nullptr;
   diagnosis = nullptr;
+  autotuner = nullptr;
   supervisors.clear();
   feeders.clear();
   peer_links = nullptr;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/supervisor.hpp"
+#include "core/analysis/autotune.hpp"
 #include "core/batching/batch_policy.hpp"
 #include "core/batching/batcher_core.hpp"
 #include "core/batching/quarantine_report.hpp"
@@ -37,6 +38,15 @@ struct peer_settings {
   tls_files tls{};                                ///< none: plain TCP
   int server_workers = 1;  ///< threads that serve the peers' fetches (storage reads for them)
   run_secret secret{};     ///< the proof of rank in hellos; none: ranks taken on their word
+};
+
+/// pipeline.autotune: where the autotuner starts, its bounds (the spec's counts are the most,
+/// the workers spawned) and its settings (actors/autotuner.hpp).
+struct autotune_plan {
+  analysis::tuning start;
+  analysis::tuning least;
+  analysis::tuning most;
+  analysis::autotune_settings settings{};
 };
 
 struct pipeline_spec {
@@ -86,6 +96,8 @@ struct pipeline_spec {
   std::shared_ptr<minio_cache> cache{};
   /// Set: the node serves its cache to its peers and fetches theirs (needs `cache`).
   std::optional<peer_settings> peers{};
+  /// Set: the node sizes itself (pipeline.autotune); the counts above are its bounds.
+  std::optional<autotune_plan> autotune{};
 };
 
 /// Thread-safe: release() may be called from any trainer thread.

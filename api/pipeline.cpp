@@ -386,6 +386,17 @@ pipeline_report pipeline::report() const {
           std::string(analysis::to_string(analysis::all_bottlenecks[i])), shares[i]);
     }
   }
+  if (auto tuned = rt->status()->tuning()) {
+    const auto& [t, changes] = *tuned;
+    r.autotune_changes = changes;
+    r.autotune_counts = {{"preprocessors", t.preprocessors},
+                         {"stragglers", t.stragglers},
+                         {"readers", t.readers},
+                         {"window", static_cast<double>(t.window)}};
+    if (const auto& plan = rt->spec().autotune) {
+      r.autotune_counts.emplace_back("window_bound", static_cast<double>(plan->most.window));
+    }
+  }
   for (const auto& q : f.quarantined) {
     r.quarantined_samples.push_back("epoch " + std::to_string(q.epoch) + " " + q.key + ": " +
                                     q.reason);

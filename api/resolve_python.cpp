@@ -91,7 +91,7 @@ expected<python_chain> resolve_python_chain(const topology& t) {
   if (!inherited) {
     return inherited.error();
   }
-  const auto counts = resolve_counts(t.pipeline);
+  const auto counts = spawned_counts(t.pipeline);  // the most autotune may use
   auto pool = worker_pool::make(std::move(*launch),
                                 static_cast<std::size_t>(counts.preprocessors + counts.stragglers),
                                 std::move(*inherited));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <thread>
 
+#include "api/resolve_autotune.hpp"
 #include "api/resolve_devices.hpp"
 #include "api/resolve_fields.hpp"
 #include "api/resolve_order.hpp"
@@ -101,6 +102,17 @@ pipeline_counts resolve_counts(const pipeline_config& p) noexcept {
   c.per_worker_limit = p.per_worker_limit == auto_count ? auto_per_worker_limit(c.preprocessors)
                                                         : p.per_worker_limit;
   c.stragglers = p.stragglers == auto_count ? hardware_cores() : p.stragglers;
+  return c;
+}
+
+pipeline_counts spawned_counts(const pipeline_config& p) noexcept {
+  auto c = resolve_counts(p);
+  if (!p.autotune) {
+    return c;
+  }
+  c.preprocessors = std::max(2 * hardware_cores(), c.preprocessors);
+  c.stragglers = p.stragglers == auto_count ? c.preprocessors : c.stragglers;
+  c.readers = std::max(c.readers, 2 * auto_readers(c.preprocessors));
   return c;
 }
 
@@ -380,6 +392,9 @@ expected<pipeline_spec> resolve_topology(const topology& t,
                    t.source + ": supervision.quarantine_report: " + report.error().what()};
     }
     spec.quarantine = std::move(*report);
+  }
+  if (auto planned = plan_autotune(t, spec); !planned) {
+    return std::move(planned).error();
   }
   return spec;
 }

@@ -35,6 +35,11 @@ struct pipeline_counts {
 /// per core (hardware_cores()), readers and per_worker_limit for those preprocessors; a number
 /// `p` gives is kept. Not pure: reads the machine's cores.
 pipeline_counts resolve_counts(const pipeline_config& p) noexcept;
+/// The workers the pipeline spawns: resolve_counts(p), and with pipeline.autotune the most the
+/// autotuner may use (api/resolve_autotune.hpp): 2 x hardware_cores() preprocessors (or more
+/// when configured), as many straggler actors where pipeline.stragglers is "auto", twice the
+/// auto readers of those preprocessors (or more when configured). Not pure (the cores).
+pipeline_counts spawned_counts(const pipeline_config& p) noexcept;
 
 /// The dataset of `t`: local files (core/storage/sample_source.hpp), or objects in a store for a
 /// dataset.path of "s3://bucket/prefix" ([s3]; core/remote/open_remote_dataset.hpp).

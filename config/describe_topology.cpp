@@ -269,7 +269,9 @@ std::string describe(const topology& node) {
       << " stragglers=" << count_or_auto(p.stragglers)
       << " per_worker_limit=" << count_or_auto(p.per_worker_limit)
       << " window_samples=" << count_or_auto(p.window_samples)
-      << " next_timeout_s=" << number_text(p.next_timeout_s) << "\n"
+      << " next_timeout_s=" << number_text(p.next_timeout_s)
+      << " autotune=" << (p.autotune ? "true" : "false")
+      << " max_window_samples=" << count_or_auto(p.max_window_samples) << "\n"
       << "batching: policy=" << to_string(b.policy)
       << " straggler_percentile=" << number_text(b.straggler_percentile)
       << " min_budget_ms=" << number_text(b.min_budget_ms)

@@ -149,6 +149,9 @@ pipeline_config read_pipeline(table_reader& section) {
   out.window_samples =
       section.auto_or_integer("window_samples", out.window_samples, auto_count, at_least(1));
   out.next_timeout_s = section.number("next_timeout_s", out.next_timeout_s, open(0.0, 1e9));
+  out.autotune = section.boolean("autotune", out.autotune);
+  out.max_window_samples = section.auto_or_integer("max_window_samples", out.max_window_samples,
+                                                   auto_count, at_least(1));
   return out;
 }
 

@@ -94,6 +94,13 @@ struct pipeline_config {
   /// most, from dispatch until the trainer releases their batch
   int window_samples = auto_count;
   double next_timeout_s = 300.0;  ///< > 0: pipeline::next() waits at most this long
+  /// The node sizes itself at run time (core/analysis/autotune.hpp): the counts above are where
+  /// it starts; it spawns up to twice the cores' preprocessors (and as many straggler actors,
+  /// twice the auto readers) and gives work to as many as pay, within max_window_samples.
+  bool autotune = false;
+  /// auto_count (4 x the starting window) or >= 1: with autotune, the window's bound (the
+  /// node's memory bound); not below the starting window.
+  int max_window_samples = auto_count;
 };
 
 /// [batching]

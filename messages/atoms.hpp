@@ -27,5 +27,6 @@ using fetch = caf::atom_constant<caf::atom("fetch")>;
 using peers_up = caf::atom_constant<caf::atom("peers_up")>;
 using leave = caf::atom_constant<caf::atom("leave")>;
 using greeted = caf::atom_constant<caf::atom("greeted")>;
+using tune = caf::atom_constant<caf::atom("tune")>;
 
 }  // namespace conveyor::atoms

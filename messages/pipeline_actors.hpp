@@ -8,6 +8,7 @@
 ///   straggler --prepared / failed--> batcher --budget, permit--> preprocessors
 ///   feeder --credit(gpu, batches, released samples)--> batcher
 ///   supervisor --worker_up / worker_down--> batcher
+///   autotuner --tune(counts)--> batcher
 
 #include <caf/actor.hpp>
 #include <caf/replies_to.hpp>
@@ -17,10 +18,19 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/autotune.hpp"
 #include "messages/atoms.hpp"
 #include "messages/sample_messages.hpp"
 
 namespace conveyor {
+namespace analysis {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tuning& x) {
+  return f(caf::meta::type_name("tuning"), x.preprocessors, x.stragglers, x.readers, x.window);
+}
+
+}  // namespace analysis
 
 /// Owns a GPU's batch buffers: collates each plan into a buffer and hands it to the trainer;
 /// `release(seq)` returns buffer `seq` and a credit upstream.
@@ -50,6 +60,8 @@ using reader_actor =
 /// the samples it held are issued again, and `culprit` (the attempt it was working on, 0 if
 /// none) is charged a failure with `reason`; `done_through` is the last attempt it completed
 /// (a reader passed every attempt up to it on to a preprocessor: those are not lost).
+/// `tune` sets the active workers of each pool and the window (batcher_core::set_active,
+/// set_window).
 using batcher_actor =
     caf::typed_actor<caf::reacts_to<atoms::connect, std::vector<feeder_actor>>,
                      caf::reacts_to<atoms::prepared, prepared_ptr>,
@@ -59,6 +71,6 @@ using batcher_actor =
                      caf::reacts_to<atoms::worker_up, std::int32_t, std::int32_t, caf::actor>,
                      caf::reacts_to<atoms::worker_down, std::int32_t, std::int32_t, std::uint64_t,
                                     std::uint64_t, std::string>,
-                     caf::reacts_to<atoms::tick>>;
+                     caf::reacts_to<atoms::tune, analysis::tuning>, caf::reacts_to<atoms::tick>>;
 
 }  // namespace conveyor

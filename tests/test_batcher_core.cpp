@@ -293,5 +293,77 @@ TEST(EpochLedger, CountsDuplicatesLostAndQuarantined) {
   EXPECT_EQ(ledger.summary(1).lost, 5u) << "an epoch never seen lost everything";
 }
 
+// Autotune's counts: only the first N workers of a pool get work (the rest finish what they
+// hold), and a window set smaller or larger bounds what is dispatched from then on.
+TEST(BatcherCoreAutotune, OnlyActiveWorkersGetWorkWithinTheWindowSet) {
+  auto s = pool_of(4, 100);
+  s.readers = 2;
+  s.window_samples = 100;
+  batcher_core core(s,
+                    make_batch_policy(batching_policy::in_order, {s.batch_size, 1, false, 0, {}}));
+  core.on_credit(0, 3);
+  for (int r = 0; r < s.readers; ++r) {
+    core.on_worker_up(worker_role::reader, r);
+  }
+  for (int w = 0; w < s.workers; ++w) {
+    core.on_worker_up(worker_role::preprocessor, w);
+  }
+  core.set_active(worker_role::preprocessor, 2);
+  core.set_active(worker_role::reader, 1);
+  EXPECT_EQ(core.active(worker_role::preprocessor), 2);
+  auto first = core.take_dispatches();
+  ASSERT_EQ(first.size(), 2 * s.per_worker_limit);
+  for (const auto& d : first) {
+    EXPECT_LT(d.worker, 2);
+    EXPECT_EQ(d.reader, 0);
+  }
+  core.set_window(5);  // one more sample fits
+  core.set_active(worker_role::preprocessor, 4);
+  EXPECT_EQ(core.take_dispatches().size(), 1u);
+  EXPECT_NE(core.window_full().full_since_ns, 0u);
+  core.set_window(12);  // room again: the other preprocessors fill up to their limit
+  EXPECT_EQ(core.take_dispatches().size(), 4 * s.per_worker_limit - 5);
+  EXPECT_EQ(core.settings().window_samples, 12u);
+  // Bounds: at least one of a pool, at most those spawned.
+  core.set_active(worker_role::preprocessor, 0);
+  EXPECT_EQ(core.active(worker_role::preprocessor), 1);
+  core.set_active(worker_role::reader, 9);
+  EXPECT_EQ(core.active(worker_role::reader), 2);
+}
+
+// Hand-offs go only to the active straggler actors, and permits only to active preprocessors.
+TEST(BatcherCoreAutotune, HandOffsGoToActiveStragglersOnly) {
+  auto s = pool_of(4, 100);
+  s.window_samples = 40;
+  s.hand_off = true;
+  s.stragglers = 3;
+  s.straggler_backlog = 4;
+  batcher_core core(
+      s, make_batch_policy(batching_policy::latency_aware, {s.batch_size, 1, false, 0, {}}));
+  core.on_credit(0, 3);
+  core.on_worker_up(worker_role::reader, 0);
+  for (int w = 0; w < s.workers; ++w) {
+    core.on_worker_up(worker_role::preprocessor, w);
+  }
+  for (int w = 0; w < s.stragglers; ++w) {
+    core.on_worker_up(worker_role::straggler, w);
+  }
+  core.set_active(worker_role::straggler, 1);
+  core.set_active(worker_role::preprocessor, 2);
+  EXPECT_EQ(core.handoff_limit(), 1u * (1 + s.straggler_backlog));
+  for (int w : core.take_permits()) {
+    EXPECT_LT(w, 2);
+  }
+  auto d = core.take_dispatches();
+  ASSERT_GE(d.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(core.on_handed_off(d[i].ticket));
+    EXPECT_EQ(core.route_handoff(d[i].ticket), 0);
+  }
+  core.set_active(worker_role::straggler, 0);
+  EXPECT_EQ(core.handoff_limit(), 0u);
+  EXPECT_TRUE(core.take_permits().empty());
+}
+
 }  // namespace
 }  // namespace conveyor

@@ -119,7 +119,8 @@ std::string summary_json(const run_facts& f, const training_record::totals& seen
       << ",\"sample_ms\":" << number_object(report.sample_ms)
       << ",\"bottleneck\":" << quoted_string(report.bottleneck)
       << ",\"bottleneck_shares\":" << number_object(report.bottleneck_shares)
-      << ",\"trainer_samples_per_s\":"
+      << ",\"autotune_changes\":" << report.autotune_changes
+      << ",\"autotune\":" << number_object(report.autotune_counts) << ",\"trainer_samples_per_s\":"
       << (report.trainer_samples_per_s > 0 ? json_number(report.trainer_samples_per_s) : "null")
       << ",\"epoch_end_s\":" << number_list(seen.epoch_end_s)
       << ",\"epoch_stall_s\":" << number_list(seen.epoch_stall_s)

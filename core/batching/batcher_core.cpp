@@ -38,6 +38,26 @@ batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_poli
   up(worker_role::reader).assign(static_cast<std::size_t>(settings.readers), false);
   up(worker_role::preprocessor).assign(static_cast<std::size_t>(settings.workers), false);
   up(worker_role::straggler).assign(static_cast<std::size_t>(settings.stragglers), false);
+  for (std::size_t r = 0; r < worker_role_count; ++r) {
+    active_[r] = static_cast<int>(up_[r].size());
+  }
+}
+
+bool batcher_core::usable(worker_role role, std::size_t index) const noexcept {
+  const auto r = static_cast<std::size_t>(role);
+  return index < up_[r].size() && up_[r][index] && static_cast<int>(index) < active_[r];
+}
+
+void batcher_core::set_active(worker_role role, int count) {
+  const auto r = static_cast<std::size_t>(role);
+  const int least = role == worker_role::straggler ? 0 : 1;
+  active_[r] = std::clamp(count, std::min(least, static_cast<int>(up_[r].size())),
+                          static_cast<int>(up_[r].size()));
+}
+
+void batcher_core::set_window(std::uint64_t samples) {
+  settings_.window_samples = std::max<std::uint64_t>(samples, 1);
+  occupancy_.resize(settings_.window_samples, in_flight_, monotonic_ns());
 }
 
 bool batcher_core::is_up(worker_role role, int index) const {
@@ -141,8 +161,7 @@ batcher_core::read_ahead_batch batcher_core::take_read_ahead(std::uint64_t ahead
 int batcher_core::least_loaded_worker() const {
   int best = -1;
   for (std::size_t w = 0; w < worker_load_.size(); ++w) {
-    if (up_[static_cast<std::size_t>(worker_role::preprocessor)][w] &&
-        worker_load_[w] < settings_.per_worker_limit &&
+    if (usable(worker_role::preprocessor, w) && worker_load_[w] < settings_.per_worker_limit &&
         (best < 0 || worker_load_[w] < worker_load_[static_cast<std::size_t>(best)])) {
       best = static_cast<int>(w);
     }
@@ -155,7 +174,7 @@ int batcher_core::next_reader() {
   const auto& readers = up(worker_role::reader);
   for (std::size_t i = 0; i < readers.size(); ++i) {
     auto r = next_reader_++ % readers.size();
-    if (readers[r]) {
+    if (usable(worker_role::reader, r)) {
       return static_cast<int>(r);
     }
   }
@@ -269,8 +288,10 @@ std::uint64_t batcher_core::handoff_limit() const {
   if (!settings_.hand_off) {
     return 0;
   }
-  const auto& ups = up_[static_cast<std::size_t>(worker_role::straggler)];
-  auto stragglers = static_cast<std::uint64_t>(std::count(ups.begin(), ups.end(), true));
+  std::uint64_t stragglers = 0;
+  for (std::size_t s = 0; s < straggler_load_.size(); ++s) {
+    stragglers += usable(worker_role::straggler, s) ? 1 : 0;
+  }
   auto share = static_cast<std::uint64_t>(settings_.handoff_share *
                                           static_cast<double>(settings_.window_samples));
   return std::min(share, stragglers * (1 + settings_.straggler_backlog));
@@ -284,7 +305,7 @@ std::vector<int> batcher_core::take_permits() {
   const auto& ups = up(worker_role::preprocessor);
   for (std::size_t i = 0; i < ups.size() && out_now < limit; ++i) {
     auto w = (next_permit_ + i) % ups.size();
-    if (ups[w] && !permit_held_[w]) {
+    if (usable(worker_role::preprocessor, w) && !permit_held_[w]) {
       permit_held_[w] = true;
       ++out_now;
       out.push_back(static_cast<int>(w));
@@ -304,7 +325,7 @@ int batcher_core::route_handoff(const sample_ticket& ticket) {
   int best = no_straggler;
   const auto& ups = up(worker_role::straggler);
   for (std::size_t s = 0; s < ups.size(); ++s) {
-    if (ups[s] &&
+    if (usable(worker_role::straggler, s) &&
         (best < 0 || straggler_load_[s] < straggler_load_[static_cast<std::size_t>(best)])) {
       best = static_cast<int>(s);
     }

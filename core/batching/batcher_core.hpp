@@ -145,6 +145,14 @@ class batcher_core {
                              const std::string& reason, std::uint64_t done_through = 0);
   /// Worker `index` of `role` is (back) up and holds nothing.
   void on_worker_up(worker_role role, int index);
+  /// Autotune (core/analysis/autotune.hpp): only the first `count` workers of `role` (those
+  /// of them that are up) get work, permits and hand-offs from now on; the others finish what
+  /// they hold. Clamped to [1, spawned] (straggler actors [0, spawned]). All are active at first.
+  void set_active(worker_role role, int count);
+  int active(worker_role role) const noexcept { return active_[static_cast<std::size_t>(role)]; }
+  /// Autotune: at most `samples` (>= 1) in flight from now on; those in flight beyond it stay
+  /// until their batch is released.
+  void set_window(std::uint64_t samples);
   /// Feeder `gpu` grants credit for `batches` more batches.
   void on_credit(int gpu, std::uint64_t batches);
   /// The trainer of `gpu` released a batch of `samples` samples: they leave the window.
@@ -209,6 +217,8 @@ class batcher_core {
   std::uint64_t read_ahead_end(std::uint64_t ahead) const;
   budget_figures current_budget() const;
   std::vector<bool>& up(worker_role role) { return up_[static_cast<std::size_t>(role)]; }
+  /// Up and active: may be given work.
+  bool usable(worker_role role, std::size_t index) const noexcept;
 
   batcher_settings settings_;
   sample_namer name_;
@@ -226,7 +236,8 @@ class batcher_core {
   std::vector<std::uint64_t> worker_load_;
   std::vector<std::uint64_t> straggler_load_;
   std::vector<bool> up_[worker_role_count];
-  std::vector<bool> permit_held_;  ///< per preprocessor
+  int active_[worker_role_count] = {};  ///< per role: workers below this index get work
+  std::vector<bool> permit_held_;       ///< per preprocessor
   std::uint64_t handed_out_ = 0;
   std::size_t next_permit_ = 0;  ///< round robin start of the next grant
   std::size_t next_reader_ = 0;

@@ -12,4 +12,10 @@ void window_occupancy::update(std::uint64_t in_flight, std::uint64_t now_ns) noe
   }
 }
 
+void window_occupancy::resize(std::uint64_t window, std::uint64_t in_flight,
+                              std::uint64_t now_ns) noexcept {
+  window_ = window;
+  update(in_flight, now_ns);
+}
+
 }  // namespace conveyor

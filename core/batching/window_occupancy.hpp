@@ -33,6 +33,8 @@ class window_occupancy {
 
   /// `in_flight` samples are in flight from `now_ns` (monotonic_ns()) on.
   void update(std::uint64_t in_flight, std::uint64_t now_ns) noexcept;
+  /// The window is `window` samples (>= 1) from `now_ns` on, with `in_flight` in flight.
+  void resize(std::uint64_t window, std::uint64_t in_flight, std::uint64_t now_ns) noexcept;
   /// The time full so far, and since when it is full now (window_time::full_until extrapolates
   /// it to a later moment).
   window_time time() const noexcept { return {full_ns_, full_since_}; }

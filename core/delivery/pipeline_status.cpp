@@ -51,6 +51,16 @@ analysis::bottleneck_tally pipeline_status::bottlenecks() const {
   return bottlenecks_;
 }
 
+void pipeline_status::note_tuning(const analysis::tuning& counts, std::uint64_t changes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  tuning_.emplace(counts, changes);
+}
+
+std::optional<std::pair<analysis::tuning, std::uint64_t>> pipeline_status::tuning() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tuning_;
+}
+
 void pipeline_status::note_window(window_time t) {
   std::lock_guard<std::mutex> lock(window_mutex_);
   window_ = t;

@@ -8,9 +8,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "conveyor/error.hpp"
+#include "core/analysis/autotune.hpp"
 #include "core/analysis/live_diagnosis.hpp"
 #include "core/batching/epoch_ledger.hpp"
 #include "core/batching/window_occupancy.hpp"
@@ -87,6 +89,10 @@ class pipeline_status {
   void note_bottleneck(analysis::bottleneck b, double seconds, std::uint64_t samples);
   /// The time per class so far.
   analysis::bottleneck_tally bottlenecks() const;
+  /// The autotuner's counts now (pipeline.autotune), after `changes` changes so far.
+  void note_tuning(const analysis::tuning& counts, std::uint64_t changes);
+  /// The autotuner's counts and changes so far; nullopt without autotune.
+  std::optional<std::pair<analysis::tuning, std::uint64_t>> tuning() const;
   /// Each epoch's cache hits and storage reads (the readers count).
   read_counts& reads() noexcept { return reads_; }
   const read_counts& reads() const noexcept { return reads_; }
@@ -111,7 +117,8 @@ class pipeline_status {
   read_counts reads_;
   analysis::bottleneck_tally bottlenecks_;  ///< guarded by mutex_
   mutable std::mutex window_mutex_;
-  window_time window_;  ///< guarded by window_mutex_
+  window_time window_;                                                ///< guarded by window_mutex_
+  std::optional<std::pair<analysis::tuning, std::uint64_t>> tuning_;  ///< guarded by mutex_
 };
 
 }  // namespace conveyor

@@ -278,6 +278,12 @@ struct pipeline_report {
   /// whenever asked): their own rate, measured (conveyor-analyze --ingestion takes it); 0 when
   /// the node never was.
   double trainer_samples_per_s = 0;
+  /// With pipeline.autotune: the changes of counts the autotuner made (a trial taken back is
+  /// two), and its counts at the end: "preprocessors", "stragglers", "readers", "window", and
+  /// the window's bound, "window_bound" (pipeline.max_window_samples).
+  /// (0 and empty without it, and for a client.)
+  std::uint64_t autotune_changes = 0;
+  std::vector<std::pair<std::string, double>> autotune_counts;
 };
 
 }  // namespace conveyor

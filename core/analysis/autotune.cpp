@@ -1,0 +1,252 @@
+#include "core/analysis/autotune.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace conveyor::analysis {
+namespace {
+
+std::string percent(double share) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f%%", 100 * share);
+  return text;
+}
+
+std::string rate_text(double rate) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.1f samples/s", rate);
+  return text;
+}
+
+std::string cores_text(double cores) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", cores);
+  return text;
+}
+
+// "+12.3%" of `after` over `before`.
+std::string change_text(double before, double after) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f%%", before > 0 ? 100 * (after / before - 1) : 0.0);
+  return text;
+}
+
+}  // namespace
+
+std::string describe(const tuning& t) {
+  return "preprocessors=" + std::to_string(t.preprocessors) +
+         " stragglers=" + std::to_string(t.stragglers) + " readers=" + std::to_string(t.readers) +
+         " window=" + std::to_string(t.window);
+}
+
+autotuner::autotuner(tuning start, tuning least, tuning most, autotune_settings settings)
+    : least_(least), most_(most), settings_(settings) {
+  least_.window = std::max<std::uint64_t>(least_.window, 1);
+  counts_ = clamp(start);
+  start_window_ = counts_.window;
+}
+
+tuning autotuner::clamp(tuning t) const noexcept {
+  t.preprocessors = std::clamp(t.preprocessors, least_.preprocessors, most_.preprocessors);
+  t.stragglers = std::clamp(t.stragglers, least_.stragglers, most_.stragglers);
+  t.readers = std::clamp(t.readers, least_.readers, most_.readers);
+  t.window = std::clamp(t.window, least_.window, most_.window);
+  return t;
+}
+
+tuning autotuner::moved(knob k, int step) const noexcept {
+  auto t = counts_;
+  switch (k) {
+    case knob::preprocessors: {
+      t.preprocessors =
+          std::clamp(t.preprocessors + step, least_.preprocessors, most_.preprocessors);
+      const int moved_by = t.preprocessors - counts_.preprocessors;
+      t.stragglers = t.preprocessors;
+      const auto follow =
+          static_cast<std::uint64_t>(std::abs(moved_by)) * settings_.window_per_worker;
+      t.window = moved_by >= 0 ? t.window + follow : t.window - std::min(t.window, follow);
+      break;
+    }
+    case knob::readers:
+      t.readers += step;
+      break;
+    case knob::window:
+      t.window = step > 0 ? static_cast<std::uint64_t>(
+                                std::ceil(static_cast<double>(t.window) * settings_.window_step))
+                          : static_cast<std::uint64_t>(
+                                std::floor(static_cast<double>(t.window) / settings_.window_step));
+      break;
+    case knob::count:
+      break;
+  }
+  auto out = clamp(t);
+  // A knob at its bound moves nothing: its followers stay too.
+  if (k == knob::preprocessors && out.preprocessors == counts_.preprocessors) {
+    return counts_;
+  }
+  return out;
+}
+
+std::optional<tuning_change> autotuner::observe(const tuning_reading& r) {
+  if (settling_ > 0) {
+    --settling_;
+    return std::nullopt;
+  }
+  const auto& f = r.figures;
+  auto& m = current_;
+  m.seconds += f.seconds;
+  m.wait_s += f.trainer_wait_s;
+  m.trainers = std::max(1, f.trainers);
+  m.prep_s += f.prep_busy_s;
+  m.read_s += f.read_busy_s;
+  m.full_s += f.window_full_s;
+  m.other_cpu_s += r.other_cpu * f.seconds;
+  m.samples += r.samples;
+  m.cores = r.cores;
+  ++m.readings;
+  if (m.readings < settings_.judge_intervals || m.seconds <= 0) {
+    return std::nullopt;
+  }
+  const auto judged = m;
+  current_ = {};
+  return judge(judged);
+}
+
+std::optional<tuning_change> autotuner::judge(const measure& m) {
+  for (auto& k : rest_) {
+    for (auto& d : k) {
+      d = std::max(0, d - 1);
+    }
+  }
+  note_load(m);
+  if (trial_) {
+    return settle_trial(m);
+  }
+  return decide(m);
+}
+
+void autotuner::note_load(const measure& m) noexcept {
+  if (std::abs(m.other_cpu() - load_at_rest_) < settings_.load_shift) {
+    return;
+  }
+  for (auto& k : rest_) {
+    k[0] = k[1] = 0;
+  }
+  load_at_rest_ = m.other_cpu();
+}
+
+bool autotuner::resting(knob k, int step) const noexcept {
+  return rest_[static_cast<int>(k)][step > 0 ? 1 : 0] > 0;
+}
+
+void autotuner::rest(knob k, int step) noexcept {
+  rest_[static_cast<int>(k)][step > 0 ? 1 : 0] = settings_.rest_judgements;
+}
+
+std::optional<tuning_change> autotuner::settle_trial(const measure& m) {
+  const auto t = *trial_;
+  trial_.reset();
+  const double r0 = t.baseline.rate();
+  const double r1 = m.rate();
+  const double w0 = t.baseline.wait();
+  const double w1 = m.wait();
+  const bool kept =
+      t.step > 0 ? r1 > r0 * (1 + settings_.gain) ||
+                       (w0 > wait_threshold && w1 <= w0 / 2 && r1 >= r0 * (1 - settings_.loss))
+                 : r1 >= r0 * (1 - settings_.loss) && w1 <= std::max(wait_threshold, w0 + 0.01);
+  const std::string what = (t.step > 0 ? "one more " : "one fewer ") +
+                           std::string(t.what == knob::readers         ? "reader"
+                                       : t.what == knob::preprocessors ? "preprocessor"
+                                                                       : "window step");
+  const std::string figures = rate_text(r0) + " -> " + rate_text(r1) + " (" + change_text(r0, r1) +
+                              "), the trainers waiting " + percent(w0) + " -> " + percent(w1);
+  if (kept) {
+    return tuning_change{counts_, what + " kept: " + figures};
+  }
+  rest(t.what, t.step);
+  load_at_rest_ = m.other_cpu();
+  return apply(t.before,
+               what + " taken back: " + figures +
+                   (t.step > 0 ? " (a growth stays above +" : " (a shrink stays above -") +
+                   percent(t.step > 0 ? settings_.gain : settings_.loss) + ")");
+}
+
+std::optional<tuning_change> autotuner::decide(const measure& m) {
+  const interval_figures f{m.seconds, m.wait_s,        m.trainers, m.prep_s, counts_.preprocessors,
+                           m.read_s,  counts_.readers, m.full_s};
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f s", m.seconds);
+  const auto now = "the trainers waited " + percent(f.wait_share()) + " of the last " +
+                   std::string(seconds) + " at " + rate_text(m.rate()) + "; preprocessors busy " +
+                   percent(f.prep_share()) + ", readers " + percent(f.read_share()) +
+                   ", the window full " + percent(std::min(1.0, f.window_full_share())) +
+                   ", other processes on " + cores_text(m.other_cpu()) + " of " +
+                   std::to_string(static_cast<int>(m.cores)) + " cores";
+  if (f.wait_share() > wait_threshold) {
+    const auto bound = classify(f);
+    if (bound == bottleneck::window) {
+      if (auto c = try_window(now)) {
+        return c;
+      }
+    }
+    const auto k = bound == bottleneck::fetch ? knob::readers : knob::preprocessors;
+    const auto name = std::string(k == knob::readers ? "reader" : "preprocessor");
+    if (auto c = try_step(
+            k, +1, m,
+            now + " (" + std::string(bound_name(bound)) + "): one more " + name + ", on trial")) {
+      return c;
+    }
+    // Past the cores even on an idle machine: what does one fewer cost?
+    if (k == knob::preprocessors && counts_.preprocessors > static_cast<int>(m.cores)) {
+      return try_step(k, -1, m, now + ": more preprocessors than cores, one fewer, on trial");
+    }
+    return std::nullopt;
+  }
+  if (f.prep_share() < settings_.idle_share) {
+    if (auto c = try_step(knob::preprocessors, -1, m,
+                          now + ": the preprocessors idle, one fewer, on trial")) {
+      return c;
+    }
+  }
+  if (f.read_share() < settings_.idle_share) {
+    if (auto c = try_step(knob::readers, -1, m, now + ": the readers idle, one fewer, on trial")) {
+      return c;
+    }
+  }
+  if (f.window_full_share() <= 0 && counts_.window > start_window_) {
+    return try_step(knob::window, -1, m, now + ": the window never full, smaller, on trial");
+  }
+  return std::nullopt;
+}
+
+std::optional<tuning_change> autotuner::try_step(knob k, int step, const measure& m,
+                                                 std::string why) {
+  if (resting(k, step)) {
+    return std::nullopt;
+  }
+  auto next = moved(k, step);
+  if (next == counts_) {
+    return std::nullopt;
+  }
+  trial_ = trial{k, step, counts_, m};
+  return apply(next, std::move(why));
+}
+
+std::optional<tuning_change> autotuner::try_window(const std::string& now) {
+  auto next = moved(knob::window, +1);
+  if (next == counts_) {
+    return std::nullopt;
+  }
+  return apply(next, now + " (window-bound): a larger window");
+}
+
+tuning_change autotuner::apply(tuning next, std::string reason) {
+  counts_ = next;
+  ++changes_;
+  current_ = {};
+  settling_ = settings_.settle_intervals;
+  return {next, std::move(reason)};
+}
+
+}  // namespace conveyor::analysis

@@ -1,0 +1,142 @@
+#pragma once
+/// The node's self-sizing (`pipeline.autotune`), as plain code: from what the node measures in
+/// each interval (the trainers' wait, each pool's busy time, the window's time full, the
+/// samples taken, the CPU the rest of the machine keeps busy) it decides how many of the
+/// spawned preprocessors, straggler actors and readers are active and how large the credit
+/// window is, within fixed bounds. No clock of its own: time comes with the readings.
+///
+/// How it decides (Cachew's scaling policy, driven by the live diagnosis's classes):
+///   - The readings are judged in groups of `judge_intervals`; after a change the first
+///     `settle_intervals` readings are skipped (the pool refills).
+///   - Trainers waiting, window-bound (live_diagnosis.hpp): the window grows by `window_step`
+///     (memory only: within the bound, no trial).
+///   - Trainers waiting, prep- or fetch-bound: one more preprocessor (reader), on trial: it stays
+///     when the trainers' rate grew by more than `gain` (7%), or their wait halved at no loss;
+///     else it is taken back and that growth rests `rest_judgements`. With that growth at its
+///     bound or resting and more preprocessors than the process's cores: one fewer, on trial.
+///   - A shrink on trial stays when it cost less than `loss` (3%) of the rate and the trainers
+///     still hardly wait (or wait no more than before); else it is taken back and rests.
+///   - The trainers hardly waiting: one fewer preprocessor (reader) where that pool is idle
+///     (busy under `idle_share`); else, the window never full, a smaller window (not below
+///     where it began); each on trial as a shrink.
+///   - A change of at least `load_shift` cores in the rest of the machine's load ends every
+///     rest: what failed before may succeed now (competing processes came or went).
+/// Straggler actors follow the preprocessors (as many, within their bounds); the window
+/// follows them by `window_per_worker` each (the pool's lookahead, batcher_core.hpp).
+/// Single-threaded (the autotuner actor's).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/analysis/live_diagnosis.hpp"
+
+namespace conveyor::analysis {
+
+/// The counts autotune sets.
+struct tuning {
+  int preprocessors = 1;
+  int stragglers = 0;
+  int readers = 1;
+  std::uint64_t window = 1;  ///< samples in flight at most (the credit window)
+
+  bool operator==(const tuning& o) const noexcept {
+    return preprocessors == o.preprocessors && stragglers == o.stragglers && readers == o.readers &&
+           window == o.window;
+  }
+  bool operator!=(const tuning& o) const noexcept { return !(*this == o); }
+};
+
+/// "preprocessors=P stragglers=S readers=R window=W".
+std::string describe(const tuning& t);
+
+/// One interval's measurements. figures.prep_workers and figures.readers are the counts that
+/// were active in it.
+struct tuning_reading {
+  interval_figures figures;
+  std::uint64_t samples = 0;  ///< samples the trainers took in it
+  double other_cpu = 0;       ///< cores the rest of the machine kept busy, on average
+  double cores = 1;           ///< cores this process may run on
+};
+
+struct autotune_settings {
+  int judge_intervals = 3;   ///< >= 1: readings per judgement
+  int settle_intervals = 1;  ///< >= 0: readings skipped after a change
+  double gain = 0.07;        ///< a growth stays when the rate grows by more than this share
+  double loss = 0.03;        ///< a shrink stays when the rate falls by less than this share
+  double idle_share = 0.5;   ///< a pool busy less than this share is idle
+  int rest_judgements = 10;  ///< >= 1: judgements a failed direction rests
+  double load_shift = 0.5;   ///< cores of change in the machine's other load that end the rests
+  double window_step = 1.5;  ///< > 1: the window's growth factor when window-bound
+  std::uint64_t window_per_worker = 4;  ///< window samples that follow each preprocessor
+};
+
+/// A change of counts and why.
+struct tuning_change {
+  tuning counts;
+  std::string reason;
+};
+
+class autotuner {
+ public:
+  /// Starts at `start` (clamped into [least, most]); `least` <= `most` in every count, the
+  /// window at least 1.
+  autotuner(tuning start, tuning least, tuning most, autotune_settings settings = {});
+
+  /// One interval's reading; what it decided when it decided something now: new counts, or a
+  /// trial's verdict "kept" (the counts unchanged).
+  std::optional<tuning_change> observe(const tuning_reading& r);
+
+  const tuning& counts() const noexcept { return counts_; }
+  /// Changes of counts so far (a trial and its taking back are two).
+  std::uint64_t changes() const noexcept { return changes_; }
+
+ private:
+  /// A judgement's figures: sums over its readings.
+  struct measure {
+    double seconds = 0, wait_s = 0, prep_s = 0, read_s = 0, full_s = 0, other_cpu_s = 0;
+    std::uint64_t samples = 0;
+    int trainers = 1, readings = 0;
+    double cores = 1;
+    double rate() const noexcept {
+      return seconds > 0 ? static_cast<double>(samples) / seconds : 0;
+    }
+    double wait() const noexcept { return seconds > 0 ? wait_s / (trainers * seconds) : 0; }
+    double other_cpu() const noexcept { return seconds > 0 ? other_cpu_s / seconds : 0; }
+  };
+  enum class knob : std::uint8_t { preprocessors, readers, window, count };
+  struct trial {
+    knob what = knob::preprocessors;
+    int step = 0;  ///< +1 growth, -1 shrink
+    tuning before;
+    measure baseline;
+  };
+
+  std::optional<tuning_change> judge(const measure& m);
+  std::optional<tuning_change> decide(const measure& m);
+  std::optional<tuning_change> settle_trial(const measure& m);
+  std::optional<tuning_change> try_step(knob k, int step, const measure& m, std::string why);
+  std::optional<tuning_change> try_window(const std::string& now);
+  bool resting(knob k, int step) const noexcept;
+  void rest(knob k, int step) noexcept;
+  void note_load(const measure& m) noexcept;
+  /// counts_ with `k` moved by `step` (followers updated), clamped; == counts_ when at a bound.
+  tuning moved(knob k, int step) const noexcept;
+  tuning clamp(tuning t) const noexcept;
+  tuning_change apply(tuning next, std::string reason);
+
+  tuning counts_;
+  tuning least_;
+  tuning most_;
+  autotune_settings settings_;
+  std::uint64_t start_window_ = 1;  ///< the window shrinks back no further than where it began
+  measure current_;
+  int settling_ = 0;
+  std::optional<trial> trial_;
+  /// Per knob and direction (0 shrink, 1 growth): judgements it still rests.
+  int rest_[static_cast<int>(knob::count)][2] = {};
+  double load_at_rest_ = 0;  ///< the other load when the last rest began
+  std::uint64_t changes_ = 0;
+};
+
+}  // namespace conveyor::analysis

@@ -1,0 +1,159 @@
+// The autotuner's decisions (core/analysis/autotune.hpp), from made-up readings: it grows under
+// a stall, keeps what pays and takes back what does not, shrinks an idle pool, holds under
+// noise and stays within its bounds.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <vector>
+
+#include "core/analysis/autotune.hpp"
+
+namespace conveyor::analysis {
+namespace {
+
+// One second in which the trainers (one) waited `wait` of the time, the active preprocessors
+// were busy `prep` of theirs, `rate` samples were taken and the rest of the machine kept
+// `other` cores busy; 2 cores.
+tuning_reading reading(const tuning& now, double wait, double prep, double rate, double other = 0,
+                       double window_full = 0) {
+  tuning_reading r;
+  r.figures.seconds = 1;
+  r.figures.trainer_wait_s = wait;
+  r.figures.trainers = 1;
+  r.figures.prep_busy_s = prep * now.preprocessors;
+  r.figures.prep_workers = now.preprocessors;
+  r.figures.read_busy_s = 0.1 * now.readers;
+  r.figures.readers = now.readers;
+  r.figures.window_full_s = window_full;
+  r.samples = static_cast<std::uint64_t>(rate);
+  r.other_cpu = other;
+  r.cores = 2;
+  return r;
+}
+
+struct tuned {
+  autotuner tuner;
+  std::vector<tuning_change> said;
+
+  // Feeds `n` readings made by `make` from the counts of the moment; returns the changes of
+  // counts among what the tuner said.
+  template <class Make>
+  int feed(int n, Make make) {
+    int changes = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto before = tuner.counts();
+      if (auto c = tuner.observe(make(tuner.counts()))) {
+        changes += c->counts != before ? 1 : 0;
+        said.push_back(*c);
+      }
+    }
+    return changes;
+  }
+};
+
+constexpr tuning start{2, 2, 1, 40};
+constexpr tuning least{1, 0, 1, 20};
+constexpr tuning most{4, 4, 2, 200};
+
+TEST(Autotune, GrowsUnderAStallWhileGrowthPaysAndStopsAtItsBound) {
+  tuned t{autotuner(start, least, most), {}};
+  // Prep-bound, and every preprocessor adds 30% to the rate: it grows to the bound.
+  t.feed(40, [](const tuning& c) { return reading(c, 0.3, 0.97, 100.0 * c.preprocessors); });
+  EXPECT_EQ(t.tuner.counts().preprocessors, 4);
+  EXPECT_EQ(t.tuner.counts().stragglers, 4);        // they follow
+  EXPECT_EQ(t.tuner.counts().window, 40u + 2 * 4);  // 4 samples each
+  ASSERT_FALSE(t.said.empty());
+  EXPECT_NE(t.said.front().reason.find("prep-bound"), std::string::npos) << t.said.front().reason;
+  EXPECT_NE(t.said.front().reason.find("one more preprocessor"), std::string::npos);
+}
+
+TEST(Autotune, TakesBackAGrowthThatDoesNotPayAndRestsUntilTheLoadShifts) {
+  autotune_settings s;
+  s.rest_judgements = 5;
+  tuned t{autotuner(start, least, most, s), {}};
+  // The rate does not depend on the count: the growth is taken back.
+  auto flat = [](const tuning& c) { return reading(c, 0.3, 0.97, 200.0); };
+  t.feed(8, flat);
+  ASSERT_GE(t.said.size(), 2u);
+  EXPECT_EQ(t.said[0].counts.preprocessors, 3);
+  EXPECT_EQ(t.said[1].counts.preprocessors, 2);
+  EXPECT_NE(t.said[1].reason.find("taken back"), std::string::npos) << t.said[1].reason;
+  // Resting: the next 4 judgements (12 readings) change nothing.
+  EXPECT_EQ(t.feed(12, flat), 0);
+  // Competing processes come (2 cores more of other load), and now one more pays.
+  auto busy = [](const tuning& c) { return reading(c, 0.3, 0.97, 80.0 * c.preprocessors, 2.0); };
+  EXPECT_GE(t.feed(6, busy), 1);
+  EXPECT_EQ(t.tuner.counts().preprocessors, 3);
+}
+
+TEST(Autotune, ShrinksAnIdlePoolWhileItCostsNothingAndGrowsAgainUnderAStall) {
+  tuned t{autotuner({4, 4, 1, 56}, least, most), {}};
+  // The trainers set the pace (100 samples/s) and the preprocessors idle: each shrink costs
+  // nothing until one preprocessor would be busy more than half its time.
+  auto demand = [](const tuning& c) { return reading(c, 0.01, 0.8 / c.preprocessors, 100.0); };
+  t.feed(40, demand);
+  EXPECT_EQ(t.tuner.counts().preprocessors, 1);
+  EXPECT_EQ(t.tuner.counts().window, 56u - 3 * 4);
+  // Then a stall at 1: one more pays, and it grows back.
+  auto stall = [](const tuning& c) {
+    return reading(c, 0.4, 0.98, 60.0 * std::min(c.preprocessors, 3), 1.0);
+  };
+  t.feed(30, stall);
+  EXPECT_EQ(t.tuner.counts().preprocessors, 3);
+}
+
+TEST(Autotune, TakesBackAShrinkThatCostsTheTrainers) {
+  tuned t{autotuner(start, least, most), {}};
+  // Idle enough to try one fewer, but then the trainers wait: taken back.
+  auto f = [](const tuning& c) {
+    return c.preprocessors == 2 ? reading(c, 0.0, 0.45, 100.0) : reading(c, 0.2, 1.0, 80.0);
+  };
+  t.feed(8, f);
+  ASSERT_GE(t.said.size(), 2u);
+  EXPECT_EQ(t.said[0].counts.preprocessors, 1);
+  EXPECT_EQ(t.said[1].counts.preprocessors, 2);
+  EXPECT_NE(t.said[1].reason.find("one fewer preprocessor taken back"), std::string::npos)
+      << t.said[1].reason;
+}
+
+TEST(Autotune, HoldsUnderNoise) {
+  tuned t{autotuner(start, least, most), {}};
+  // Busy 70-80%, the trainers hardly waiting, the rate +-5%: nothing to change.
+  int i = 0;
+  auto noisy = [&i](const tuning& c) {
+    ++i;
+    return reading(c, (i % 3) * 0.02, 0.7 + (i % 2) * 0.1, 100.0 + (i % 2 ? 5 : -5));
+  };
+  EXPECT_EQ(t.feed(120, noisy), 0);
+  EXPECT_EQ(t.tuner.counts(), start);
+}
+
+TEST(Autotune, GrowsAFullWindowWithinItsBoundWithoutTrial) {
+  tuned t{autotuner(start, least, most), {}};
+  // Waiting, pools not saturated, the window full all the time: window-bound.
+  auto f = [](const tuning& c) { return reading(c, 0.3, 0.4, 100.0, 0, 1.0); };
+  t.feed(60, f);
+  EXPECT_EQ(t.tuner.counts().window, 200u);
+  EXPECT_EQ(t.tuner.counts().preprocessors, 2);  // the larger window was the answer
+  ASSERT_FALSE(t.said.empty());
+  EXPECT_NE(t.said.front().reason.find("window-bound"), std::string::npos);
+}
+
+TEST(Autotune, StartsWithinItsBounds) {
+  autotuner t({9, 9, 9, 9999}, least, most);
+  EXPECT_EQ(t.counts(), most);
+  autotuner low({0, 0, 0, 0}, least, most);
+  EXPECT_EQ(low.counts(), least);
+}
+
+TEST(Autotune, AGrowthAtItsBoundIsNoChange) {
+  tuned t{autotuner(most, least, most), {}};
+  // Prep-bound at the bound, 4 preprocessors on 2 cores: the only trial left is one fewer.
+  t.feed(4, [](const tuning& c) { return reading(c, 0.3, 0.97, 100.0 * c.preprocessors); });
+  ASSERT_EQ(t.said.size(), 1u);
+  EXPECT_EQ(t.said[0].counts.preprocessors, 3);
+  EXPECT_NE(t.said[0].reason.find("more preprocessors than cores"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace conveyor::analysis
