@@ -128,15 +128,26 @@ TEST(Autotune, HoldsUnderNoise) {
   EXPECT_EQ(t.tuner.counts(), start);
 }
 
-TEST(Autotune, GrowsAFullWindowWithinItsBoundWithoutTrial) {
+TEST(Autotune, GrowsAFullWindowWhileThatPaysWithinItsBound) {
   tuned t{autotuner(start, least, most), {}};
-  // Waiting, pools not saturated, the window full all the time: window-bound.
-  auto f = [](const tuning& c) { return reading(c, 0.3, 0.4, 100.0, 0, 1.0); };
-  t.feed(60, f);
+  // Waiting, pools not saturated, the window full all the time: window-bound; every larger
+  // window pays, up to 160 samples.
+  auto f = [](const tuning& c) {
+    return reading(c, 0.3, 0.4, 100.0 * std::min<double>(c.window, 160) / 40, 0, 1.0);
+  };
+  t.feed(40, f);
   EXPECT_EQ(t.tuner.counts().window, 200u);
   EXPECT_EQ(t.tuner.counts().preprocessors, 2);  // the larger window was the answer
   ASSERT_FALSE(t.said.empty());
   EXPECT_NE(t.said.front().reason.find("window-bound"), std::string::npos);
+  // A larger window that does not pay is taken back.
+  tuned flat{autotuner(start, least, most), {}};
+  flat.feed(8, [](const tuning& c) { return reading(c, 0.3, 0.4, 100.0, 0, 1.0); });
+  ASSERT_GE(flat.said.size(), 2u);
+  EXPECT_EQ(flat.said[0].counts.window, 60u);
+  EXPECT_EQ(flat.said[1].counts.window, 40u);
+  EXPECT_NE(flat.said[1].reason.find("a larger window taken back"), std::string::npos)
+      << flat.said[1].reason;
 }
 
 TEST(Autotune, StartsWithinItsBounds) {

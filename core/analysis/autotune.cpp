@@ -155,10 +155,10 @@ std::optional<tuning_change> autotuner::settle_trial(const measure& m) {
       t.step > 0 ? r1 > r0 * (1 + settings_.gain) ||
                        (w0 > wait_threshold && w1 <= w0 / 2 && r1 >= r0 * (1 - settings_.loss))
                  : r1 >= r0 * (1 - settings_.loss) && w1 <= std::max(wait_threshold, w0 + 0.01);
-  const std::string what = (t.step > 0 ? "one more " : "one fewer ") +
-                           std::string(t.what == knob::readers         ? "reader"
-                                       : t.what == knob::preprocessors ? "preprocessor"
-                                                                       : "window step");
+  const std::string what =
+      t.what == knob::window ? (t.step > 0 ? "a larger window" : "a smaller window")
+                             : (t.step > 0 ? "one more " : "one fewer ") +
+                                   std::string(t.what == knob::readers ? "reader" : "preprocessor");
   const std::string figures = rate_text(r0) + " -> " + rate_text(r1) + " (" + change_text(r0, r1) +
                               "), the trainers waiting " + percent(w0) + " -> " + percent(w1);
   if (kept) {
@@ -186,7 +186,8 @@ std::optional<tuning_change> autotuner::decide(const measure& m) {
   if (f.wait_share() > wait_threshold) {
     const auto bound = classify(f);
     if (bound == bottleneck::window) {
-      if (auto c = try_window(now)) {
+      if (auto c =
+              try_step(knob::window, +1, m, now + " (window-bound): a larger window, on trial")) {
         return c;
       }
     }
@@ -231,14 +232,6 @@ std::optional<tuning_change> autotuner::try_step(knob k, int step, const measure
   }
   trial_ = trial{k, step, counts_, m};
   return apply(next, std::move(why));
-}
-
-std::optional<tuning_change> autotuner::try_window(const std::string& now) {
-  auto next = moved(knob::window, +1);
-  if (next == counts_) {
-    return std::nullopt;
-  }
-  return apply(next, now + " (window-bound): a larger window");
 }
 
 tuning_change autotuner::apply(tuning next, std::string reason) {

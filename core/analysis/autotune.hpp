@@ -8,12 +8,12 @@
 /// How it decides (Cachew's scaling policy, driven by the live diagnosis's classes):
 ///   - The readings are judged in groups of `judge_intervals`; after a change the first
 ///     `settle_intervals` readings are skipped (the pool refills).
-///   - Trainers waiting, window-bound (live_diagnosis.hpp): the window grows by `window_step`
-///     (memory only: within the bound, no trial).
-///   - Trainers waiting, prep- or fetch-bound: one more preprocessor (reader), on trial: it stays
-///     when the trainers' rate grew by more than `gain` (7%), or their wait halved at no loss;
-///     else it is taken back and that growth rests `rest_judgements`. With that growth at its
-///     bound or resting and more preprocessors than the process's cores: one fewer, on trial.
+///   - Trainers waiting, window-bound (live_diagnosis.hpp): the window grows by `window_step`,
+///     within its bound, on trial; prep- or fetch-bound (or a window that cannot grow): one more
+///     preprocessor (reader), on trial. A growth stays when the trainers' rate grew by more than
+///     `gain` (7%), or their wait halved at no loss; else it is taken back and that growth rests
+///     `rest_judgements`. With that growth at its bound or resting and more preprocessors than
+///     the process's cores: one fewer, on trial.
 ///   - A shrink on trial stays when it cost less than `loss` (3%) of the rate and the trainers
 ///     still hardly wait (or wait no more than before); else it is taken back and rests.
 ///   - The trainers hardly waiting: one fewer preprocessor (reader) where that pool is idle
@@ -116,7 +116,6 @@ class autotuner {
   std::optional<tuning_change> decide(const measure& m);
   std::optional<tuning_change> settle_trial(const measure& m);
   std::optional<tuning_change> try_step(knob k, int step, const measure& m, std::string why);
-  std::optional<tuning_change> try_window(const std::string& now);
   bool resting(knob k, int step) const noexcept;
   void rest(knob k, int step) noexcept;
   void note_load(const measure& m) noexcept;
