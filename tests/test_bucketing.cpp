@@ -248,6 +248,13 @@ void expect_whole_epochs(const world_params& p, const world_result& r) {
   EXPECT_EQ(delivered, r.totals.delivered);
 }
 
+// Batches that hold samples. An empty end marker is left out: whether a GPU needs one depends
+// on which GPU takes the epoch's partial last batch (the GPUs take turns), not on the buckets.
+std::size_t formed(const world_result& r) {
+  return static_cast<std::size_t>(std::count_if(
+      r.batches.begin(), r.batches.end(), [](const batch_plan& b) { return !b.samples.empty(); }));
+}
+
 std::uint64_t waste(const world_result& r) {
   auto w = padding_of(r);
   return w.padded - w.used;
@@ -286,7 +293,7 @@ TEST_P(BucketedWorld, ExactlyOncePerEpochWithBucketsUnderLatencyAwareBatching) {
   world_params p;
   p.gpus = GetParam();
   for_each_world(p, {80, 160, 240, 320}, [](const world_result& plain, const world_result& b) {
-    EXPECT_EQ(b.batches.size(), plain.batches.size());
+    EXPECT_EQ(formed(b), formed(plain));
     EXPECT_LT(3 * waste(b), waste(plain));
   });
 }
@@ -298,7 +305,7 @@ TEST_P(BucketedWorld, AWindowTheBucketsCouldFillNeverStalls) {
   p.gpus = GetParam();
   p.window = 3 * p.batch * static_cast<std::uint64_t>(p.gpus);
   for_each_world(p, {80, 160, 240, 320}, [](const world_result& plain, const world_result& b) {
-    EXPECT_EQ(b.batches.size(), plain.batches.size());
+    EXPECT_EQ(formed(b), formed(plain));
     EXPECT_LE(b.peak_in_flight, b.window);
   });
 }

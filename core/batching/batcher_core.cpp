@@ -1,6 +1,7 @@
 #include "core/batching/batcher_core.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <tuple>
 
 #include "core/base/monotonic_clock.hpp"
@@ -28,6 +29,7 @@ batcher_core::batcher_core(batcher_settings settings, std::unique_ptr<batch_poli
       straggler_load_(static_cast<std::size_t>(settings.stragglers), 0),
       permit_held_(static_cast<std::size_t>(settings.workers), false),
       credits_(static_cast<std::size_t>(settings.gpus), 0),
+      progress_(static_cast<std::size_t>(settings.gpus)),
       occupancy_(settings.window_samples),
       budget_(settings.budget) {
   if (settings_.resume) {
@@ -449,21 +451,38 @@ void batcher_core::record_delivery(const batch_plan& plan) {
     ledger_.deliver(s->ticket.epoch, s->ticket.sample_id);
   }
   ended_epochs_ += plan.last_in_epoch ? 1 : 0;
+  auto& progress = progress_[static_cast<std::size_t>(plan.gpu)];
+  if (plan.last_in_epoch) {
+    progress = {progress.first + 1, 0};
+  } else if (!plan.samples.empty()) {
+    ++progress.second;
+  }
 }
 
 std::vector<batch_plan> batcher_core::take_batches() {
   std::vector<batch_plan> out;
   policy_->set_window_full(in_flight_ >= settings_.window_samples);
-  for (int gpu = 0; gpu < settings_.gpus; ++gpu) {
-    auto& credit = credits_[static_cast<std::size_t>(gpu)];
-    while (credit > 0) {
+  auto& turns = turns_;  // a member: no allocation per call on the hot path
+  turns.resize(static_cast<std::size_t>(settings_.gpus));
+  std::iota(turns.begin(), turns.end(), 0);
+  for (bool took = true; took;) {
+    took = false;
+    std::stable_sort(turns.begin(), turns.end(), [this](int a, int b) {
+      return progress_[static_cast<std::size_t>(a)] < progress_[static_cast<std::size_t>(b)];
+    });
+    for (int gpu : turns) {
+      auto& credit = credits_[static_cast<std::size_t>(gpu)];
+      if (credit == 0) {
+        continue;
+      }
       auto plan = policy_->take(gpu);
       if (!plan) {
-        break;
+        continue;
       }
       --credit;
       record_delivery(*plan);
       out.push_back(std::move(*plan));
+      took = true;
     }
   }
   return out;

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/batching/batch_policy.hpp"
@@ -157,7 +158,14 @@ class batcher_core {
   void on_credit(int gpu, std::uint64_t batches);
   /// The trainer of `gpu` released a batch of `samples` samples: they leave the window.
   void on_released(std::uint64_t samples);
-  /// Batches to send to feeders now; each one used a credit of its GPU.
+  /// Batches to send to feeders now; each one used a credit of its GPU. The GPUs with credit
+  /// take turns, one batch each, the one furthest behind first (fewest epochs ended, then
+  /// fewest batches of its current epoch): while samples come slower than the trainers ask,
+  /// a GPU whose credit comes back first must not take every batch (latency_aware hands the
+  /// next batch to whichever GPU asks), or it would finish its share of the epoch while the
+  /// others wait for theirs, then wait itself for the next epoch (issue 50: the UNet3D first
+  /// epoch at 2 GPUs). in_order names each batch's GPU itself, so there the turns change
+  /// nothing.
   std::vector<batch_plan> take_batches();
 
   /// Samples the readers will be handed soon, for a dataset that reads ahead (an object
@@ -252,6 +260,9 @@ class batcher_core {
   std::uint64_t prepared_ = 0;
   std::uint64_t stale_ = 0;
   std::vector<std::uint64_t> credits_;
+  /// Per GPU: (epochs ended, batches of the epoch it is in), take_batches' turns.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> progress_;
+  std::vector<int> turns_;  ///< take_batches' order of the GPUs
   std::uint64_t in_flight_ = 0;
   std::uint64_t peak_in_flight_ = 0;
   window_occupancy occupancy_;
