@@ -14,10 +14,7 @@
 #
 #   bench/autotune.sh [RECIPES=image,detection,unet3d,speech] [ROUNDS=1]
 #
-# Recipes and their sets (made once under $DATA_DIR): image = config/default.toml on 400
-# synthetic JPEGs (10% of them 1800-3200 px); detection = config/examples/detection.toml on
-# scripts/make-detection-set 200; unet3d = config/examples/unet3d-kits19.toml on 30 synthetic
-# cases; speech = config/examples/rnnt-librispeech.toml on scripts/make-speech-set 600.
+# The recipes and their sets: bench_recipe (bench/lib.sh).
 # Writes bench/results/autotune.md; every JSON line stays in $LOG_DIR/autotune.jsonl, the
 # autotuner's log lines (logger "autotune") in $LOG_DIR/autotune-*.log.
 set -euo pipefail
@@ -28,45 +25,6 @@ ROUNDS=${2:-1}
 RESULT="$BENCH_ROOT/bench/results/autotune.md"
 RUNS="$LOG_DIR/autotune.jsonl"
 CORES=$(nproc)
-
-# recipe_setup NAME: sets TOPOLOGY_FILE, DATASET, FORMAT_SET (extra --set) and EPOCHS (about
-# 20 s a run at step 0 here) for the recipe, making its set when missing.
-recipe_setup() {
-  FORMAT_SET=()
-  case $1 in
-    image)
-      TOPOLOGY_FILE="$BENCH_ROOT/config/default.toml"
-      DATASET="$DATA_DIR/map-400"
-      FORMAT_SET=(--set dataset.format=folder)
-      EPOCHS=${IMAGE_EPOCHS:-8}
-      ensure_dataset "$DATASET" 400 0.1
-      ;;
-    detection)
-      TOPOLOGY_FILE="$BENCH_ROOT/config/examples/detection.toml"
-      DATASET="$DATA_DIR/detection-200"
-      EPOCHS=${DETECTION_EPOCHS:-4}
-      ensure_made "$DATASET" "200 detection samples" "$PYTHON" \
-        "$BENCH_ROOT/scripts/make-detection-set" 200
-      ;;
-    unet3d)
-      TOPOLOGY_FILE="$BENCH_ROOT/config/examples/unet3d-kits19.toml"
-      DATASET="$DATA_DIR/kits19-30"
-      EPOCHS=${UNET3D_EPOCHS:-60}
-      ensure_made "$DATASET" "30 synthetic KiTS19 cases" "$PACK_BIN" --synthetic-volumes 30 --out
-      ;;
-    speech)
-      TOPOLOGY_FILE="$BENCH_ROOT/config/examples/rnnt-librispeech.toml"
-      DATASET="$DATA_DIR/speech-600"
-      EPOCHS=${SPEECH_EPOCHS:-6}
-      ensure_made "$DATASET" "600 utterances spoken by espeak-ng" "$PYTHON" \
-        "$BENCH_ROOT/scripts/make-speech-set" 600
-      ;;
-    *)
-      log "unknown recipe $1 (image, detection, unet3d, speech)"
-      exit 2
-      ;;
-  esac
-}
 
 # The configurations: "p<N>" static, "auto" autotune.
 configs() {
@@ -100,9 +58,7 @@ node_run() {
     done
   fi
   # shellcheck disable=SC2046
-  json=$(with_cpu_time "$NODE_BIN" --topology "$TOPOLOGY_FILE" --set dataset.path="$DATASET" \
-    "${FORMAT_SET[@]}" --set trainer.epochs="$EPOCHS" --set trainer.step_ms="$step" \
-    $(config_sets "$config") --log-level info 2>"$logfile")
+  json=$(NODE_LOG="$logfile" recipe_node --set trainer.step_ms="$step" $(config_sets "$config"))
   if ((${#load_pids[@]} > 0)); then
     kill "${load_pids[@]}" 2>/dev/null || true
     wait "${load_pids[@]}" 2>/dev/null || true
@@ -140,7 +96,7 @@ rotate() {
 
 run_recipe() {
   local recipe=$1 round config rate step
-  recipe_setup "$recipe"
+  bench_recipe "$recipe"
   log "$recipe: reading $DATASET once (into the page cache)"
   find "$DATASET" -type f -exec cat {} + >/dev/null
   declare -gA IDLE_S=()

@@ -416,7 +416,7 @@ step_policies() {
     read -r rate gpus feeder <"$logs/node-rate"
     feeder="$feeder, its rate the median of step 4b's in_order step-0 runs"
   else
-    # No rate from step 4b: measured here, as bench/latency_map.sh measures its capacity.
+    # No rate from step 4b: measured here, as bench/policy_map.sh measures its capacity.
     log "no node rate from step 4b: measuring it"
     json=$(run_node "$dataset" "$logs/policies-capacity.log" trainer.step_ms=0 \
       pipeline.batch_size=64 trainer.epochs=2 batching.policy=in_order "gpus=[0]") || {

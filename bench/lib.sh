@@ -272,3 +272,55 @@ for prefix in sys.argv[3:]:
         s3.upload_file(os.path.join(d, name), "bench", prefix + "/" + name)
 PY
 }
+
+# bench_recipe NAME: sets TOPOLOGY_FILE, DATASET, FORMAT_SET (extra --set arguments) and EPOCHS
+# (about 10-20 s a run at step 0 on 2 cores) for one of the recipes the maps and the autotune
+# sweep run, making its set under $DATA_DIR once: image = config/default.toml on 400 synthetic
+# JPEGs (10% of them 1800-3200 px); detection = config/examples/detection.toml on
+# scripts/make-detection-set 200; unet3d = config/examples/unet3d-kits19.toml on 30 synthetic
+# cases; speech = config/examples/rnnt-librispeech.toml on scripts/make-speech-set 600.
+# <NAME>_EPOCHS (IMAGE_EPOCHS, ...) sets EPOCHS.
+bench_recipe() {
+  FORMAT_SET=()
+  case $1 in
+    image)
+      TOPOLOGY_FILE="$BENCH_ROOT/config/default.toml"
+      DATASET="$DATA_DIR/map-400"
+      FORMAT_SET=(--set dataset.format=folder)
+      EPOCHS=${IMAGE_EPOCHS:-6}
+      ensure_dataset "$DATASET" 400 0.1
+      ;;
+    detection)
+      TOPOLOGY_FILE="$BENCH_ROOT/config/examples/detection.toml"
+      DATASET="$DATA_DIR/detection-200"
+      EPOCHS=${DETECTION_EPOCHS:-3}
+      ensure_made "$DATASET" "200 detection samples" "$PYTHON" \
+        "$BENCH_ROOT/scripts/make-detection-set" 200
+      ;;
+    unet3d)
+      TOPOLOGY_FILE="$BENCH_ROOT/config/examples/unet3d-kits19.toml"
+      DATASET="$DATA_DIR/kits19-30"
+      EPOCHS=${UNET3D_EPOCHS:-40}
+      ensure_made "$DATASET" "30 synthetic KiTS19 cases" "$PACK_BIN" --synthetic-volumes 30 --out
+      ;;
+    speech)
+      TOPOLOGY_FILE="$BENCH_ROOT/config/examples/rnnt-librispeech.toml"
+      DATASET="$DATA_DIR/speech-600"
+      EPOCHS=${SPEECH_EPOCHS:-4}
+      ensure_made "$DATASET" "600 utterances spoken by espeak-ng" "$PYTHON" \
+        "$BENCH_ROOT/scripts/make-speech-set" 600
+      ;;
+    *)
+      log "unknown recipe $1 (image, detection, unet3d, speech)"
+      exit 2
+      ;;
+  esac
+}
+
+# recipe_node ARGS...: conveyor-node on the recipe bench_recipe set, its EPOCHS, the given
+# arguments after; prints its JSON line with cpu_s; the log (info) to $NODE_LOG (or nowhere).
+recipe_node() {
+  with_cpu_time "$NODE_BIN" --topology "$TOPOLOGY_FILE" --set dataset.path="$DATASET" \
+    "${FORMAT_SET[@]}" --set trainer.epochs="$EPOCHS" "$@" --log-level info \
+    2>"${NODE_LOG:-/dev/null}"
+}
