@@ -1,7 +1,8 @@
 #pragma once
 /// The node's self-sizing (`pipeline.autotune`): every interval it reads what the pipeline
-/// measured (core/delivery/status_totals.hpp) and the CPU the rest of the machine used
-/// (core/metrics/cpu_usage.hpp), asks the plain autotuner (core/analysis/autotune.hpp) and,
+/// measured (core/delivery/status_totals.hpp), the CPU the rest of the machine used
+/// (core/metrics/cpu_usage.hpp) and whether it is short of memory (under a tenth available,
+/// core/base/memory_bound.hpp), asks the plain autotuner (core/analysis/autotune.hpp) and,
 /// when the counts change, tells the batcher (`tune`): it gives work only to that many
 /// preprocessors, straggler actors and readers of those spawned, within that window. Every
 /// decision is logged with its reason by the logger "autotune"; the counts and the number of

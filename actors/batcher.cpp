@@ -244,6 +244,7 @@ batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts)
       [self, opts](atoms::prepared, prepared_ptr& sample) {
         auto ticket = sample->ticket;
         if (self->state.core->on_prepared(std::move(sample))) {
+          opts.status->count_prepared();
           record_latency(self, ticket);
           pump(self, opts);
         }

@@ -45,6 +45,7 @@ autotuner::autotuner(tuning start, tuning least, tuning most, autotune_settings 
   least_.window = std::max<std::uint64_t>(least_.window, 1);
   counts_ = clamp(start);
   start_window_ = counts_.window;
+  settling_ = settings_.settle_intervals;
 }
 
 tuning autotuner::clamp(tuning t) const noexcept {
@@ -93,37 +94,94 @@ std::optional<tuning_change> autotuner::observe(const tuning_reading& r) {
     --settling_;
     return std::nullopt;
   }
-  const auto& f = r.figures;
-  auto& m = current_;
-  m.seconds += f.seconds;
-  m.wait_s += f.trainer_wait_s;
-  m.trainers = std::max(1, f.trainers);
-  m.prep_s += f.prep_busy_s;
-  m.read_s += f.read_busy_s;
-  m.full_s += f.window_full_s;
-  m.other_cpu_s += r.other_cpu * f.seconds;
-  m.samples += r.samples;
-  m.cores = r.cores;
-  ++m.readings;
-  if (m.readings < settings_.judge_intervals || m.seconds <= 0) {
+  if (current_.readings == 0 && r.samples == 0) {
+    return std::nullopt;  // nothing prepared yet: workers starting, nothing to judge
+  }
+  current_.add(r);
+  if (current_.readings < settings_.judge_intervals || current_.seconds <= 0) {
     return std::nullopt;
   }
-  const auto judged = m;
+  recent_.push_back(current_);
   current_ = {};
-  return judge(judged);
+  if (recent_.size() > static_cast<std::size_t>(settings_.history)) {
+    recent_.erase(recent_.begin());
+  }
+  return judge();
 }
 
-std::optional<tuning_change> autotuner::judge(const measure& m) {
+void autotuner::measure::add(const tuning_reading& r) noexcept {
+  const auto& f = r.figures;
+  seconds += f.seconds;
+  wait_s += f.trainer_wait_s;
+  trainers = std::max(1, f.trainers);
+  prep_s += f.prep_busy_s;
+  read_s += f.read_busy_s;
+  full_s += f.window_full_s;
+  other_cpu_s += r.other_cpu * f.seconds;
+  samples += r.samples;
+  cores = r.cores;
+  memory_short = memory_short || r.memory_short;
+  ++readings;
+}
+
+void autotuner::measure::add(const measure& o) noexcept {
+  seconds += o.seconds;
+  wait_s += o.wait_s;
+  trainers = o.trainers;
+  prep_s += o.prep_s;
+  read_s += o.read_s;
+  full_s += o.full_s;
+  other_cpu_s += o.other_cpu_s;
+  samples += o.samples;
+  cores = o.cores;
+  memory_short = memory_short || o.memory_short;
+  readings += o.readings;
+}
+
+autotuner::measure autotuner::pooled(std::size_t last) const {
+  measure m;
+  for (auto it = recent_.end() - static_cast<std::ptrdiff_t>(std::min(last, recent_.size()));
+       it != recent_.end(); ++it) {
+    m.add(*it);
+  }
+  return m;
+}
+
+double autotuner::noise() const {
+  if (recent_.size() < 2) {
+    return 0;
+  }
+  double mean = 0;
+  for (const auto& m : recent_) {
+    mean += m.rate();
+  }
+  mean /= static_cast<double>(recent_.size());
+  double var = 0;
+  for (const auto& m : recent_) {
+    var += (m.rate() - mean) * (m.rate() - mean);
+  }
+  var /= static_cast<double>(recent_.size() - 1);
+  return mean > 0 ? std::sqrt(var) / mean : 0;
+}
+
+std::optional<tuning_change> autotuner::judge() {
   for (auto& k : rest_) {
     for (auto& d : k) {
       d = std::max(0, d - 1);
     }
   }
-  note_load(m);
+  note_load(recent_.back());
   if (trial_) {
-    return settle_trial(m);
+    if (recent_.size() < static_cast<std::size_t>(settings_.trial_judgements)) {
+      return std::nullopt;
+    }
+    return settle_trial(pooled(static_cast<std::size_t>(settings_.trial_judgements)));
   }
-  return decide(m);
+  if (recent_.size() < static_cast<std::size_t>(settings_.baseline_judgements) &&
+      !recent_.back().memory_short) {
+    return std::nullopt;
+  }
+  return decide(pooled(recent_.size()));
 }
 
 void autotuner::note_load(const measure& m) noexcept {
@@ -134,6 +192,8 @@ void autotuner::note_load(const measure& m) noexcept {
     k[0] = k[1] = 0;
   }
   load_at_rest_ = m.other_cpu();
+  // The judgements before the shift are of another machine: the baseline starts again.
+  recent_.erase(recent_.begin(), recent_.end() - 1);
 }
 
 bool autotuner::resting(knob k, int step) const noexcept {
@@ -151,8 +211,10 @@ std::optional<tuning_change> autotuner::settle_trial(const measure& m) {
   const double r1 = m.rate();
   const double w0 = t.baseline.wait();
   const double w1 = m.wait();
+  // A growth must beat the noise the baseline's judgements showed, too.
+  const double gain = std::max(settings_.gain, 2 * t.noise);
   const bool kept =
-      t.step > 0 ? r1 > r0 * (1 + settings_.gain) ||
+      t.step > 0 ? r1 > r0 * (1 + gain) ||
                        (w0 > wait_threshold && w1 <= w0 / 2 && r1 >= r0 * (1 - settings_.loss))
                  : r1 >= r0 * (1 - settings_.loss) && w1 <= std::max(wait_threshold, w0 + 0.01);
   const std::string what =
@@ -183,6 +245,13 @@ std::optional<tuning_change> autotuner::decide(const measure& m) {
                    ", the window full " + percent(std::min(1.0, f.window_full_share())) +
                    ", other processes on " + cores_text(m.other_cpu()) + " of " +
                    std::to_string(static_cast<int>(m.cores)) + " cores";
+  if (m.memory_short) {  // not a trial: memory comes first
+    auto next = moved(knob::window, -1);
+    if (next == counts_) {
+      return std::nullopt;
+    }
+    return apply(next, now + "; the machine short of memory: a smaller window");
+  }
   if (f.wait_share() > wait_threshold) {
     const auto bound = classify(f);
     if (bound == bottleneck::window) {
@@ -230,7 +299,7 @@ std::optional<tuning_change> autotuner::try_step(knob k, int step, const measure
   if (next == counts_) {
     return std::nullopt;
   }
-  trial_ = trial{k, step, counts_, m};
+  trial_ = trial{k, step, counts_, m, noise()};
   return apply(next, std::move(why));
 }
 
@@ -238,6 +307,7 @@ tuning_change autotuner::apply(tuning next, std::string reason) {
   counts_ = next;
   ++changes_;
   current_ = {};
+  recent_.clear();
   settling_ = settings_.settle_intervals;
   return {next, std::move(reason)};
 }

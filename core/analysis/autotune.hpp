@@ -6,21 +6,29 @@
 /// window is, within fixed bounds. No clock of its own: time comes with the readings.
 ///
 /// How it decides (Cachew's scaling policy, driven by the live diagnosis's classes):
-///   - The readings are judged in groups of `judge_intervals`; after a change the first
-///     `settle_intervals` readings are skipped (the pool refills).
+///   - Readings are judged in groups of `judge_intervals`; after a change (and at the start) the
+///     first `settle_intervals` readings are skipped (the pool refills), and so is a reading in
+///     which nothing was prepared that would begin a group (workers still starting).
+///   - Counts in place are judged over `baseline_judgements` judgements before a trial starts,
+///     a trial over `trial_judgements` before its verdict: the rate (samples prepared per
+///     second) of a few seconds varies with the samples drawn (a heavy tail of slow ones).
 ///   - Trainers waiting, window-bound (live_diagnosis.hpp): the window grows by `window_step`,
 ///     within its bound, on trial; prep- or fetch-bound (or a window that cannot grow): one more
-///     preprocessor (reader), on trial. A growth stays when the trainers' rate grew by more than
-///     `gain` (7%), or their wait halved at no loss; else it is taken back and that growth rests
-///     `rest_judgements`. With that growth at its bound or resting and more preprocessors than
-///     the process's cores: one fewer, on trial.
+///     preprocessor (reader), on trial. A growth stays when the rate grew by more than `gain`
+///     (7%) and by more than twice the noise of the baseline's judgements (their standard
+///     deviation over their mean), or the trainers' wait halved at no loss; else it is taken
+///     back and that growth rests `rest_judgements`. With that growth at its bound or resting
+///     and more preprocessors than the process's cores: one fewer, on trial.
 ///   - A shrink on trial stays when it cost less than `loss` (3%) of the rate and the trainers
 ///     still hardly wait (or wait no more than before); else it is taken back and rests.
 ///   - The trainers hardly waiting: one fewer preprocessor (reader) where that pool is idle
 ///     (busy under `idle_share`); else, the window never full, a smaller window (not below
 ///     where it began); each on trial as a shrink.
+///   - The machine short of memory (tuning_reading::memory_short): no growth; a smaller window
+///     at once (down to its least), judgement after judgement.
 ///   - A change of at least `load_shift` cores in the rest of the machine's load ends every
-///     rest: what failed before may succeed now (competing processes came or went).
+///     rest, and the baseline starts again from the judgement that saw it: what failed before
+///     may succeed now (competing processes came or went).
 /// Straggler actors follow the preprocessors (as many, within their bounds); the window
 /// follows them by `window_per_worker` each (the pool's lookahead, batcher_core.hpp).
 /// Single-threaded (the autotuner actor's).
@@ -28,6 +36,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/analysis/live_diagnosis.hpp"
 
@@ -54,20 +63,26 @@ std::string describe(const tuning& t);
 /// were active in it.
 struct tuning_reading {
   interval_figures figures;
-  std::uint64_t samples = 0;  ///< samples the trainers took in it
+  std::uint64_t samples = 0;  ///< samples prepared in it (the pipeline's rate)
   double other_cpu = 0;       ///< cores the rest of the machine kept busy, on average
   double cores = 1;           ///< cores this process may run on
+  /// The machine is short of memory (the actor: under a tenth of it available): nothing grows,
+  /// the window shrinks.
+  bool memory_short = false;
 };
 
 struct autotune_settings {
-  int judge_intervals = 3;   ///< >= 1: readings per judgement
-  int settle_intervals = 1;  ///< >= 0: readings skipped after a change
-  double gain = 0.07;        ///< a growth stays when the rate grows by more than this share
-  double loss = 0.03;        ///< a shrink stays when the rate falls by less than this share
-  double idle_share = 0.5;   ///< a pool busy less than this share is idle
-  int rest_judgements = 10;  ///< >= 1: judgements a failed direction rests
-  double load_shift = 0.5;   ///< cores of change in the machine's other load that end the rests
-  double window_step = 1.5;  ///< > 1: the window's growth factor when window-bound
+  int judge_intervals = 2;      ///< >= 1: readings per judgement
+  int baseline_judgements = 2;  ///< >= 1: judgements of the counts in place before a trial
+  int trial_judgements = 2;     ///< >= 1: judgements of a trial's counts before its verdict
+  int history = 4;              ///< >= baseline and trial judgements: judgements kept
+  int settle_intervals = 1;     ///< >= 0: readings skipped after a change
+  double gain = 0.07;           ///< a growth stays when the rate grows by more than this share
+  double loss = 0.03;           ///< a shrink stays when the rate falls by less than this share
+  double idle_share = 0.5;      ///< a pool busy less than this share is idle
+  int rest_judgements = 10;     ///< >= 1: judgements a failed direction rests
+  double load_shift = 0.5;      ///< cores of change in the machine's other load that end the rests
+  double window_step = 1.5;     ///< > 1: the window's growth factor when window-bound
   std::uint64_t window_per_worker = 4;  ///< window samples that follow each preprocessor
 };
 
@@ -92,12 +107,15 @@ class autotuner {
   std::uint64_t changes() const noexcept { return changes_; }
 
  private:
-  /// A judgement's figures: sums over its readings.
+  /// A judgement's figures: sums over its readings (or over several judgements).
   struct measure {
+    void add(const tuning_reading& r) noexcept;
+    void add(const measure& o) noexcept;
     double seconds = 0, wait_s = 0, prep_s = 0, read_s = 0, full_s = 0, other_cpu_s = 0;
     std::uint64_t samples = 0;
     int trainers = 1, readings = 0;
     double cores = 1;
+    bool memory_short = false;  ///< in any of its readings
     double rate() const noexcept {
       return seconds > 0 ? static_cast<double>(samples) / seconds : 0;
     }
@@ -110,9 +128,14 @@ class autotuner {
     int step = 0;  ///< +1 growth, -1 shrink
     tuning before;
     measure baseline;
+    double noise = 0;  ///< the baseline judgements' rates: standard deviation / mean
   };
 
-  std::optional<tuning_change> judge(const measure& m);
+  std::optional<tuning_change> judge();
+  /// The last `last` judgements of recent_, pooled.
+  measure pooled(std::size_t last) const;
+  /// How much recent_'s rates vary: standard deviation / mean (0 with fewer than 2).
+  double noise() const;
   std::optional<tuning_change> decide(const measure& m);
   std::optional<tuning_change> settle_trial(const measure& m);
   std::optional<tuning_change> try_step(knob k, int step, const measure& m, std::string why);
@@ -129,7 +152,8 @@ class autotuner {
   tuning most_;
   autotune_settings settings_;
   std::uint64_t start_window_ = 1;  ///< the window shrinks back no further than where it began
-  measure current_;
+  measure current_;                 ///< the judgement being read
+  std::vector<measure> recent_;     ///< judgements of the counts in place, oldest first
   int settling_ = 0;
   std::optional<trial> trial_;
   /// Per knob and direction (0 shrink, 1 growth): judgements it still rests.

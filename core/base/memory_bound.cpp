@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <string>
 
 namespace conveyor {
 
@@ -33,6 +34,19 @@ std::uint64_t cgroup_limit() {
 std::uint64_t machine_memory_bytes() {
   static const std::uint64_t bytes = std::min(physical_memory(), cgroup_limit());
   return bytes;
+}
+
+std::optional<std::uint64_t> available_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") {
+      return kib * 1024;
+    }
+  }
+  return std::nullopt;
 }
 
 expected<void> fits_in_memory(std::uint64_t bytes, const std::string& what) {

@@ -6,6 +6,7 @@
 /// and under AddressSanitizer a throwing `new` that fails aborts the process.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "conveyor/error.hpp"
@@ -15,6 +16,10 @@ namespace conveyor {
 /// The machine's physical memory in bytes (sysconf), read once; /sys/fs/cgroup/memory.max where
 /// that is smaller (a container's own cgroup, as the container sees it).
 std::uint64_t machine_memory_bytes();
+
+/// Memory the machine can still give without swapping (/proc/meminfo's MemAvailable, in
+/// bytes); nullopt where it cannot be read.
+std::optional<std::uint64_t> available_memory_bytes();
 
 /// errc::io_error naming `what` and both sizes when `bytes` is more than machine_memory_bytes().
 expected<void> fits_in_memory(std::uint64_t bytes, const std::string& what);

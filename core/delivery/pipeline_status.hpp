@@ -59,6 +59,10 @@ class pipeline_status {
   /// samples x steps.
   void count_step() noexcept { steps_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t steps_executed() const noexcept { return steps_.load(std::memory_order_relaxed); }
+  /// A sample was prepared (its steps done, wherever they ran): counted as it happens, for the
+  /// autotuner's rate (the figures' `prepared` moves only when a batch goes out).
+  void count_prepared() noexcept { prepared_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t prepared_now() const noexcept { return prepared_.load(std::memory_order_relaxed); }
   /// Hand-offs decided from the image header alone, before any step ran (early recognition).
   void count_early_handoff() noexcept { early_handoffs_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t early_handoffs() const noexcept {
@@ -108,6 +112,7 @@ class pipeline_status {
   std::optional<error> failure_;
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> steps_{0};
+  std::atomic<std::uint64_t> prepared_{0};
   std::atomic<std::uint64_t> early_handoffs_{0};
   std::atomic<std::uint64_t> restarts_{0};
   std::atomic<std::uint64_t> hangs_{0};

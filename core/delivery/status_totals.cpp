@@ -18,6 +18,7 @@ status_totals take_totals(const pipeline_status& status, int gpus) {
   t.read_busy_s = static_cast<double>(status.read_ns()) / 1e9;
   t.window_full_s = static_cast<double>(status.window().full_until(monotonic_ns())) / 1e9;
   t.delivered = figures.totals.delivered;
+  t.prepared = status.prepared_now();
   return t;
 }
 

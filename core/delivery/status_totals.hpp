@@ -18,6 +18,7 @@ struct status_totals {
   double read_busy_s = 0;
   double window_full_s = 0;
   std::uint64_t delivered = 0;  ///< samples in batches handed to the feeders
+  std::uint64_t prepared = 0;   ///< samples prepared, counted as they were (not per batch)
 };
 
 /// `status`'s totals now, over the channels of `gpus` trainers. Thread-safe.
