@@ -281,39 +281,30 @@ PY
 # cases; speech = config/examples/rnnt-librispeech.toml on scripts/make-speech-set 600.
 # <NAME>_EPOCHS (IMAGE_EPOCHS, ...) sets EPOCHS.
 bench_recipe() {
+  local topology set
   FORMAT_SET=()
   case $1 in
     image)
-      TOPOLOGY_FILE="$BENCH_ROOT/config/default.toml"
-      DATASET="$DATA_DIR/map-400"
+      topology=default.toml set=map-400 EPOCHS=${IMAGE_EPOCHS:-6}
       FORMAT_SET=(--set dataset.format=folder)
-      EPOCHS=${IMAGE_EPOCHS:-6}
-      ensure_dataset "$DATASET" 400 0.1
       ;;
-    detection)
-      TOPOLOGY_FILE="$BENCH_ROOT/config/examples/detection.toml"
-      DATASET="$DATA_DIR/detection-200"
-      EPOCHS=${DETECTION_EPOCHS:-3}
-      ensure_made "$DATASET" "200 detection samples" "$PYTHON" \
-        "$BENCH_ROOT/scripts/make-detection-set" 200
-      ;;
-    unet3d)
-      TOPOLOGY_FILE="$BENCH_ROOT/config/examples/unet3d-kits19.toml"
-      DATASET="$DATA_DIR/kits19-30"
-      EPOCHS=${UNET3D_EPOCHS:-40}
-      ensure_made "$DATASET" "30 synthetic KiTS19 cases" "$PACK_BIN" --synthetic-volumes 30 --out
-      ;;
-    speech)
-      TOPOLOGY_FILE="$BENCH_ROOT/config/examples/rnnt-librispeech.toml"
-      DATASET="$DATA_DIR/speech-600"
-      EPOCHS=${SPEECH_EPOCHS:-4}
-      ensure_made "$DATASET" "600 utterances spoken by espeak-ng" "$PYTHON" \
-        "$BENCH_ROOT/scripts/make-speech-set" 600
-      ;;
+    detection) topology=examples/detection.toml set=detection-200 EPOCHS=${DETECTION_EPOCHS:-3} ;;
+    unet3d) topology=examples/unet3d-kits19.toml set=kits19-30 EPOCHS=${UNET3D_EPOCHS:-40} ;;
+    speech) topology=examples/rnnt-librispeech.toml set=speech-600 EPOCHS=${SPEECH_EPOCHS:-4} ;;
     *)
       log "unknown recipe $1 (image, detection, unet3d, speech)"
       exit 2
       ;;
+  esac
+  TOPOLOGY_FILE="$BENCH_ROOT/config/$topology"
+  DATASET="$DATA_DIR/$set"
+  case $1 in
+    image) ensure_dataset "$DATASET" 400 0.1 ;;
+    detection) ensure_made "$DATASET" "200 detection samples" "$PYTHON" \
+      "$BENCH_ROOT/scripts/make-detection-set" 200 ;;
+    unet3d) ensure_made "$DATASET" "30 synthetic KiTS19 cases" "$PACK_BIN" --synthetic-volumes 30 --out ;;
+    speech) ensure_made "$DATASET" "600 utterances spoken by espeak-ng" "$PYTHON" \
+      "$BENCH_ROOT/scripts/make-speech-set" 600 ;;
   esac
 }
 

@@ -86,11 +86,26 @@ TEST(Autotune, TakesBackAGrowthThatDoesNotPayAndRestsUntilTheLoadShifts) {
   EXPECT_EQ(t.tuner.counts().preprocessors, 3);
 }
 
+TEST(Autotune, ATrialTheLoadShiftsInIsTakenBackWithoutVerdictNorRest) {
+  tuned t{autotuner(start, least, most), {}};
+  auto flat = [](double other) {
+    return [other](const tuning& c) { return reading(c, 0.3, 0.97, 200.0, other); };
+  };
+  t.feed(5, flat(0));  // settling, 2 judgements: one more preprocessor on trial
+  ASSERT_EQ(t.tuner.counts().preprocessors, 3);
+  t.feed(3, flat(2.0));  // competitors come during the trial
+  ASSERT_EQ(t.said.size(), 2u);
+  EXPECT_EQ(t.said[1].counts.preprocessors, 2);
+  EXPECT_NE(t.said[1].reason.find("without judgement"), std::string::npos) << t.said[1].reason;
+  t.feed(5, flat(2.0));  // no rest: tried again on the machine as it is now
+  EXPECT_EQ(t.tuner.counts().preprocessors, 3);
+}
+
 TEST(Autotune, ShrinksAnIdlePoolWhileItCostsNothingAndGrowsAgainUnderAStall) {
   tuned t{autotuner({4, 4, 1, 56}, least, most), {}};
   // The trainers set the pace (100 samples/s) and the preprocessors idle: each shrink costs
-  // nothing until one preprocessor would be busy more than half its time.
-  auto demand = [](const tuning& c) { return reading(c, 0.01, 0.8 / c.preprocessors, 100.0); };
+  // nothing while the ones left would be busy less than 75% of their time.
+  auto demand = [](const tuning& c) { return reading(c, 0.01, 0.6 / c.preprocessors, 100.0); };
   t.feed(40, demand);
   EXPECT_EQ(t.tuner.counts().preprocessors, 1);
   EXPECT_EQ(t.tuner.counts().window, 56u - 3 * 4);
@@ -108,7 +123,7 @@ TEST(Autotune, TakesBackAShrinkThatCostsTheTrainers) {
   tuned t{autotuner(start, least, most), {}};
   // Idle enough to try one fewer, but then the trainers wait: taken back.
   auto f = [](const tuning& c) {
-    return c.preprocessors == 2 ? reading(c, 0.0, 0.45, 100.0) : reading(c, 0.2, 1.0, 80.0);
+    return c.preprocessors == 2 ? reading(c, 0.0, 0.3, 100.0) : reading(c, 0.2, 1.0, 80.0);
   };
   t.feed(10, f);
   ASSERT_GE(t.said.size(), 2u);

@@ -30,14 +30,9 @@ using testing::temp_dir;
 constexpr int images = 23;
 
 std::filesystem::path setup(const temp_dir& dir) {
-  for (int i = 0; i < images; ++i) {
-    auto cls = dir / "images" / ("c" + std::to_string(i % 3));
-    std::filesystem::create_directories(cls);
-    testing::write_file(cls / ("i" + std::to_string(i) + ".jpg"),
-                        testing::make_jpeg(64 + i, 48 + i % 7, static_cast<std::uint64_t>(i)));
-  }
+  const auto folder = testing::make_image_folder(dir, images);
   auto file = dir / "node.toml";
-  std::ofstream(file) << "[dataset]\npath = \"" << (dir / "images").string()
+  std::ofstream(file) << "[dataset]\npath = \"" << folder.string()
                       << "\"\nformat = \"folder\"\n"
                          "[pipeline]\nbatch_size = 3\nprefetch_batches = 2\npreprocessors = 2\n"
                          "autotune = true\n"

@@ -32,6 +32,12 @@ std::string change_text(double before, double after) {
   return text;
 }
 
+// The busy share of a pool of `count` busy `share` of their time, after one fewer takes their
+// work (1 and more for a pool of one: none can go).
+double busy_after_one_fewer(double share, int count) {
+  return count > 1 ? share * count / (count - 1) : 1;
+}
+
 }  // namespace
 
 std::string describe(const tuning& t) {
@@ -170,7 +176,15 @@ std::optional<tuning_change> autotuner::judge() {
       d = std::max(0, d - 1);
     }
   }
-  note_load(recent_.back());
+  if (note_load(recent_.back()) && trial_) {
+    // The machine changed under the trial: its rate says nothing of the counts. Back to where
+    // it began, with no rest: the next decision is made on the machine as it is now.
+    const auto before = trial_->before;
+    trial_.reset();
+    return apply(before, "the load of other processes moved to " +
+                             cores_text(recent_.back().other_cpu()) +
+                             " cores during the trial: taken back, without judgement");
+  }
   if (trial_) {
     if (recent_.size() < static_cast<std::size_t>(settings_.trial_judgements)) {
       return std::nullopt;
@@ -184,9 +198,9 @@ std::optional<tuning_change> autotuner::judge() {
   return decide(pooled(recent_.size()));
 }
 
-void autotuner::note_load(const measure& m) noexcept {
+bool autotuner::note_load(const measure& m) noexcept {
   if (std::abs(m.other_cpu() - load_at_rest_) < settings_.load_shift) {
-    return;
+    return false;
   }
   for (auto& k : rest_) {
     k[0] = k[1] = 0;
@@ -194,6 +208,7 @@ void autotuner::note_load(const measure& m) noexcept {
   load_at_rest_ = m.other_cpu();
   // The judgements before the shift are of another machine: the baseline starts again.
   recent_.erase(recent_.begin(), recent_.end() - 1);
+  return true;
 }
 
 bool autotuner::resting(knob k, int step) const noexcept {
@@ -273,13 +288,13 @@ std::optional<tuning_change> autotuner::decide(const measure& m) {
     }
     return std::nullopt;
   }
-  if (f.prep_share() < settings_.idle_share) {
+  if (busy_after_one_fewer(f.prep_share(), counts_.preprocessors) < settings_.shrink_below) {
     if (auto c = try_step(knob::preprocessors, -1, m,
                           now + ": the preprocessors idle, one fewer, on trial")) {
       return c;
     }
   }
-  if (f.read_share() < settings_.idle_share) {
+  if (busy_after_one_fewer(f.read_share(), counts_.readers) < settings_.shrink_below) {
     if (auto c = try_step(knob::readers, -1, m, now + ": the readers idle, one fewer, on trial")) {
       return c;
     }

@@ -21,14 +21,15 @@
 ///     and more preprocessors than the process's cores: one fewer, on trial.
 ///   - A shrink on trial stays when it cost less than `loss` (3%) of the rate and the trainers
 ///     still hardly wait (or wait no more than before); else it is taken back and rests.
-///   - The trainers hardly waiting: one fewer preprocessor (reader) where that pool is idle
-///     (busy under `idle_share`); else, the window never full, a smaller window (not below
+///   - The trainers hardly waiting: one fewer preprocessor (reader) where the rest of that pool
+///     would still be busy less than `shrink_below` of its time; else, the window never full, a smaller window (not below
 ///     where it began); each on trial as a shrink.
 ///   - The machine short of memory (tuning_reading::memory_short): no growth; a smaller window
 ///     at once (down to its least), judgement after judgement.
 ///   - A change of at least `load_shift` cores in the rest of the machine's load ends every
 ///     rest, and the baseline starts again from the judgement that saw it: what failed before
-///     may succeed now (competing processes came or went).
+///     may succeed now (competing processes came or went). A trial it happened in is taken
+///     back without a verdict (and without rest).
 /// Straggler actors follow the preprocessors (as many, within their bounds); the window
 /// follows them by `window_per_worker` each (the pool's lookahead, batcher_core.hpp).
 /// Single-threaded (the autotuner actor's).
@@ -79,7 +80,8 @@ struct autotune_settings {
   int settle_intervals = 1;     ///< >= 0: readings skipped after a change
   double gain = 0.07;           ///< a growth stays when the rate grows by more than this share
   double loss = 0.03;           ///< a shrink stays when the rate falls by less than this share
-  double idle_share = 0.5;      ///< a pool busy less than this share is idle
+  /// A pool shrinks when one fewer would be busy less than this share of its time.
+  double shrink_below = 0.75;
   int rest_judgements = 10;     ///< >= 1: judgements a failed direction rests
   double load_shift = 0.5;      ///< cores of change in the machine's other load that end the rests
   double window_step = 1.5;     ///< > 1: the window's growth factor when window-bound
@@ -141,7 +143,8 @@ class autotuner {
   std::optional<tuning_change> try_step(knob k, int step, const measure& m, std::string why);
   bool resting(knob k, int step) const noexcept;
   void rest(knob k, int step) noexcept;
-  void note_load(const measure& m) noexcept;
+  /// True when the machine's other load moved by load_shift since it was last noted.
+  bool note_load(const measure& m) noexcept;
   /// counts_ with `k` moved by `step` (followers updated), clamped; == counts_ when at a bound.
   tuning moved(knob k, int step) const noexcept;
   tuning clamp(tuning t) const noexcept;
