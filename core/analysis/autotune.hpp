@@ -22,8 +22,8 @@
 ///   - A shrink on trial stays when it cost less than `loss` (3%) of the rate and the trainers
 ///     still hardly wait (or wait no more than before); else it is taken back and rests.
 ///   - The trainers hardly waiting: one fewer preprocessor (reader) where the rest of that pool
-///     would still be busy less than `shrink_below` of its time; else, the window never full, a smaller window (not below
-///     where it began); each on trial as a shrink.
+///     would still be busy less than `shrink_below` of its time; else, the window never full,
+///     a smaller window (not below where it began); each on trial as a shrink.
 ///   - The machine short of memory (tuning_reading::memory_short): no growth; a smaller window
 ///     at once (down to its least), judgement after judgement.
 ///   - A change of at least `load_shift` cores in the rest of the machine's load ends every
