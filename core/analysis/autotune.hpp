@@ -82,9 +82,9 @@ struct autotune_settings {
   double loss = 0.03;           ///< a shrink stays when the rate falls by less than this share
   /// A pool shrinks when one fewer would be busy less than this share of its time.
   double shrink_below = 0.75;
-  int rest_judgements = 10;     ///< >= 1: judgements a failed direction rests
-  double load_shift = 0.5;      ///< cores of change in the machine's other load that end the rests
-  double window_step = 1.5;     ///< > 1: the window's growth factor when window-bound
+  int rest_judgements = 10;  ///< >= 1: judgements a failed direction rests
+  double load_shift = 0.5;   ///< cores of change in the machine's other load that end the rests
+  double window_step = 1.5;  ///< > 1: the window's growth factor when window-bound
   std::uint64_t window_per_worker = 4;  ///< window samples that follow each preprocessor
 };
 
