@@ -1,7 +1,7 @@
 // The node's live diagnosis (actors/diagnosis.hpp) as operators see it: a node whose trainer
-// takes no time, and whose preprocessing is the work, is prep-bound (the trainers always wait, the preprocessors are the busy part);
-// one whose trainer is slow is trainer-bound; the JSON line names the dominant class and the
-// share of each, and the log says when the class changes.
+// takes no time, and whose preprocessing is the work, is prep-bound (the trainers always wait, the
+// preprocessors are the busy part); one whose trainer is slow is trainer-bound; the JSON line names
+// the dominant class and the share of each, and the log says when the class changes.
 #include <gtest/gtest.h>
 
 #include "support/node_app.hpp"
