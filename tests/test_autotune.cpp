@@ -3,6 +3,7 @@
 // noise and stays within its bounds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -163,9 +164,11 @@ TEST(Autotune, AGainWithinTheNoiseIsTakenBack) {
 TEST(Autotune, GrowsAFullWindowWhileThatPaysWithinItsBound) {
   tuned t{autotuner(start, least, most), {}};
   // Waiting, pools not saturated, the window full all the time: window-bound; every larger
-  // window pays, up to 160 samples.
+  // window pays, up to 160 samples (and one preprocessor fewer would cost 10%).
   auto f = [](const tuning& c) {
-    return reading(c, 0.3, 0.4, 100.0 * std::min<double>(c.window, 160) / 40, 0, 1.0);
+    return reading(c, 0.3, 0.4,
+                   100.0 * std::min<double>(c.window, 160) / 40 * (c.preprocessors < 2 ? 0.9 : 1),
+                   0, 1.0);
   };
   t.feed(40, f);
   EXPECT_EQ(t.tuner.counts().window, 200u);
@@ -180,6 +183,90 @@ TEST(Autotune, GrowsAFullWindowWhileThatPaysWithinItsBound) {
   EXPECT_EQ(flat.said[1].counts.window, 40u);
   EXPECT_NE(flat.said[1].reason.find("a larger window taken back"), std::string::npos)
       << flat.said[1].reason;
+}
+
+// The image recipe on 2 cores: the trainers wait, the window is full half the time, the two
+// preprocessors idle 40% of theirs (the feeders' collation short of CPU), and one preprocessor
+// is faster than two, two than three. The window's growth does not pay; one fewer does.
+TEST(Autotune, OneFewerWhenThePreprocessorsOnEveryCoreWaitForTheOtherStages) {
+  tuned t{autotuner(start, least, most), {}};
+  auto f = [](const tuning& c) {
+    const double rates[] = {0, 220, 200, 190, 180};
+    return reading(c, 1.0, 0.6, rates[c.preprocessors], 0, 0.6);
+  };
+  t.feed(60, f);
+  const auto said = [&t](const char* what) {
+    return std::find_if(t.said.begin(), t.said.end(), [what](const tuning_change& c) {
+      return c.reason.find(what) != std::string::npos;
+    });
+  };
+  const auto fewer = said("on every core left yet idle 40%");
+  ASSERT_NE(fewer, t.said.end());
+  EXPECT_EQ(fewer->counts.preprocessors, 1);
+  EXPECT_NE(said("one fewer preprocessor kept"), t.said.end());
+  EXPECT_EQ(said("one more preprocessor kept"), t.said.end());  // two are tried again: slower
+  // The same pools saturated (busy 95%): the preprocessors are the bottleneck, and one fewer
+  // is never tried.
+  tuned saturated{autotuner(start, least, most), {}};
+  saturated.feed(60, [](const tuning& c) { return reading(c, 1.0, 0.95, 200.0, 0, 0.6); });
+  for (const auto& c : saturated.said) {
+    EXPECT_GE(c.counts.preprocessors, 2) << c.reason;
+  }
+}
+
+// A trial that halves the rate ends after its first judgement, not its second.
+TEST(Autotune, AClearlyWorseTrialIsTakenBackAfterOneJudgement) {
+  tuned t{autotuner(start, least, most), {}};
+  auto f = [](const tuning& c) {
+    return reading(c, 0.3, 0.97, c.preprocessors == 2 ? 200.0 : 100.0);
+  };
+  t.feed(5, f);  // settling, 2 judgements: one more preprocessor on trial
+  ASSERT_EQ(t.tuner.counts().preprocessors, 3);
+  t.feed(3, f);  // settling, one judgement
+  ASSERT_EQ(t.said.size(), 2u);
+  EXPECT_EQ(t.said[1].counts.preprocessors, 2);
+  EXPECT_NE(t.said[1].reason.find("-50.0%"), std::string::npos) << t.said[1].reason;
+}
+
+// A growth taken back again and again rests twice as long each time (up to 8x), and a load
+// shift forgets it.
+TEST(Autotune, ADirectionTakenBackAgainRestsTwiceAsLong) {
+  autotune_settings s;
+  s.rest_judgements = 2;
+  tuned t{autotuner(start, least, most, s), {}};
+  std::vector<int> trials;  // the reading at which each trial began
+  int i = 0;
+  double other = 0;
+  auto flat = [&](const tuning& c) {
+    ++i;
+    return reading(c, 0.3, 0.97, 200.0, other);
+  };
+  for (int n = 0; n < 400; ++n) {
+    if (auto before = t.tuner.counts(); t.feed(1, flat) == 1 && before.preprocessors == 2) {
+      trials.push_back(i);
+    }
+  }
+  ASSERT_GE(trials.size(), 6u);
+  std::vector<int> gaps;
+  for (std::size_t k = 1; k < trials.size(); ++k) {
+    gaps.push_back(trials[k] - trials[k - 1]);
+  }
+  // Each trial: settle 1 + 2 judgements of 2, settle 1 + 2 baseline judgements; then a rest
+  // of 2, 4, 8, 16, 16 judgements (the rest counts down while the baseline is read).
+  for (std::size_t k = 1; k < gaps.size(); ++k) {
+    EXPECT_GE(gaps[k], gaps[k - 1]) << "gap " << k;
+  }
+  EXPECT_GT(gaps[3], gaps[0]);
+  EXPECT_EQ(gaps[4], gaps[3]) << "the rest doubles up to 8x";
+  // The load shifts: the rests end, the next trial comes at once.
+  ASSERT_EQ(t.tuner.counts().preprocessors, 2);
+  other = 2.0;
+  const int shifted = i;
+  for (int n = 0; n < 20 && t.tuner.counts().preprocessors == 2; ++n) {
+    t.feed(1, flat);
+  }
+  EXPECT_EQ(t.tuner.counts().preprocessors, 3);
+  EXPECT_LT(i - shifted, gaps[0]);
 }
 
 TEST(Autotune, ShortOfMemoryNothingGrowsAndTheWindowShrinks) {

@@ -182,6 +182,19 @@ batcher_settings pool_of(int workers, std::uint64_t dataset) {
   return s;
 }
 
+// Every reader, preprocessor and straggler actor of `s` reports up to `core`.
+void every_worker_up(batcher_core& core, const batcher_settings& s) {
+  for (int r = 0; r < s.readers; ++r) {
+    core.on_worker_up(worker_role::reader, r);
+  }
+  for (int w = 0; w < s.workers; ++w) {
+    core.on_worker_up(worker_role::preprocessor, w);
+  }
+  for (int w = 0; w < s.stragglers; ++w) {
+    core.on_worker_up(worker_role::straggler, w);
+  }
+}
+
 // A pool larger than the batches ahead (batch 2 on 16 cores, as the UNet3D recipe runs): the
 // default window still lets every preprocessor hold its per_worker_limit, and leaves room for
 // later samples while the oldest batch waits for its slowest one (more under in_order, which
@@ -196,10 +209,7 @@ TEST(DefaultWindow, KeepsEveryPreprocessorOfALargePoolBusy) {
   batcher_core core(s,
                     make_batch_policy(batching_policy::in_order, {s.batch_size, 1, false, 0, {}}));
   core.on_credit(0, prefetch + 1);
-  core.on_worker_up(worker_role::reader, 0);
-  for (int w = 0; w < s.workers; ++w) {
-    core.on_worker_up(worker_role::preprocessor, w);
-  }
+  every_worker_up(core, s);
   std::map<int, std::uint64_t> held;
   for (const auto& d : core.take_dispatches()) {
     ++held[d.worker];
@@ -236,10 +246,7 @@ TEST(WindowOccupancy, TheBatcherTellsWhenItsWindowFills) {
                     make_batch_policy(batching_policy::in_order, {s.batch_size, 1, false, 0, {}}));
   EXPECT_EQ(core.window_full().full_since_ns, 0u);
   core.on_credit(0, 3);
-  core.on_worker_up(worker_role::reader, 0);
-  for (int w = 0; w < s.workers; ++w) {
-    core.on_worker_up(worker_role::preprocessor, w);
-  }
+  every_worker_up(core, s);
   EXPECT_EQ(core.take_dispatches().size(), 6u);
   EXPECT_NE(core.window_full().full_since_ns, 0u);
 }
@@ -302,12 +309,7 @@ TEST(BatcherCoreAutotune, OnlyActiveWorkersGetWorkWithinTheWindowSet) {
   batcher_core core(s,
                     make_batch_policy(batching_policy::in_order, {s.batch_size, 1, false, 0, {}}));
   core.on_credit(0, 3);
-  for (int r = 0; r < s.readers; ++r) {
-    core.on_worker_up(worker_role::reader, r);
-  }
-  for (int w = 0; w < s.workers; ++w) {
-    core.on_worker_up(worker_role::preprocessor, w);
-  }
+  every_worker_up(core, s);
   core.set_active(worker_role::preprocessor, 2);
   core.set_active(worker_role::reader, 1);
   EXPECT_EQ(core.active(worker_role::preprocessor), 2);
@@ -341,13 +343,7 @@ TEST(BatcherCoreAutotune, HandOffsGoToActiveStragglersOnly) {
   batcher_core core(
       s, make_batch_policy(batching_policy::latency_aware, {s.batch_size, 1, false, 0, {}}));
   core.on_credit(0, 3);
-  core.on_worker_up(worker_role::reader, 0);
-  for (int w = 0; w < s.workers; ++w) {
-    core.on_worker_up(worker_role::preprocessor, w);
-  }
-  for (int w = 0; w < s.stragglers; ++w) {
-    core.on_worker_up(worker_role::straggler, w);
-  }
+  every_worker_up(core, s);
   core.set_active(worker_role::straggler, 1);
   core.set_active(worker_role::preprocessor, 2);
   EXPECT_EQ(core.handoff_limit(), 1u * (1 + s.straggler_backlog));

@@ -186,6 +186,9 @@ std::optional<tuning_change> autotuner::judge() {
                              " cores during the trial: taken back, without judgement");
   }
   if (trial_) {
+    if (recent_.size() == 1 && clearly_worse(recent_.back())) {
+      return settle_trial(recent_.back());
+    }
     if (recent_.size() < static_cast<std::size_t>(settings_.trial_judgements)) {
       return std::nullopt;
     }
@@ -198,13 +201,16 @@ std::optional<tuning_change> autotuner::judge() {
   return decide(pooled(recent_.size()));
 }
 
+bool autotuner::clearly_worse(const measure& m) const noexcept {
+  const double drop = std::max(settings_.early_loss, 3 * trial_->noise);
+  return m.rate() < trial_->baseline.rate() * (1 - drop);
+}
+
 bool autotuner::note_load(const measure& m) noexcept {
   if (std::abs(m.other_cpu() - load_at_rest_) < settings_.load_shift) {
     return false;
   }
-  for (auto& k : rest_) {
-    k[0] = k[1] = 0;
-  }
+  end_rests();
   load_at_rest_ = m.other_cpu();
   // The judgements before the shift are of another machine: the baseline starts again.
   recent_.erase(recent_.begin(), recent_.end() - 1);
@@ -216,7 +222,15 @@ bool autotuner::resting(knob k, int step) const noexcept {
 }
 
 void autotuner::rest(knob k, int step) noexcept {
-  rest_[static_cast<int>(k)][step > 0 ? 1 : 0] = settings_.rest_judgements;
+  auto& failed = failures_[static_cast<int>(k)][step > 0 ? 1 : 0];
+  rest_[static_cast<int>(k)][step > 0 ? 1 : 0] = settings_.rest_judgements << std::min(failed, 3);
+  ++failed;
+}
+
+void autotuner::end_rests() noexcept {
+  for (int k = 0; k < static_cast<int>(knob::count); ++k) {
+    rest_[k][0] = rest_[k][1] = failures_[k][0] = failures_[k][1] = 0;
+  }
 }
 
 std::optional<tuning_change> autotuner::settle_trial(const measure& m) {
@@ -239,6 +253,7 @@ std::optional<tuning_change> autotuner::settle_trial(const measure& m) {
   const std::string figures = rate_text(r0) + " -> " + rate_text(r1) + " (" + change_text(r0, r1) +
                               "), the trainers waiting " + percent(w0) + " -> " + percent(w1);
   if (kept) {
+    end_rests();  // the counts are others now
     return tuning_change{counts_, what + " kept: " + figures};
   }
   rest(t.what, t.step);
@@ -275,18 +290,10 @@ std::optional<tuning_change> autotuner::decide(const measure& m) {
         return c;
       }
     }
-    const auto k = bound == bottleneck::fetch ? knob::readers : knob::preprocessors;
-    const auto name = std::string(k == knob::readers ? "reader" : "preprocessor");
-    if (auto c = try_step(
-            k, +1, m,
-            now + " (" + std::string(bound_name(bound)) + "): one more " + name + ", on trial")) {
-      return c;
+    if (bound == bottleneck::fetch) {
+      return try_step(knob::readers, +1, m, now + " (fetch-bound): one more reader, on trial");
     }
-    // Past the cores even on an idle machine: what does one fewer cost?
-    if (k == knob::preprocessors && counts_.preprocessors > static_cast<int>(m.cores)) {
-      return try_step(k, -1, m, now + ": more preprocessors than cores, one fewer, on trial");
-    }
-    return std::nullopt;
+    return try_preprocessors(f, m, now + " (" + std::string(bound_name(bound)) + ")");
   }
   if (busy_after_one_fewer(f.prep_share(), counts_.preprocessors) < settings_.shrink_below) {
     if (auto c = try_step(knob::preprocessors, -1, m,
@@ -301,6 +308,31 @@ std::optional<tuning_change> autotuner::decide(const measure& m) {
   }
   if (f.window_full_share() <= 0 && counts_.window > start_window_) {
     return try_step(knob::window, -1, m, now + ": the window never full, smaller, on trial");
+  }
+  return std::nullopt;
+}
+
+std::optional<tuning_change> autotuner::try_preprocessors(const interval_figures& f,
+                                                          const measure& m,
+                                                          const std::string& now) {
+  const int free_cores = std::max(1, static_cast<int>(std::lround(m.cores - m.other_cpu())));
+  const bool every_core = counts_.preprocessors >= free_cores;
+  const bool busy = f.prep_share() >= saturated;
+  if (!every_core || busy) {
+    if (auto c = try_step(knob::preprocessors, +1, m, now + ": one more preprocessor, on trial")) {
+      return c;
+    }
+  }
+  // Past the cores even on an idle machine: what does one fewer cost?
+  if (counts_.preprocessors > static_cast<int>(m.cores)) {
+    return try_step(knob::preprocessors, -1, m,
+                    now + ": more preprocessors than cores, one fewer, on trial");
+  }
+  if (every_core && !busy) {
+    return try_step(knob::preprocessors, -1, m,
+                    now + ": preprocessors on every core left yet idle " +
+                        percent(1 - f.prep_share()) +
+                        " of their time (the other stages short of CPU): one fewer, on trial");
   }
   return std::nullopt;
 }

@@ -13,14 +13,23 @@
 ///     a trial over `trial_judgements` before its verdict: the rate (samples prepared per
 ///     second) of a few seconds varies with the samples drawn (a heavy tail of slow ones).
 ///   - Trainers waiting, window-bound (live_diagnosis.hpp): the window grows by `window_step`,
-///     within its bound, on trial; prep- or fetch-bound (or a window that cannot grow): one more
-///     preprocessor (reader), on trial. A growth stays when the rate grew by more than `gain`
-///     (7%) and by more than twice the noise of the baseline's judgements (their standard
-///     deviation over their mean), or the trainers' wait halved at no loss; else it is taken
-///     back and that growth rests `rest_judgements`. With that growth at its bound or resting
-///     and more preprocessors than the process's cores: one fewer, on trial.
+///     within its bound, on trial; fetch-bound: one more reader, on trial; prep-bound, or a
+///     window that cannot grow: one more preprocessor, on trial, when a core is free for it
+///     (fewer preprocessors than the cores the rest of the machine leaves, rounded) or when the
+///     preprocessors are the bottleneck themselves (busy `saturated` of their time). A growth
+///     stays when the rate grew by more than `gain` (7%) and by more than twice the noise of
+///     the baseline's judgements (their standard deviation over their mean), or the trainers'
+///     wait halved at no loss; else it is taken back and that growth rests. With no growth left
+///     to try: one fewer preprocessor, on trial, when there are more than the process's cores,
+///     or when they are on every core left and not saturated (the node's other stages, the
+///     feeders' collation among them, short of CPU: on 2 cores the image recipe runs fastest
+///     with one).
 ///   - A shrink on trial stays when it cost less than `loss` (3%) of the rate and the trainers
 ///     still hardly wait (or wait no more than before); else it is taken back and rests.
+///   - A trial whose first judgement's rate fell by more than `early_loss` (and by more than 3x
+///     the baseline's noise) is taken back at once, without waiting for its other judgements.
+///   - A direction taken back rests `rest_judgements`, twice as long each time it is taken back
+///     again (up to 8x), until a trial is kept or the load shifts.
 ///   - The trainers hardly waiting: one fewer preprocessor (reader) where the rest of that pool
 ///     would still be busy less than `shrink_below` of its time; else, the window never full,
 ///     a smaller window (not below where it began); each on trial as a shrink.
@@ -82,7 +91,9 @@ struct autotune_settings {
   double loss = 0.03;           ///< a shrink stays when the rate falls by less than this share
   /// A pool shrinks when one fewer would be busy less than this share of its time.
   double shrink_below = 0.75;
-  int rest_judgements = 10;  ///< >= 1: judgements a failed direction rests
+  /// A trial's first judgement below the baseline's rate by more than this share ends it.
+  double early_loss = 0.15;
+  int rest_judgements = 10;  ///< >= 1: judgements a failed direction first rests
   double load_shift = 0.5;   ///< cores of change in the machine's other load that end the rests
   double window_step = 1.5;  ///< > 1: the window's growth factor when window-bound
   std::uint64_t window_per_worker = 4;  ///< window samples that follow each preprocessor
@@ -141,8 +152,15 @@ class autotuner {
   std::optional<tuning_change> decide(const measure& m);
   std::optional<tuning_change> settle_trial(const measure& m);
   std::optional<tuning_change> try_step(knob k, int step, const measure& m, std::string why);
+  /// On a trial's first judgement: its rate fell so far that it ends now.
+  bool clearly_worse(const measure& m) const noexcept;
+  /// The trial of the preprocessors (one more, or one fewer) that fits `f`, if any.
+  std::optional<tuning_change> try_preprocessors(const interval_figures& f, const measure& m,
+                                                 const std::string& now);
   bool resting(knob k, int step) const noexcept;
   void rest(knob k, int step) noexcept;
+  /// Ends every rest and forgets the failures (the machine or the counts changed).
+  void end_rests() noexcept;
   /// True when the machine's other load moved by load_shift since it was last noted.
   bool note_load(const measure& m) noexcept;
   /// counts_ with `k` moved by `step` (followers updated), clamped; == counts_ when at a bound.
@@ -159,8 +177,10 @@ class autotuner {
   std::vector<measure> recent_;     ///< judgements of the counts in place, oldest first
   int settling_ = 0;
   std::optional<trial> trial_;
-  /// Per knob and direction (0 shrink, 1 growth): judgements it still rests.
+  /// Per knob and direction (0 shrink, 1 growth): judgements it still rests, and how often it
+  /// was taken back in a row (its next rest doubles with each, up to 8x).
   int rest_[static_cast<int>(knob::count)][2] = {};
+  int failures_[static_cast<int>(knob::count)][2] = {};
   double load_at_rest_ = 0;  ///< the other load when the last rest began
   std::uint64_t changes_ = 0;
 };
