@@ -28,11 +28,14 @@ read -r -a BATCH_SCALES <<<"${BATCH_SCALES:-1 4}"
 results="$BENCH_ROOT/bench/results"
 csv="$results/policy_map.csv"
 CELL=0  # cells run so far: the policies' order alternates from cell to cell
+# The recipe's --set arguments for both policies: speech's length buckets need latency_aware,
+# so both batch without them (as bench/speech.sh compares the policies).
+POLICY_SETS=()
 
 # capacity GPUS BATCH: samples/s the node prepares at step 0 (latency_aware, prefetch 2).
 capacity() {
   local json
-  json=$(recipe_node --set gpus="$1" --set pipeline.batch_size="$2")
+  json=$(recipe_node --set gpus="$1" --set pipeline.batch_size="$2" "${POLICY_SETS[@]}")
   json_field "$json" samples_per_s
 }
 
@@ -46,7 +49,7 @@ cell() {
   for p in "${order[@]}"; do
     json=$(recipe_node --set gpus="$gpus" --set pipeline.batch_size="$batch" \
       --set pipeline.prefetch_batches="$prefetch" --set trainer.step_ms="$step" \
-      --set batching.policy="$p")
+      --set batching.policy="$p" "${POLICY_SETS[@]}")
     log "$recipe $load gpus $gpus batch $batch prefetch $prefetch demand $demand $p: stall $(json_field "$json" stall_fraction)"
     "$PYTHON" -c '
 import json, sys
@@ -83,6 +86,8 @@ run_recipe() {
     return
   fi
   bench_recipe "$recipe"
+  POLICY_SETS=()
+  if [[ $recipe == speech ]]; then POLICY_SETS=(--set batching.bucket_by=); fi
   find "$DATASET" -type f -exec cat {} + >/dev/null  # into the page cache
   for load in "${LOADS[@]}"; do
     if [[ $load == busy ]]; then start_competitors 2; fi
