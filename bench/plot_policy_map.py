@@ -81,7 +81,8 @@ def chart(runs, out):
     panels = sorted({k[:3] for k in runs})
     cols = min(4, len(panels))
     rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.8 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4.2 * rows), squeeze=False,
+                             gridspec_kw={"hspace": 0.45})
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     im = None
