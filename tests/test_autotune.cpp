@@ -228,6 +228,30 @@ TEST(Autotune, AClearlyWorseTrialIsTakenBackAfterOneJudgement) {
   EXPECT_NE(t.said[1].reason.find("-50.0%"), std::string::npos) << t.said[1].reason;
 }
 
+// Taken back, the counts are the baseline's again: the judgements of that baseline count, and
+// the next trial needs one new judgement (after one reading to settle), not two.
+TEST(Autotune, AfterATakeBackTheNextTrialNeedsOneJudgement) {
+  tuned t{autotuner(start, least, most), {}};
+  int i = 0;
+  std::vector<int> at;  // the readings at which the counts changed
+  const auto f = [&i](const tuning& c) {
+    ++i;
+    return reading(c, 1.0, 0.6, 200.0, 0, 0.6);  // window-bound, nothing pays
+  };
+  for (int n = 0; n < 13; ++n) {
+    if (t.feed(1, f) == 1) {
+      at.push_back(i);
+    }
+  }
+  ASSERT_EQ(at.size(), 3u);
+  ASSERT_EQ(t.said.size(), 3u);
+  EXPECT_NE(t.said[0].reason.find("a larger window, on trial"), std::string::npos);
+  EXPECT_NE(t.said[1].reason.find("a larger window taken back"), std::string::npos);
+  EXPECT_EQ(at[1], 10);                      // settle, 2 judgements of the trial
+  EXPECT_EQ(at[2], 13) << t.said[2].reason;  // settle, 1 judgement: one fewer on trial
+  EXPECT_EQ(t.said[2].counts.preprocessors, 1);
+}
+
 // A growth taken back again and again rests twice as long each time (up to 8x), and a load
 // shift forgets it.
 TEST(Autotune, ADirectionTakenBackAgainRestsTwiceAsLong) {

@@ -187,7 +187,8 @@ std::optional<tuning_change> autotuner::judge() {
   }
   if (trial_) {
     if (recent_.size() == 1 && clearly_worse(recent_.back())) {
-      return settle_trial(recent_.back());
+      const auto first = recent_.back();  // settle_trial clears recent_
+      return settle_trial(first);
     }
     if (recent_.size() < static_cast<std::size_t>(settings_.trial_judgements)) {
       return std::nullopt;
@@ -258,10 +259,12 @@ std::optional<tuning_change> autotuner::settle_trial(const measure& m) {
   }
   rest(t.what, t.step);
   load_at_rest_ = m.other_cpu();
-  return apply(t.before,
-               what + " taken back: " + figures +
-                   (t.step > 0 ? " (a growth stays above +" : " (a shrink stays above -") +
-                   percent(t.step > 0 ? settings_.gain : settings_.loss) + ")");
+  auto back =
+      apply(t.before, what + " taken back: " + figures +
+                          (t.step > 0 ? " (a growth stays above +" : " (a shrink stays above -") +
+                          percent(t.step > 0 ? settings_.gain : settings_.loss) + ")");
+  recent_ = t.judged;  // back to counts already judged, on the same machine
+  return back;
 }
 
 std::optional<tuning_change> autotuner::decide(const measure& m) {
@@ -346,7 +349,7 @@ std::optional<tuning_change> autotuner::try_step(knob k, int step, const measure
   if (next == counts_) {
     return std::nullopt;
   }
-  trial_ = trial{k, step, counts_, m, noise()};
+  trial_ = trial{k, step, counts_, m, noise(), recent_};
   return apply(next, std::move(why));
 }
 

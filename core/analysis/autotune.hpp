@@ -26,6 +26,9 @@
 ///     with one).
 ///   - A shrink on trial stays when it cost less than `loss` (3%) of the rate and the trainers
 ///     still hardly wait (or wait no more than before); else it is taken back and rests.
+///   - A trial taken back returns to counts already judged: their baseline judgements count
+///     again (unless the load shifted), so the next decision needs one new judgement, not
+///     `baseline_judgements`.
 ///   - A trial whose first judgement's rate fell by more than `early_loss` (and by more than 3x
 ///     the baseline's noise) is taken back at once, without waiting for its other judgements.
 ///   - A direction taken back rests `rest_judgements`, twice as long each time it is taken back
@@ -141,7 +144,8 @@ class autotuner {
     int step = 0;  ///< +1 growth, -1 shrink
     tuning before;
     measure baseline;
-    double noise = 0;  ///< the baseline judgements' rates: standard deviation / mean
+    double noise = 0;             ///< the baseline judgements' rates: standard deviation / mean
+    std::vector<measure> judged;  ///< the baseline's judgements (recent_ when it began)
   };
 
   std::optional<tuning_change> judge();
