@@ -259,10 +259,11 @@ std::optional<tuning_change> autotuner::settle_trial(const measure& m) {
   }
   rest(t.what, t.step);
   load_at_rest_ = m.other_cpu();
-  auto back =
-      apply(t.before, what + " taken back: " + figures +
-                          (t.step > 0 ? " (a growth stays above +" : " (a shrink stays above -") +
-                          percent(t.step > 0 ? settings_.gain : settings_.loss) + ")");
+  auto back = apply(
+      t.before, what + " taken back: " + figures +
+                    (t.step > 0 ? " (a growth stays above +" : " (a shrink stays above -") +
+                    percent(t.step > 0 ? gain : settings_.loss) +
+                    (t.step > 0 && gain > settings_.gain ? ": twice the baseline's noise)" : ")"));
   recent_ = t.judged;  // back to counts already judged, on the same machine
   return back;
 }
