@@ -14,6 +14,9 @@
 #
 #   bench/autotune.sh [RECIPES=image,detection,unet3d,speech] [ROUNDS=1]
 #
+# KEEP=1 keeps the runs already in $LOG_DIR/autotune.jsonl and numbers this invocation's rounds
+# from FIRST_ROUND (more rounds added to a bench; the report covers every run there; a recipe's
+# 85% demand is recomputed from all its idle runs).
 # The recipes and their sets: bench_recipe (bench/lib.sh).
 # Writes bench/results/autotune.md; every JSON line stays in $LOG_DIR/autotune.jsonl, the
 # autotuner's log lines (logger "autotune") in $LOG_DIR/autotune-*.log.
@@ -22,6 +25,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 IFS=, read -r -a RECIPES <<<"${1:-image,detection,unet3d,speech}"
 ROUNDS=${2:-1}
+FIRST_ROUND=${FIRST_ROUND:-1}
+LAST_ROUND=$((FIRST_ROUND + ROUNDS - 1))
 RESULT="$BENCH_ROOT/bench/results/autotune.md"
 RUNS="$LOG_DIR/autotune.jsonl"
 CORES=$(nproc)
@@ -100,7 +105,7 @@ run_recipe() {
   log "$recipe: reading $DATASET once (into the page cache)"
   find "$DATASET" -type f -exec cat {} + >/dev/null
   declare -gA IDLE_S=()
-  for round in $(seq 1 "$ROUNDS"); do
+  for round in $(seq "$FIRST_ROUND" "$LAST_ROUND"); do
     for config in $(rotate "$round" $(configs)); do
       node_run "$recipe" "$config" idle 0 "$round"
       node_run "$recipe" "$config" busy 0 "$round"
@@ -109,7 +114,7 @@ run_recipe() {
   rate=$(best_idle_rate "$recipe")
   step=$(awk -v r="$rate" -v b="$(batch_of "$recipe")" 'BEGIN { printf "%.3f\n", 1000 * b / (0.85 * r) }')
   log "$recipe: best static idle rate $rate samples/s; 85% demand: $step ms per batch"
-  for round in $(seq 1 "$ROUNDS"); do
+  for round in $(seq "$FIRST_ROUND" "$LAST_ROUND"); do
     for config in $(rotate "$round" $(configs)); do
       node_run "$recipe" "$config" d85 "$step" "$round"
     done
@@ -129,14 +134,19 @@ PY
 }
 
 report() {
-  "$PYTHON" - "$RUNS" "$1" "$ROUNDS" <<'PY'
+  "$PYTHON" - "$RUNS" "$1" "$ROUNDS" "${KEEP:-0}" "$FIRST_ROUND" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
-machine, rounds = sys.argv[2], sys.argv[3]
+machine, rounds, keep, first = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+per_recipe = {}
+for r in runs:
+    per_recipe.setdefault(r["bench"]["recipe"], set()).add(r["bench"]["round"])
 out = ["# pipeline.autotune against the best static configuration", "", machine,
-       f"- rounds: {rounds} (medians over them); static: pipeline.preprocessors as named "
+       "- rounds: " + ", ".join(f"{k} {len(v)}" for k, v in per_recipe.items())
+       + " (medians over them); static: pipeline.preprocessors as named "
        "(stragglers, readers, window \"auto\"); auto: pipeline.autotune = true",
-       "- command: bench/autotune.sh " + ",".join(sorted({r['bench']['recipe'] for r in runs}))
+       "- command (the last part): " + (f"KEEP=1 FIRST_ROUND={first} " if keep == "1" else "")
+       + "bench/autotune.sh " + ",".join(sorted({r['bench']['recipe'] for r in runs}))
        + f" {rounds}", ""]
 def med(xs):
     return statistics.median(xs) if xs else float("nan")
@@ -200,7 +210,7 @@ main() {
   trap stop_competitors EXIT
   local machine recipe
   machine=$(machine_description)
-  : >"$RUNS"
+  if [[ ${KEEP:-0} != 1 ]]; then : >"$RUNS"; fi
   for recipe in "${RECIPES[@]}"; do
     run_recipe "$recipe"
   done
