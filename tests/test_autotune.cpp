@@ -216,6 +216,53 @@ TEST(Autotune, OneFewerWhenThePreprocessorsOnEveryCoreWaitForTheOtherStages) {
   }
 }
 
+// The speech recipe with two competing processes: prep-bound (the window never full), the two
+// preprocessors busy 65% of their time (waiting for CPU), one fewer would halve the rate. One
+// fewer is never tried (only a window-bound node's idle preprocessors give their core away),
+// nor one more (no core is free, the pool not saturated): the counts hold.
+TEST(Autotune, PrepBoundOnABusyMachineOneFewerIsNeverTried) {
+  tuned t{autotuner(start, least, most), {}};
+  t.feed(60, [](const tuning& c) {
+    return reading(c, 1.0, 0.65, 100.0 * std::min(c.preprocessors, 3), 1.0);
+  });
+  for (const auto& c : t.said) {
+    ADD_FAILURE() << c.reason;
+  }
+  EXPECT_EQ(t.tuner.counts(), start);
+}
+
+// The machine slows by a fifth as a trial of one more preprocessor begins (which adds 10%):
+// the trial reads -12% and is taken back, but the baseline's counts, judged again, read -20%:
+// the verdict is void, the growth is tried again at once and kept.
+TEST(Autotune, AGrowthJudgedWhileTheMachineDriftedIsTriedAgain) {
+  tuned t{autotuner(start, least, most), {}};
+  double speed = 1.0;
+  const auto f = [&speed](const tuning& c) {
+    return reading(c, 0.3, 0.97, 200.0 * speed * (c.preprocessors > 2 ? 1.1 : 1.0));
+  };
+  t.feed(5, f);  // settle, 2 baseline judgements: one more on trial
+  ASSERT_EQ(t.tuner.counts().preprocessors, 3);
+  speed = 0.8;
+  t.feed(30, f);
+  const auto said = [&t](const char* what) {
+    return std::count_if(t.said.begin(), t.said.end(), [what](const tuning_change& c) {
+      return c.reason.find(what) != std::string::npos;
+    });
+  };
+  EXPECT_EQ(said("the verdict is void"), 1);
+  EXPECT_EQ(said("one more preprocessor kept"), 1);
+  // Taken back twice: the drifted trial of 3, then the trial of 4 (which adds nothing).
+  EXPECT_EQ(said("one more preprocessor taken back"), 2);
+  EXPECT_EQ(t.tuner.counts().preprocessors, 3);
+  // No drift: the same flat growth is taken back and rests; no verdict is voided.
+  tuned flat{autotuner(start, least, most), {}};
+  flat.feed(40, [](const tuning& c) { return reading(c, 0.3, 0.97, 200.0); });
+  ASSERT_GE(flat.said.size(), 2u);
+  for (const auto& c : flat.said) {
+    EXPECT_EQ(c.reason.find("void"), std::string::npos) << c.reason;
+  }
+}
+
 // A trial that halves the rate ends after its first judgement, not its second.
 TEST(Autotune, AClearlyWorseTrialIsTakenBackAfterOneJudgement) {
   tuned t{autotuner(start, least, most), {}};

@@ -185,6 +185,11 @@ std::optional<tuning_change> autotuner::judge() {
                              cores_text(recent_.back().other_cpu()) +
                              " cores during the trial: taken back, without judgement");
   }
+  if (recheck_ && !trial_) {
+    if (auto c = recheck_verdict()) {
+      return c;
+    }
+  }
   if (trial_) {
     if (recent_.size() == 1 && clearly_worse(recent_.back())) {
       const auto first = recent_.back();  // settle_trial clears recent_
@@ -232,6 +237,25 @@ void autotuner::end_rests() noexcept {
   for (int k = 0; k < static_cast<int>(knob::count); ++k) {
     rest_[k][0] = rest_[k][1] = failures_[k][0] = failures_[k][1] = 0;
   }
+  recheck_.reset();
+}
+
+std::optional<tuning_change> autotuner::recheck_verdict() {
+  const auto r = *recheck_;
+  recheck_.reset();
+  const double now = recent_.back().rate();
+  if (r.before <= 0 || std::abs(now / r.before - 1) <= r.bar) {
+    return std::nullopt;  // the baseline held: the verdict stands
+  }
+  const int k = static_cast<int>(r.what);
+  rest_[k][1] = 0;
+  failures_[k][1] = 1;  // voided once: the next take-back rests, twice as long
+  recent_.erase(recent_.begin(), recent_.end() - 1);
+  return tuning_change{counts_, "the rate at these counts moved " + rate_text(r.before) + " -> " +
+                                    rate_text(now) + " (" + change_text(r.before, now) +
+                                    ") across the trial, more than the " + percent(r.bar) +
+                                    " it had to clear: the machine drifted, the verdict is void "
+                                    "and the growth may be tried again"};
 }
 
 std::optional<tuning_change> autotuner::settle_trial(const measure& m) {
@@ -256,6 +280,9 @@ std::optional<tuning_change> autotuner::settle_trial(const measure& m) {
   if (kept) {
     end_rests();  // the counts are others now
     return tuning_change{counts_, what + " kept: " + figures};
+  }
+  if (t.step > 0 && failures_[static_cast<int>(t.what)][1] == 0) {
+    recheck_ = recheck{t.what, r0, gain};
   }
   rest(t.what, t.step);
   load_at_rest_ = m.other_cpu();
@@ -322,6 +349,7 @@ std::optional<tuning_change> autotuner::try_preprocessors(const interval_figures
   const int free_cores = std::max(1, static_cast<int>(std::lround(m.cores - m.other_cpu())));
   const bool every_core = counts_.preprocessors >= free_cores;
   const bool busy = f.prep_share() >= saturated;
+  const bool window_bound = classify(f) == bottleneck::window;
   if (!every_core || busy) {
     if (auto c = try_step(knob::preprocessors, +1, m, now + ": one more preprocessor, on trial")) {
       return c;
@@ -332,7 +360,7 @@ std::optional<tuning_change> autotuner::try_preprocessors(const interval_figures
     return try_step(knob::preprocessors, -1, m,
                     now + ": more preprocessors than cores, one fewer, on trial");
   }
-  if (every_core && !busy) {
+  if (every_core && !busy && window_bound) {
     return try_step(knob::preprocessors, -1, m,
                     now + ": preprocessors on every core left yet idle " +
                         percent(1 - f.prep_share()) +

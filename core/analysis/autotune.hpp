@@ -33,6 +33,15 @@
 ///     the baseline's noise) is taken back at once, without waiting for its other judgements.
 ///   - A direction taken back rests `rest_judgements`, twice as long each time it is taken back
 ///     again (up to 8x), until a trial is kept or the load shifts.
+///   - A growth taken back the first time is checked against the first judgement after it (the
+///     same counts as the baseline's, A/B/A): when that rate moved from the baseline's by more
+///     than the bar the growth had to clear, the machine drifted (a virtual machine's neighbours,
+///     the pool warming), not the counts: the verdict is void, the direction does not rest, and
+///     the baseline starts again from that judgement. Once per direction until a trial is kept
+///     or the load shifts, so a drifting machine cannot make it try forever.
+///   - Fewer preprocessors on every core left and not saturated are tried only window-bound (the
+///     feeders' collation short of CPU): prep-bound, a pool idle part of its time on a busy
+///     machine waits for CPU, and one fewer cost the speech recipe 34-42% on trial.
 ///   - The trainers hardly waiting: one fewer preprocessor (reader) where the rest of that pool
 ///     would still be busy less than `shrink_below` of its time; else, the window never full,
 ///     a smaller window (not below where it began); each on trial as a shrink.
@@ -158,6 +167,16 @@ class autotuner {
   std::optional<tuning_change> try_step(knob k, int step, const measure& m, std::string why);
   /// On a trial's first judgement: its rate fell so far that it ends now.
   bool clearly_worse(const measure& m) const noexcept;
+  /// A growth taken back the first time: the direction, the baseline's rate, the bar it had to
+  /// clear; judged against the next judgement of the baseline's counts.
+  struct recheck {
+    knob what = knob::preprocessors;
+    double before = 0;
+    double bar = 0;
+  };
+  /// The first judgement after a growth was taken back: the verdict void when the baseline's
+  /// rate moved by more than the growth's bar.
+  std::optional<tuning_change> recheck_verdict();
   /// The trial of the preprocessors (one more, or one fewer) that fits `f`, if any.
   std::optional<tuning_change> try_preprocessors(const interval_figures& f, const measure& m,
                                                  const std::string& now);
@@ -185,7 +204,8 @@ class autotuner {
   /// was taken back in a row (its next rest doubles with each, up to 8x).
   int rest_[static_cast<int>(knob::count)][2] = {};
   int failures_[static_cast<int>(knob::count)][2] = {};
-  double load_at_rest_ = 0;  ///< the other load when the last rest began
+  std::optional<recheck> recheck_;  ///< a growth's verdict to check, see recheck_verdict()
+  double load_at_rest_ = 0;         ///< the other load when the last rest began
   std::uint64_t changes_ = 0;
 };
 
