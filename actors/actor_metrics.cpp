@@ -4,6 +4,7 @@ namespace conveyor {
 
 void actor_metrics::record(std::int64_t ns) {
   latency_.record(ns);
+  histogram_.record(ns);
   rate_.add(std::chrono::steady_clock::now(), 1);
 }
 
@@ -18,6 +19,8 @@ actor_report actor_metrics::report(std::uint64_t mailbox, std::string extra) {
   r.p90_us = snap.p90 / 1000;
   r.p99_us = snap.p99 / 1000;
   r.extra = std::move(extra);
+  r.latency_counts.assign(histogram_.counts().begin(), histogram_.counts().end());
+  r.latency_sum_ns = histogram_.sum_ns();
   return r;
 }
 

@@ -1,11 +1,12 @@
 #pragma once
-/// The figures an actor keeps about itself for the monitor: per-item latency percentiles and
-/// items/s. Plain class; each actor owns one.
+/// The figures an actor keeps about itself for the monitor: per-item latency percentiles (of the
+/// last items), their histogram (since start) and items/s. Plain class; each actor owns one.
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
+#include "core/metrics/latency_histogram.hpp"
 #include "core/metrics/latency_tracker.hpp"
 #include "core/metrics/rate_meter.hpp"
 #include "messages/monitor.hpp"
@@ -26,6 +27,7 @@ class actor_metrics {
  private:
   std::string name_;
   latency_tracker latency_;
+  latency_histogram histogram_;
   rate_meter rate_;
 };
 

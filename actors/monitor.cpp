@@ -29,6 +29,9 @@ void on_report(monitor_pointer self, const monitor_options& opts, const actor_re
       "{:<16} mailbox={:<5} items={:<8} rate={}/s p50={:.2f}ms p90={:.2f}ms p99={:.2f}ms {}",
       r.name, r.mailbox, r.items, r.items_per_s, r.p50_us / 1000.0, r.p90_us / 1000.0,
       r.p99_us / 1000.0, r.extra);
+  if (opts.live) {
+    opts.live->update(r);
+  }
   ++self->state.reports;
   auto& trend = self->state.trends[r.name];
   // The first report of an actor only sets the baseline.

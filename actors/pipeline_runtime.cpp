@@ -29,6 +29,8 @@
 #include "actors/supervisor.hpp"
 #include "core/base/log.hpp"
 #include "core/feeding/host_copy_engine.hpp"
+#include "core/observe/metrics_endpoint.hpp"
+#include "core/observe/node_exposition.hpp"
 #include "core/transforms/opencv_threads.hpp"
 
 namespace conveyor {
@@ -128,6 +130,8 @@ struct pipeline_runtime::impl {
             make_channels(spec.settings.gpus, spec.prefetch_batches + 1))) {}
 
   void spawn_all();
+  /// With spec.metrics: starts the endpoint; false (startup_error set) when it cannot listen.
+  bool serve_metrics();
   void spawn_supervisors(const reporting& report);
   /// With peers: the peer server (published) and the links, which start `start` once the
   /// peers are up or the wait is over. Without: `start` at once.
@@ -167,6 +171,9 @@ struct pipeline_runtime::impl {
   std::shared_ptr<std::atomic<bool>> serving_over = std::make_shared<std::atomic<bool>>(false);
   peer_links_actor peer_links;
   std::optional<error> startup_error;
+  /// With spec.metrics: /metrics, from the monitor's last reports and the status.
+  std::shared_ptr<live_reports> live = std::make_shared<live_reports>();
+  std::unique_ptr<metrics_endpoint> metrics;
 };
 
 // The batcher and the feeders hold the pipeline's state and are not restarted: if one dies
@@ -236,10 +243,32 @@ void pipeline_runtime::impl::spawn_supervisors(const reporting& report) {
                      spawn_reader));
 }
 
+bool pipeline_runtime::impl::serve_metrics() {
+  if (!spec.metrics) {
+    return true;
+  }
+  auto render = [status = status, live = live, gpus = spec.settings.gpus] {
+    return render_metrics(*status, gpus, live->snapshot());
+  };
+  auto endpoint = metrics_endpoint::start(*spec.metrics, std::move(render));
+  if (!endpoint) {
+    startup_error = endpoint.error();
+    status->fail(endpoint.error());
+    return false;
+  }
+  metrics = std::move(*endpoint);
+  log("monitor")->info("metrics: http://{}/metrics",
+                       peer_address{spec.metrics->host, metrics->port()}.text());
+  return true;
+}
+
 void pipeline_runtime::impl::spawn_all() {
+  if (!serve_metrics()) {
+    return;
+  }
   reporting report;
   if (spec.monitor_interval.count() > 0) {
-    monitor = spawn_monitor(system);
+    monitor = spawn_monitor(system, {3, live});
     report = {monitor, spec.monitor_interval};
     const auto& s = spec.settings;
     diagnosis =
@@ -440,6 +469,10 @@ bool pipeline_runtime::release(int gpu, std::uint64_t slot) {
 
 void pipeline_runtime::stop() {
   impl_->stop();
+}
+
+std::uint16_t pipeline_runtime::metrics_port() const noexcept {
+  return impl_->metrics ? impl_->metrics->port() : 0;
 }
 
 const std::optional<error>& pipeline_runtime::startup_error() const noexcept {

@@ -98,6 +98,9 @@ struct pipeline_spec {
   std::optional<peer_settings> peers{};
   /// Set: the node sizes itself (pipeline.autotune); the counts above are its bounds.
   std::optional<autotune_plan> autotune{};
+  /// Set ([monitor] metrics): /metrics served there while the pipeline runs (port 0: one the
+  /// system picks, metrics_port()). Needs monitor reports for the actors' figures.
+  std::optional<peer_address> metrics{};
 };
 
 /// Thread-safe: release() may be called from any trainer thread.
@@ -115,8 +118,10 @@ class pipeline_runtime {
   bool release(int gpu, std::uint64_t slot);
   /// Stops every actor and closes the channels; idempotent. The destructor calls it.
   void stop();
-  /// Why the pipeline could not start (its peer server could not listen, naming
-  /// cluster.peers); nullopt when it started.
+  /// Where /metrics is served (spec.metrics); 0: nowhere.
+  std::uint16_t metrics_port() const noexcept;
+  /// Why the pipeline could not start (its peer server or its metrics endpoint could not
+  /// listen, naming cluster.peers or monitor.metrics); nullopt when it started.
   const std::optional<error>& startup_error() const noexcept;
   /// Every peer that failed during the run, "host:port (rank r): what happened"; empty
   /// without peers.

@@ -344,6 +344,13 @@ expected<pipeline_spec> resolve_topology(const topology& t,
   spec.next_timeout = std::chrono::ceil<std::chrono::milliseconds>(
       std::chrono::duration<double>(t.pipeline.next_timeout_s));
   spec.monitor_interval = std::chrono::milliseconds(t.monitor.interval_ms);
+  if (!t.monitor.metrics.empty()) {
+    auto address = parse_peer_address(t.monitor.metrics);  // checked when the topology was read
+    if (!address) {
+      return error{errc::invalid_config, "monitor.metrics: " + address.error().message()};
+    }
+    spec.metrics = *address;
+  }
   spec.supervision = resolve_supervision(t.supervision, t.dataset.seed);
   spec.faults = resolve_faults(t.faults);
   if (t.faults.copy_faults()) {

@@ -21,5 +21,5 @@ if(CONVEYOR_IMGCODECS_SONAME)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "${imgcodecs_package}")
 endif()
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS
-    "libcaf-dev (= 0.17.6), libssl-dev, libopencv-dev, libspdlog-dev, libtomlplusplus-dev, libxxhash-dev, libturbojpeg0-dev, libjpeg62-turbo-dev, libpng-dev, libsndfile1-dev, libfftw3-dev, libsoxr-dev, libcurl4-openssl-dev, pkg-config")
+    "libcaf-dev (= 0.17.6), libssl-dev, libopencv-dev, libspdlog-dev, libtomlplusplus-dev, libxxhash-dev, libturbojpeg0-dev, libjpeg62-turbo-dev, libpng-dev, libsndfile1-dev, libfftw3-dev, libsoxr-dev, libcurl4-openssl-dev, prometheus-cpp-dev, libcpp-httplib-dev, pkg-config")
 include(CPack)

@@ -281,7 +281,8 @@ std::string describe(const topology& node) {
       << " epochs=" << node.trainer.epochs
       << " ids_file=" << (node.trainer.ids_file.empty() ? "none" : node.trainer.ids_file)
       << " checkpoint_every=" << node.trainer.checkpoint_every << "\n"
-      << "monitor: interval_ms=" << node.monitor.interval_ms << "\n"
+      << "monitor: interval_ms=" << node.monitor.interval_ms
+      << " metrics=" << (node.monitor.metrics.empty() ? "off" : node.monitor.metrics) << "\n"
       << "serve: " << describe_serve(node.serve) << "\n"
       << "cluster: rank=" << node.cluster.rank_or_default()
       << " world=" << node.cluster.world_or_default()

@@ -180,6 +180,12 @@ trainer_config read_trainer(table_reader& section) {
 monitor_config read_monitor(table_reader& section) {
   monitor_config out;
   out.interval_ms = section.integer("interval_ms", out.interval_ms, at_least(10));
+  out.metrics = section.string("metrics", out.metrics);
+  if (const auto* value = section.find("metrics"); value != nullptr && !out.metrics.empty()) {
+    if (auto address = parse_peer_address(out.metrics); !address) {
+      section.fail(*value, "metrics", address.error().message());
+    }
+  }
   return out;
 }
 

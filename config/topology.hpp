@@ -137,6 +137,9 @@ struct trainer_config {
 /// [monitor]
 struct monitor_config {
   int interval_ms = 1000;  ///< >= 10: time between reports
+  /// "host:port" where /metrics (Prometheus' text exposition) is served; "" = nowhere (the
+  /// default). Only that address is listened on (core/observe/metrics_endpoint.hpp).
+  std::string metrics;
 };
 
 /// [serve]: the node as the data service of trainer processes (see core/serving/).

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "messages/atoms.hpp"
 
@@ -23,12 +24,16 @@ struct actor_report {
   std::int64_t p90_us = 0;
   std::int64_t p99_us = 0;
   std::string extra;  ///< role-specific figures, "key=value ..."
+  /// Items handled since start per latency bucket (latency_histogram's: one per bound and one
+  /// above them; empty when the actor keeps none), and their summed latency.
+  std::vector<std::uint64_t> latency_counts;
+  std::int64_t latency_sum_ns = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, actor_report& x) {
   return f(caf::meta::type_name("actor_report"), x.name, x.mailbox, x.items, x.items_per_s,
-           x.p50_us, x.p90_us, x.p99_us, x.extra);
+           x.p50_us, x.p90_us, x.p99_us, x.extra, x.latency_counts, x.latency_sum_ns);
 }
 
 /// `tick` answers with the number of reports logged so far: a sender that asks after its

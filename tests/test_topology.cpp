@@ -439,6 +439,19 @@ TEST(Topology, TheSecretFileMustBePrivateAndIsNamed) {
   EXPECT_TRUE(load_with("[cluster]\nsecret_file = \"\"\n"));  // none
 }
 
+TEST(Topology, TheMetricsAddressIsHostAndPortOrNothing) {
+  auto t = load_with("[monitor]\nmetrics = \"127.0.0.1:9464\"\n");
+  ASSERT_TRUE(t) << t.error().what();
+  EXPECT_EQ(t->monitor.metrics, "127.0.0.1:9464");
+  auto none = load_with("");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->monitor.metrics, "");  // off by default
+  expect_invalid(load_with("[monitor]\nmetrics = \"9464\"\n"),
+                 {"node.toml:2:11: monitor.metrics: \"9464\" is not \"host:port\" (no port)"});
+  expect_invalid(load_with("[monitor]\nmetrics = \"localhost:70000\"\n"),
+                 {"monitor.metrics: \"localhost:70000\" is not \"host:port\""});
+}
+
 TEST(Topology, ParametersTheStepRejectsNameTheTable) {
   expect_invalid(
       load("[dataset]\npath = \"/x\"\n[[transform]]\nop = \"decode\"\n[[transform]]\n"
@@ -455,7 +468,7 @@ TEST(Topology, UnknownKeysAreErrorsEverywhere) {
   expect_invalid(load_with("[pipeline]\nbatch_sise = 3\n"),
                  {"node.toml:2:1: pipeline.batch_sise: unknown key (did you mean 'batch_size'?)"});
   expect_invalid(load_with("[monitor]\ncolour = \"red\"\n"),
-                 {"monitor.colour: unknown key (known keys: interval_ms)"});
+                 {"monitor.colour: unknown key (known keys: interval_ms, metrics)"});
   expect_invalid(load_after("[[transform]]\nop = \"center_crop\"\nsise = 3\nsize = 3\n"),
                  {"node.toml:11:1: transform[2].sise: unknown key (did you mean 'size'?)"});
 }

@@ -1,0 +1,112 @@
+// The metrics endpoint (core/observe/metrics_endpoint.hpp) on real sockets: it serves /metrics
+// and nothing else, listens only on the address given, says which address it could not take,
+// and a client that connects and sends nothing neither stops others being served nor holds
+// the endpoint's shutdown beyond its time-out.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "core/base/unique_fd.hpp"
+#include "core/observe/metrics_endpoint.hpp"
+
+namespace conveyor {
+namespace {
+
+metrics_endpoint::limits quick() {
+  metrics_endpoint::limits l;
+  l.workers = 1;
+  l.queued = 2;
+  l.timeout = std::chrono::seconds(1);
+  return l;
+}
+
+std::unique_ptr<metrics_endpoint> start_at_any_port(std::atomic<int>& calls) {
+  auto e = metrics_endpoint::start(
+      peer_address{"127.0.0.1", 0},
+      [&calls] { return "# calls " + std::to_string(++calls) + "\n"; }, quick());
+  EXPECT_TRUE(e) << e.error().message();
+  return e ? std::move(*e) : nullptr;
+}
+
+// A TCP connection to `host`:`port`; an invalid fd when refused.
+unique_fd connect_to(const char* host, std::uint16_t port) {
+  unique_fd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(port);
+  inet_pton(AF_INET, host, &at.sin_addr);
+  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0) {
+    return unique_fd();
+  }
+  return fd;
+}
+
+TEST(MetricsEndpoint, ServesTheRenderersTextAtMetricsAndNothingElse) {
+  std::atomic<int> calls{0};
+  auto e = start_at_any_port(calls);
+  ASSERT_TRUE(e);
+  httplib::Client client("127.0.0.1", e->port());
+  auto first = client.Get("/metrics");
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  EXPECT_EQ(first->body, "# calls 1\n");
+  EXPECT_EQ(first->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  auto second = client.Get("/metrics");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->body, "# calls 2\n");  // rendered at each request
+  auto other = client.Get("/etc/passwd");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+  auto huge = client.Get("/metrics?" + std::string(20000, 'a'));  // a head past 8 KiB
+  ASSERT_TRUE(huge);
+  EXPECT_NE(huge->status, 200);
+  EXPECT_EQ(calls.load(), 2);
+}
+
+TEST(MetricsEndpoint, ListensOnlyOnTheAddressGiven) {
+  std::atomic<int> calls{0};
+  auto e = start_at_any_port(calls);
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(connect_to("127.0.0.1", e->port()));
+  EXPECT_FALSE(connect_to("127.0.0.2", e->port()));  // loopback, but not the address
+}
+
+TEST(MetricsEndpoint, AnAddressInUseIsAnErrorNamingIt) {
+  std::atomic<int> calls{0};
+  auto first = start_at_any_port(calls);
+  ASSERT_TRUE(first);
+  auto second = metrics_endpoint::start(peer_address{"127.0.0.1", first->port()},
+                                        [] { return std::string(); });
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code(), errc::invalid_config);
+  EXPECT_NE(second.error().message().find("monitor.metrics"), std::string::npos);
+  EXPECT_NE(second.error().message().find("127.0.0.1:" + std::to_string(first->port())),
+            std::string::npos)
+      << second.error().message();
+}
+
+TEST(MetricsEndpoint, ASilentClientHoldsNeitherOthersNorTheShutdown) {
+  std::atomic<int> calls{0};
+  auto e = start_at_any_port(calls);
+  ASSERT_TRUE(e);
+  // Connected, never a byte: the one worker reads it until its time-out.
+  auto silent = connect_to("127.0.0.1", e->port());
+  ASSERT_TRUE(silent);
+  httplib::Client client("127.0.0.1", e->port());
+  client.set_read_timeout(std::chrono::seconds(30));
+  auto r = client.Get("/metrics");  // served once the silent one is given up (or before)
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  auto again = connect_to("127.0.0.1", e->port());  // silent again, while shutting down
+  ASSERT_TRUE(again);
+  e.reset();  // returns: the silent connection is let go after the time-out
+  EXPECT_EQ(calls.load(), 1);
+}
+
+}  // namespace
+}  // namespace conveyor
