@@ -1,0 +1,137 @@
+// conveyor-node with [monitor] metrics, watched as an operator's Prometheus would: the real
+// binary, a real HTTP client, the text parsed by Prometheus' own Python client. Every actor of
+// the log is on /metrics, the delivered count rises from scrape to scrape, and an address the
+// node cannot take stops start-up with exit code 2 naming it.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "core/base/unique_fd.hpp"
+#include "support/node_app.hpp"
+
+namespace conveyor {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::free_tcp_ports;
+using testing::make_image_folder;
+using testing::node_process;
+using testing::run_app;
+using testing::run_node;
+using testing::temp_dir;
+using testing::write_topology;
+
+std::string topology_text(const std::filesystem::path& images, std::uint16_t port) {
+  return "gpus = 2\n[dataset]\npath = \"" + images.string() +
+         "\"\nformat = \"folder\"\n"
+         "[pipeline]\nbatch_size = 4\npreprocessors = 2\n"
+         "[trainer]\nepochs = 1000\nstep_ms = 20\n"
+         "[monitor]\ninterval_ms = 50\nmetrics = \"127.0.0.1:" +
+         std::to_string(port) +
+         "\"\n"
+         "[[transform]]\nop = \"decode\"\n"
+         "[[transform]]\nop = \"random_resized_crop\"\nsize = 32\n"
+         "[[transform]]\nop = \"normalize\"\n";
+}
+
+// The value of the unlabelled sample `name` in an exposition; -1 when absent.
+double sample(const std::string& text, const std::string& name) {
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex("\n" + name + " ([0-9.e+]+)\n"))) {
+    return std::stod(m[1]);
+  }
+  return -1;
+}
+
+// The actors the node's log names in its monitor lines.
+std::set<std::string> logged_actors(const std::string& log) {
+  std::set<std::string> out;
+  const std::regex line(R"(\[monitor\] (\S+)\s+mailbox=)");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator();
+       ++it) {
+    out.insert((*it)[1]);
+  }
+  return out;
+}
+
+TEST(NodeMetrics, AScrapeParsesNamesEveryActorAndTheDeliveredCountRises) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 37);
+  const auto port = free_tcp_ports(1).at(0);
+  node_process node({"--topology", write_topology(dir, topology_text(images, port)).string()});
+  ASSERT_TRUE(
+      node.wait_for_log("metrics: http://127.0.0.1:" + std::to_string(port) + "/metrics", 120s))
+      << node.err();
+  ASSERT_TRUE(node.wait_for_log("[monitor] batcher", 120s)) << node.err();
+  httplib::Client client("127.0.0.1", port);
+  auto first = client.Get("/metrics");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200);
+  const double delivered = sample(first->body, "conveyor_samples_delivered_total");
+  ASSERT_GE(delivered, 0) << first->body;
+  // Scrape until the count moves (a batch every 20 ms): bounded by a deadline, not a sleep.
+  std::string later;
+  for (const auto deadline = std::chrono::steady_clock::now() + 60s;
+       std::chrono::steady_clock::now() < deadline;) {
+    auto r = client.Get("/metrics");
+    ASSERT_TRUE(r);
+    if (sample(r->body, "conveyor_samples_delivered_total") > delivered) {
+      later = r->body;
+      break;
+    }
+  }
+  ASSERT_FALSE(later.empty()) << "the delivered count never rose past " << delivered;
+  std::ofstream(dir / "metrics.txt") << later;
+  auto parsed = run_app(CONVEYOR_PYTHON, dir,
+                        std::string(CONVEYOR_SOURCE_DIR) + "/tests/python/parse_metrics.py " +
+                            (dir / "metrics.txt").string());
+  ASSERT_EQ(parsed.exit_code, 0) << parsed.err << "\n" << later;
+  const auto actors = logged_actors(node.err());
+  EXPECT_GE(actors.size(), 6u);  // the batcher, 2 feeders, 2 preprocessors, a reader at least
+  for (const auto& actor : actors) {
+    EXPECT_NE(parsed.out.find("gauge conveyor_actor_mailbox_messages actor=" + actor + " "),
+              std::string::npos)
+        << actor;
+  }
+  for (const char* line :
+       {"histogram conveyor_actor_item_duration_seconds_bucket actor=batcher,le=+Inf ",
+        "histogram conveyor_actor_item_duration_seconds_count actor=preprocessor-0 ",
+        "counter conveyor_trainer_wait_seconds_total gpu=0 ",
+        "counter conveyor_trainer_wait_seconds_total gpu=1 ",
+        "counter conveyor_bottleneck_seconds_total class=prep ",
+        "counter conveyor_reads_total source=storage ", "gauge process_resident_memory_bytes  ",
+        "counter process_cpu_seconds_total  ", "gauge conveyor_samples_in_flight  "}) {
+    EXPECT_NE(parsed.out.find(line), std::string::npos) << line << "\n" << parsed.out;
+  }
+  node.signal(SIGINT);
+  EXPECT_EQ(node.finish(120s), 130) << node.err();
+}
+
+TEST(NodeMetrics, AnAddressTakenStopsStartUpWithExitTwoNamingIt) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 5);
+  const auto port = free_tcp_ports(1).at(0);
+  unique_fd taken(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
+  ASSERT_EQ(::bind(taken.get(), reinterpret_cast<const sockaddr*>(&at), sizeof at), 0);
+  ASSERT_EQ(::listen(taken.get(), 1), 0);
+  auto r = run_node(dir, "--topology " + write_topology(dir, topology_text(images, port)).string());
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("monitor.metrics: cannot listen at 127.0.0.1:" + std::to_string(port)),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace conveyor
