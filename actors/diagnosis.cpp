@@ -2,7 +2,10 @@
 
 #include <caf/all.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <string>
 
 #include "core/base/log.hpp"
 #include "core/delivery/status_totals.hpp"
@@ -10,13 +13,13 @@
 namespace conveyor {
 namespace {
 
-void tell(analysis::bottleneck b, const analysis::interval_figures& f) {
-  log("diagnosis")
-      ->info(
-          "now {}: in the last {:.1f} s the trainers waited {:.0f}% of the time; preprocessors "
-          "busy {:.0f}%, readers {:.0f}%; the window full {:.0f}% of the time",
-          analysis::bound_name(b), f.seconds, 100 * f.wait_share(), 100 * f.prep_share(),
-          100 * f.read_share(), 100 * std::min(1.0, f.window_full_share()));
+// "now prep-bound: in the last 1.0 s the trainers waited ...".
+std::string diagnosis_line(analysis::bottleneck b, const analysis::interval_figures& f) {
+  return fmt::format(
+      "now {}: in the last {:.1f} s the trainers waited {:.0f}% of the time; preprocessors "
+      "busy {:.0f}%, readers {:.0f}%; the window full {:.0f}% of the time",
+      analysis::bound_name(b), f.seconds, 100 * f.wait_share(), 100 * f.prep_share(),
+      100 * f.read_share(), 100 * std::min(1.0, f.window_full_share()));
 }
 
 struct diagnosis_state {
@@ -45,10 +48,12 @@ diagnosis_actor::behavior_type diagnosis(diagnosis_actor::stateful_pointer<diagn
         }
         auto b = analysis::classify(f);
         opts.status->note_bottleneck(b, f.seconds, taken);
+        auto line = diagnosis_line(b, f);
         if (self->state.current != b) {
           self->state.current = b;
-          tell(b, f);
+          log("diagnosis")->info("{}", line);
         }
+        opts.status->note_diagnosis(std::move(line));
       },
   };
 }

@@ -29,8 +29,10 @@
 #include "actors/supervisor.hpp"
 #include "core/base/log.hpp"
 #include "core/feeding/host_copy_engine.hpp"
+#include "core/observe/live_page.hpp"
 #include "core/observe/metrics_endpoint.hpp"
 #include "core/observe/node_exposition.hpp"
+#include "core/observe/node_state.hpp"
 #include "core/transforms/opencv_threads.hpp"
 
 namespace conveyor {
@@ -247,17 +249,27 @@ bool pipeline_runtime::impl::serve_metrics() {
   if (!spec.metrics) {
     return true;
   }
-  auto render = [status = status, live = live, gpus = spec.settings.gpus] {
-    return render_metrics(*status, gpus, live->snapshot());
-  };
-  auto endpoint = metrics_endpoint::start(*spec.metrics, std::move(render));
+  const int gpus = spec.settings.gpus;
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<metrics_endpoint::route> routes{
+      {"/metrics", "text/plain; version=0.0.4; charset=utf-8",
+       [status = status, live = live, gpus] {
+         return render_metrics(*status, gpus, live->snapshot());
+       }},
+      {"/state.json", "application/json",
+       [status = status, live = live, gpus, started] {
+         const std::chrono::duration<double> up = std::chrono::steady_clock::now() - started;
+         return render_state_json(*status, gpus, live->snapshot(), up.count());
+       }},
+      {"/", "text/html; charset=utf-8", [] { return std::string(live_page_html()); }}};
+  auto endpoint = metrics_endpoint::start(*spec.metrics, std::move(routes));
   if (!endpoint) {
     startup_error = endpoint.error();
     status->fail(endpoint.error());
     return false;
   }
   metrics = std::move(*endpoint);
-  log("monitor")->info("metrics: http://{}/metrics",
+  log("monitor")->info("metrics: http://{}/metrics, the live page at /",
                        peer_address{spec.metrics->host, metrics->port()}.text());
   return true;
 }

@@ -1,4 +1,4 @@
-// The metrics endpoint (core/observe/metrics_endpoint.hpp) on real sockets: it serves /metrics
+// The metrics endpoint (core/observe/metrics_endpoint.hpp) on real sockets: it serves its routes
 // and nothing else, listens only on the address given, says which address it could not take,
 // and a client that connects and sends nothing neither stops others being served nor holds
 // the endpoint's shutdown beyond its time-out.
@@ -28,7 +28,10 @@ metrics_endpoint::limits quick() {
 std::unique_ptr<metrics_endpoint> start_at_any_port(std::atomic<int>& calls) {
   auto e = metrics_endpoint::start(
       peer_address{"127.0.0.1", 0},
-      [&calls] { return "# calls " + std::to_string(++calls) + "\n"; }, quick());
+      {{"/metrics", "text/plain; version=0.0.4; charset=utf-8",
+        [&calls] { return "# calls " + std::to_string(++calls) + "\n"; }},
+       {"/state.json", "application/json", [] { return std::string("{}"); }}},
+      quick());
   EXPECT_TRUE(e) << e.error().message();
   return e ? std::move(*e) : nullptr;
 }
@@ -46,7 +49,7 @@ unique_fd connect_to(const char* host, std::uint16_t port) {
   return fd;
 }
 
-TEST(MetricsEndpoint, ServesTheRenderersTextAtMetricsAndNothingElse) {
+TEST(MetricsEndpoint, ServesEachRoutesTextAndNothingElse) {
   std::atomic<int> calls{0};
   auto e = start_at_any_port(calls);
   ASSERT_TRUE(e);
@@ -59,9 +62,15 @@ TEST(MetricsEndpoint, ServesTheRenderersTextAtMetricsAndNothingElse) {
   auto second = client.Get("/metrics");
   ASSERT_TRUE(second);
   EXPECT_EQ(second->body, "# calls 2\n");  // rendered at each request
-  auto other = client.Get("/etc/passwd");
-  ASSERT_TRUE(other);
-  EXPECT_EQ(other->status, 404);
+  auto state = client.Get("/state.json");
+  ASSERT_TRUE(state);
+  EXPECT_EQ(state->body, "{}");
+  EXPECT_EQ(state->get_header_value("Content-Type"), "application/json");
+  for (const char* path : {"/etc/passwd", "/", "/stateXjson", "/metrics/"}) {
+    auto other = client.Get(path);  // the paths are exact: "." is no pattern
+    ASSERT_TRUE(other);
+    EXPECT_EQ(other->status, 404) << path;
+  }
   auto huge = client.Get("/metrics?" + std::string(20000, 'a'));  // a head past 8 KiB
   ASSERT_TRUE(huge);
   EXPECT_NE(huge->status, 200);
@@ -80,8 +89,7 @@ TEST(MetricsEndpoint, AnAddressInUseIsAnErrorNamingIt) {
   std::atomic<int> calls{0};
   auto first = start_at_any_port(calls);
   ASSERT_TRUE(first);
-  auto second = metrics_endpoint::start(peer_address{"127.0.0.1", first->port()},
-                                        [] { return std::string(); });
+  auto second = metrics_endpoint::start(peer_address{"127.0.0.1", first->port()}, {});
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().code(), errc::invalid_config);
   EXPECT_NE(second.error().message().find("monitor.metrics"), std::string::npos);

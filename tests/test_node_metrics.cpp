@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -110,6 +112,39 @@ TEST(NodeMetrics, AScrapeParsesNamesEveryActorAndTheDeliveredCountRises) {
         "counter conveyor_reads_total source=storage ", "gauge process_resident_memory_bytes  ",
         "counter process_cpu_seconds_total  ", "gauge conveyor_samples_in_flight  "}) {
     EXPECT_NE(parsed.out.find(line), std::string::npos) << line << "\n" << parsed.out;
+  }
+  node.signal(SIGINT);
+  EXPECT_EQ(node.finish(120s), 130) << node.err();
+}
+
+// The live page in a real browser (tests/python/watch_page.py: headless Chromium over its
+// DevTools protocol): every actor of the log drawn in its stage, both trainers, the diagnosis,
+// and the delivered count rising while the page redraws itself. CONVEYOR_PAGE_SCREENSHOT, when
+// set, is where the page's screenshot goes too (README's picture).
+TEST(NodeMetrics, TheLivePageInARealBrowserShowsEveryActorAndARisingCount) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 37);
+  const auto port = free_tcp_ports(1).at(0);
+  node_process node({"--topology", write_topology(dir, topology_text(images, port)).string()});
+  const auto url = "http://127.0.0.1:" + std::to_string(port) + "/";
+  ASSERT_TRUE(node.wait_for_log("metrics: " + url + "metrics", 120s)) << node.err();
+  const auto shot = dir / "page.png";
+  auto watched = run_app(CONVEYOR_PYTHON, dir,
+                         std::string(CONVEYOR_SOURCE_DIR) + "/tests/python/watch_page.py " + url +
+                             " " + shot.string() + " 4 90");
+  ASSERT_EQ(watched.exit_code, 0) << watched.err << watched.out;
+  EXPECT_GT(std::filesystem::file_size(shot), 10000u);  // a drawn page, not a blank one
+  if (const char* keep = std::getenv("CONVEYOR_PAGE_SCREENSHOT")) {
+    std::filesystem::copy_file(shot, keep, std::filesystem::copy_options::overwrite_existing);
+  }
+  const auto& shown = watched.out;
+  for (const auto& actor : logged_actors(node.err())) {
+    EXPECT_NE(shown.find("\"" + actor + "\""), std::string::npos) << actor << "\n" << shown;
+  }
+  for (const char* part :
+       {"\"trainer-0\"", "\"trainer-1\"", "\"preprocessor\",\"batcher\"", "\"feeder\",\"trainer\"",
+        "\"diagnosis\":\"now ", "\"status\":\"live\""}) {
+    EXPECT_NE(shown.find(part), std::string::npos) << part << "\n" << shown;
   }
   node.signal(SIGINT);
   EXPECT_EQ(node.finish(120s), 130) << node.err();

@@ -51,6 +51,16 @@ analysis::bottleneck_tally pipeline_status::bottlenecks() const {
   return bottlenecks_;
 }
 
+void pipeline_status::note_diagnosis(std::string line) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  diagnosis_ = std::move(line);
+}
+
+std::string pipeline_status::diagnosis() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return diagnosis_;
+}
+
 void pipeline_status::note_tuning(const analysis::tuning& counts, std::uint64_t changes) {
   std::lock_guard<std::mutex> lock(mutex_);
   tuning_.emplace(counts, changes);

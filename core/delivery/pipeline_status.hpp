@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -93,6 +94,10 @@ class pipeline_status {
   void note_bottleneck(analysis::bottleneck b, double seconds, std::uint64_t samples);
   /// The time per class so far.
   analysis::bottleneck_tally bottlenecks() const;
+  /// The live diagnosis's last line ("now prep-bound: in the last 1.0 s ..."), for the live
+  /// page.
+  void note_diagnosis(std::string line);
+  std::string diagnosis() const;
   /// The autotuner's counts now (pipeline.autotune), after `changes` changes so far.
   void note_tuning(const analysis::tuning& counts, std::uint64_t changes);
   /// The autotuner's counts and changes so far; nullopt without autotune.
@@ -124,6 +129,7 @@ class pipeline_status {
   mutable std::mutex window_mutex_;
   window_time window_;                                                ///< guarded by window_mutex_
   std::optional<std::pair<analysis::tuning, std::uint64_t>> tuning_;  ///< guarded by mutex_
+  std::string diagnosis_;                                             ///< guarded by mutex_
 };
 
 }  // namespace conveyor

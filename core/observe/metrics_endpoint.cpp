@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <regex>
 
 namespace conveyor {
 
@@ -65,7 +66,7 @@ void serve(const std::shared_ptr<metrics_endpoint::shared>& s) {
 }
 
 void configure(httplib::Server& server, const metrics_endpoint::limits& l,
-               metrics_endpoint::renderer render) {
+               std::vector<metrics_endpoint::route> routes) {
   const auto timeout = static_cast<time_t>(l.timeout.count());
   server.set_read_timeout(timeout);
   server.set_write_timeout(timeout);
@@ -78,20 +79,24 @@ void configure(httplib::Server& server, const metrics_endpoint::limits& l,
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
   server.set_payload_max_length(1024);
-  server.Get("/metrics",
-             [render = std::move(render)](const httplib::Request&, httplib::Response& res) {
-               res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
-             });
+  for (auto& r : routes) {
+    // A path is a regular expression to cpp-httplib: quoted, only the path itself matches.
+    auto pattern = std::regex_replace(r.path, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)");
+    server.Get(pattern, [r = std::move(r)](const httplib::Request&, httplib::Response& res) {
+      res.set_content(r.render(), r.content_type.c_str());
+    });
+  }
 }
 
 }  // namespace
 
 expected<std::unique_ptr<metrics_endpoint>> metrics_endpoint::start(const peer_address& at,
-                                                                    renderer render, limits l) {
+                                                                    std::vector<route> routes,
+                                                                    limits l) {
   auto s = std::make_shared<shared>();
   s->queued = std::max<std::size_t>(l.queued, 1);
   l.workers = std::max(l.workers, 1);
-  configure(s->server, l, std::move(render));
+  configure(s->server, l, std::move(routes));
   s->server.new_task_queue = [s] { return new bounded_tasks(s); };
   const int port = at.port == 0 ? s->server.bind_to_any_port(at.host)
                                 : (s->server.bind_to_port(at.host, at.port) ? at.port : -1);

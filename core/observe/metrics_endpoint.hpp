@@ -1,7 +1,8 @@
 #pragma once
-/// The node's HTTP endpoint for operators (`[monitor] metrics = "host:port"`): GET /metrics,
-/// Prometheus' text exposition of what its renderer returns at each request
-/// (core/observe/node_exposition.hpp).
+/// The node's HTTP endpoint for operators (`[monitor] metrics = "host:port"`): a few GET routes,
+/// each answered with what its renderer returns at that request: /metrics (Prometheus' text
+/// exposition, core/observe/node_exposition.hpp), / (the live page, core/observe/live_page.hpp)
+/// and /state.json (what the page draws, core/observe/node_state.hpp). Any other path is 404.
 ///
 /// It listens on the one address given, on threads of its own (cpp-httplib's listener and
 /// `workers` that serve), so no actor ever waits for a client. What a client can take is
@@ -28,20 +29,25 @@ namespace conveyor {
 class metrics_endpoint {
  public:
   using renderer = std::function<std::string()>;
+  struct route {
+    std::string path;  ///< exact, e.g. "/metrics"
+    std::string content_type;
+    renderer render;
+  };
   struct limits {
     int workers = 2;          ///< >= 1
     std::size_t queued = 16;  ///< >= 1
     std::chrono::seconds timeout{5};
   };
 
-  /// Serves at `at` (port 0: one the system picks, see port()) until destroyed. `render` is
-  /// called on the endpoint's threads, at most `workers` at once. errc::invalid_config naming
-  /// the address when it cannot listen there.
-  static expected<std::unique_ptr<metrics_endpoint>> start(const peer_address& at, renderer render,
-                                                           limits l);
+  /// Serves `routes` at `at` (port 0: one the system picks, see port()) until destroyed. The
+  /// renderers are called on the endpoint's threads, at most `workers` at once.
+  /// errc::invalid_config naming the address when it cannot listen there.
   static expected<std::unique_ptr<metrics_endpoint>> start(const peer_address& at,
-                                                           renderer render) {
-    return start(at, std::move(render), limits{});
+                                                           std::vector<route> routes, limits l);
+  static expected<std::unique_ptr<metrics_endpoint>> start(const peer_address& at,
+                                                           std::vector<route> routes) {
+    return start(at, std::move(routes), limits{});
   }
 
   /// Stops listening and waits for the requests being served, at most twice the time-out;

@@ -1,0 +1,53 @@
+#include "core/observe/node_state.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+namespace conveyor {
+namespace {
+
+// "preprocessor-3" -> "preprocessor"; "batcher" -> "batcher".
+std::string role_of(const std::string& name) {
+  const auto dash = name.rfind('-');
+  return dash == std::string::npos ? name : name.substr(0, dash);
+}
+
+nlohmann::json actors_json(const std::vector<actor_report>& reports) {
+  auto out = nlohmann::json::array();
+  for (const auto& r : reports) {
+    out.push_back({{"name", r.name},
+                   {"role", role_of(r.name)},
+                   {"mailbox", r.mailbox},
+                   {"items", r.items},
+                   {"rate", r.items_per_s},
+                   {"p50_ms", static_cast<double>(r.p50_us) / 1e3},
+                   {"p90_ms", static_cast<double>(r.p90_us) / 1e3},
+                   {"p99_ms", static_cast<double>(r.p99_us) / 1e3}});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_state_json(const pipeline_status& status, int gpus,
+                              const std::vector<actor_report>& reports, double seconds) {
+  const auto f = status.figures();
+  auto waits = nlohmann::json::array();
+  for (int g = 0; g < gpus; ++g) {
+    waits.push_back(std::chrono::duration<double>(status.channel(g)->waited()).count());
+  }
+  nlohmann::json doc{{"seconds", seconds},
+                     {"actors", actors_json(reports)},
+                     {"delivered", f.totals.delivered},
+                     {"quarantined", f.totals.quarantined},
+                     {"in_flight", f.in_flight},
+                     {"trainer_wait_s", std::move(waits)},
+                     {"diagnosis", status.diagnosis()},
+                     {"failed", status.failure().has_value()}};
+  // Names and texts may hold any byte a dataset gave them: invalid UTF-8 is replaced, never
+  // thrown on.
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace conveyor
