@@ -64,6 +64,17 @@ std::set<std::string> logged_actors(const std::string& log) {
   return out;
 }
 
+// A TCP connection to 127.0.0.1:`port` (a failed expectation when refused).
+unique_fd connect_loopback(std::uint16_t port) {
+  unique_fd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
+  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&at), sizeof at), 0);
+  return fd;
+}
+
 TEST(NodeMetrics, AScrapeParsesNamesEveryActorAndTheDeliveredCountRises) {
   temp_dir dir;
   auto images = make_image_folder(dir, 37);
@@ -148,6 +159,30 @@ TEST(NodeMetrics, TheLivePageInARealBrowserShowsEveryActorAndARisingCount) {
   }
   node.signal(SIGINT);
   EXPECT_EQ(node.finish(120s), 130) << node.err();
+}
+
+// Hostile clients on the endpoint: 16 connections that never send a byte, and one that sends
+// a request head of 1 MiB. The node's run is not held back by them: it delivers every sample
+// of every epoch and exits 0 (the endpoint lets them go at its time-outs).
+TEST(NodeMetrics, SilentAndOversizedClientsHoldNothingBack) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 37);
+  const auto port = free_tcp_ports(1).at(0);
+  node_process node({"--topology", write_topology(dir, topology_text(images, port)).string(),
+                     "--set", "trainer.epochs=300", "--set", "trainer.step_ms=5"});
+  ASSERT_TRUE(node.wait_for_log("metrics: http://", 120s)) << node.err();
+  std::vector<unique_fd> silent;
+  for (int i = 0; i < 16; ++i) {
+    silent.push_back(connect_loopback(port));
+  }
+  auto oversized = connect_loopback(port);
+  const std::string head = "GET /metrics?" + std::string(1 << 20, 'a');
+  // The endpoint refuses the head past 8 KiB and closes: the write may stop short, never block
+  // for long (the socket's buffer, then a reset).
+  (void)::send(oversized.get(), head.data(), head.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  ASSERT_EQ(node.finish(300s), 0) << node.err();
+  EXPECT_EQ(testing::json_number(node.out(), "samples"), 37u * 300u);
+  EXPECT_EQ(testing::json_number(node.out(), "lost"), 0u);
 }
 
 TEST(NodeMetrics, AnAddressTakenStopsStartUpWithExitTwoNamingIt) {
