@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <regex>
 #include <set>
 
@@ -62,6 +63,19 @@ std::set<std::string> logged_actors(const std::string& log) {
     out.insert((*it)[1]);
   }
   return out;
+}
+
+// Every one of `parts` is in `text`.
+void expect_all_in(const std::string& text, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  }
+}
+
+// Ctrl-C: the node stops its endless run, exit code 130.
+void stop_with_ctrl_c(node_process& node) {
+  node.signal(SIGINT);
+  EXPECT_EQ(node.finish(120s), 130) << node.err();
 }
 
 // A TCP connection to 127.0.0.1:`port` (a failed expectation when refused).
@@ -114,18 +128,16 @@ TEST(NodeMetrics, AScrapeParsesNamesEveryActorAndTheDeliveredCountRises) {
               std::string::npos)
         << actor;
   }
-  for (const char* line :
-       {"histogram conveyor_actor_item_duration_seconds_bucket actor=batcher,le=+Inf ",
-        "histogram conveyor_actor_item_duration_seconds_count actor=preprocessor-0 ",
-        "counter conveyor_trainer_wait_seconds_total gpu=0 ",
-        "counter conveyor_trainer_wait_seconds_total gpu=1 ",
-        "counter conveyor_bottleneck_seconds_total class=prep ",
-        "counter conveyor_reads_total source=storage ", "gauge process_resident_memory_bytes  ",
-        "counter process_cpu_seconds_total  ", "gauge conveyor_samples_in_flight  "}) {
-    EXPECT_NE(parsed.out.find(line), std::string::npos) << line << "\n" << parsed.out;
-  }
-  node.signal(SIGINT);
-  EXPECT_EQ(node.finish(120s), 130) << node.err();
+  expect_all_in(
+      parsed.out,
+      {"histogram conveyor_actor_item_duration_seconds_bucket actor=batcher,le=+Inf ",
+       "histogram conveyor_actor_item_duration_seconds_count actor=preprocessor-0 ",
+       "counter conveyor_trainer_wait_seconds_total gpu=0 ",
+       "counter conveyor_trainer_wait_seconds_total gpu=1 ",
+       "counter conveyor_bottleneck_seconds_total class=prep ",
+       "counter conveyor_reads_total source=storage ", "gauge process_resident_memory_bytes  ",
+       "counter process_cpu_seconds_total  ", "gauge conveyor_samples_in_flight  "});
+  stop_with_ctrl_c(node);
 }
 
 // The live page in a real browser (tests/python/watch_page.py: headless Chromium over its
@@ -152,13 +164,9 @@ TEST(NodeMetrics, TheLivePageInARealBrowserShowsEveryActorAndARisingCount) {
   for (const auto& actor : logged_actors(node.err())) {
     EXPECT_NE(shown.find("\"" + actor + "\""), std::string::npos) << actor << "\n" << shown;
   }
-  for (const char* part :
-       {"\"trainer-0\"", "\"trainer-1\"", "\"preprocessor\",\"batcher\"", "\"feeder\",\"trainer\"",
-        "\"diagnosis\":\"now ", "\"status\":\"live\""}) {
-    EXPECT_NE(shown.find(part), std::string::npos) << part << "\n" << shown;
-  }
-  node.signal(SIGINT);
-  EXPECT_EQ(node.finish(120s), 130) << node.err();
+  expect_all_in(shown, {"\"trainer-0\"", "\"trainer-1\"", "\"preprocessor\",\"batcher\"",
+                        "\"feeder\",\"trainer\"", "\"diagnosis\":\"now ", "\"status\":\"live\""});
+  stop_with_ctrl_c(node);
 }
 
 // Hostile clients on the endpoint: 16 connections that never send a byte, and one that sends

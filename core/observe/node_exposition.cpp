@@ -8,6 +8,7 @@
 #include <chrono>
 #include <deque>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
 #include <numeric>
 #include <utility>
@@ -51,6 +52,20 @@ class families {
  private:
   std::deque<MetricFamily> out_;
 };
+
+// One unlabelled value of a family of its own.
+struct lone_value {
+  const char* name;
+  const char* help;
+  MetricType type;
+  double value;
+};
+
+void add_values(families& out, std::initializer_list<lone_value> values) {
+  for (const auto& v : values) {
+    out.one(v.name, v.help, v.type, v.value);
+  }
+}
 
 double seconds(std::int64_t ns) {
   return static_cast<double>(ns) / 1e9;
@@ -100,37 +115,41 @@ void add_actors(families& out, const std::vector<actor_report>& reports) {
 
 void add_samples(families& out, const pipeline_status& status) {
   const auto f = status.figures();
-  out.one("conveyor_samples_delivered_total", "Distinct samples delivered in batches.",
-          MetricType::Counter, static_cast<double>(f.totals.delivered));
-  out.one("conveyor_samples_quarantined_total", "Distinct samples quarantined (not delivered).",
-          MetricType::Counter, static_cast<double>(f.totals.quarantined));
-  out.one("conveyor_samples_filtered_total", "Distinct samples the recipe's filter left out.",
-          MetricType::Counter, static_cast<double>(f.totals.filtered));
-  out.one("conveyor_samples_prepared_total", "Samples whose transform steps are done.",
-          MetricType::Counter, static_cast<double>(status.prepared_now()));
-  out.one("conveyor_sample_retries_total", "Samples issued again after a failure or a death.",
-          MetricType::Counter, static_cast<double>(f.retries));
-  out.one("conveyor_sample_handoffs_total", "Samples handed from a preprocessor to a straggler.",
-          MetricType::Counter, static_cast<double>(f.handoffs));
-  out.one("conveyor_samples_in_flight", "Samples dispatched and not yet in a batch.",
-          MetricType::Gauge, static_cast<double>(f.in_flight));
-  out.one("conveyor_samples_in_flight_peak", "The most samples in flight at once so far.",
-          MetricType::Gauge, static_cast<double>(f.peak_in_flight));
-  out.one("conveyor_latency_budget_seconds",
-          "The per-sample latency budget past which a sample is handed off (0: none).",
-          MetricType::Gauge, seconds(f.budget_ns));
-  out.one("conveyor_transform_seconds_total", "Time spent in transform steps, over samples.",
-          MetricType::Counter,
-          seconds(std::accumulate(f.step_ns.begin(), f.step_ns.end(), std::int64_t{0})));
-  out.one("conveyor_read_seconds_total", "Time spent reading samples, over samples.",
-          MetricType::Counter, seconds(status.read_ns()));
-  out.one("conveyor_window_full_seconds_total", "Time every credit of the window was held.",
-          MetricType::Counter,
-          seconds(static_cast<std::int64_t>(status.window().full_until(monotonic_ns()))));
-  out.one("conveyor_worker_restarts_total", "Workers a supervisor restarted.", MetricType::Counter,
-          static_cast<double>(status.restarts()));
-  out.one("conveyor_worker_hangs_total", "Workers a supervisor declared hung.", MetricType::Counter,
-          static_cast<double>(status.hangs()));
+  add_values(
+      out,
+      {
+          {"conveyor_samples_delivered_total", "Distinct samples delivered in batches.",
+           MetricType::Counter, static_cast<double>(f.totals.delivered)},
+          {"conveyor_samples_quarantined_total", "Distinct samples quarantined (not delivered).",
+           MetricType::Counter, static_cast<double>(f.totals.quarantined)},
+          {"conveyor_samples_filtered_total", "Distinct samples the recipe's filter left out.",
+           MetricType::Counter, static_cast<double>(f.totals.filtered)},
+          {"conveyor_samples_prepared_total", "Samples whose transform steps are done.",
+           MetricType::Counter, static_cast<double>(status.prepared_now())},
+          {"conveyor_sample_retries_total", "Samples issued again after a failure or a death.",
+           MetricType::Counter, static_cast<double>(f.retries)},
+          {"conveyor_sample_handoffs_total", "Samples handed from a preprocessor to a straggler.",
+           MetricType::Counter, static_cast<double>(f.handoffs)},
+          {"conveyor_samples_in_flight", "Samples dispatched and not yet in a batch.",
+           MetricType::Gauge, static_cast<double>(f.in_flight)},
+          {"conveyor_samples_in_flight_peak", "The most samples in flight at once so far.",
+           MetricType::Gauge, static_cast<double>(f.peak_in_flight)},
+          {"conveyor_latency_budget_seconds",
+           "The per-sample latency budget past which a sample is handed off (0: none).",
+           MetricType::Gauge, seconds(f.budget_ns)},
+          {"conveyor_transform_seconds_total", "Time spent in transform steps, over samples.",
+           MetricType::Counter,
+           seconds(std::accumulate(f.step_ns.begin(), f.step_ns.end(), std::int64_t{0}))},
+          {"conveyor_read_seconds_total", "Time spent reading samples, over samples.",
+           MetricType::Counter, seconds(status.read_ns())},
+          {"conveyor_window_full_seconds_total", "Time every credit of the window was held.",
+           MetricType::Counter,
+           seconds(static_cast<std::int64_t>(status.window().full_until(monotonic_ns())))},
+          {"conveyor_worker_restarts_total", "Workers a supervisor restarted.", MetricType::Counter,
+           static_cast<double>(status.restarts())},
+          {"conveyor_worker_hangs_total", "Workers a supervisor declared hung.",
+           MetricType::Counter, static_cast<double>(status.hangs())},
+      });
 }
 
 void add_trainers(families& out, const pipeline_status& status, int gpus) {
@@ -163,12 +182,15 @@ void add_reads(families& out, const pipeline_status& status) {
                          MetricType::Counter);
   families::add(bytes, static_cast<double>(r.storage_bytes), {{"source", "storage"}});
   families::add(bytes, static_cast<double>(r.peer_bytes), {{"source", "peer"}});
-  out.one("conveyor_cache_disk_hits_total", "Cache hits served by the disk tier.",
-          MetricType::Counter, static_cast<double>(r.disk_hits));
-  out.one("conveyor_peer_fallbacks_total", "Samples a peer holds, read from storage instead.",
-          MetricType::Counter, static_cast<double>(r.peer_fallbacks));
-  out.one("conveyor_peer_served_total", "Samples this node served to its peers.",
-          MetricType::Counter, static_cast<double>(r.peer_served));
+  add_values(
+      out, {
+               {"conveyor_cache_disk_hits_total", "Cache hits served by the disk tier.",
+                MetricType::Counter, static_cast<double>(r.disk_hits)},
+               {"conveyor_peer_fallbacks_total", "Samples a peer holds, read from storage instead.",
+                MetricType::Counter, static_cast<double>(r.peer_fallbacks)},
+               {"conveyor_peer_served_total", "Samples this node served to its peers.",
+                MetricType::Counter, static_cast<double>(r.peer_served)},
+           });
 }
 
 // Resident memory from /proc/self/statm (its second field, in pages); 0 where unreadable.
