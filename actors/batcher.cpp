@@ -224,6 +224,15 @@ std::string extra_figures(const batcher_core& core, latency_tracker& assembly) {
          std::to_string(core.active(worker_role::reader));
 }
 
+// The window and the pools' active counts as numbers, for /metrics.
+std::vector<role_gauge> gauges(const batcher_core& core) {
+  return {{"window_samples", static_cast<std::int64_t>(core.settings().window_samples)},
+          {"handed_out", static_cast<std::int64_t>(core.handed_out())},
+          {"active_preprocessors", core.active(worker_role::preprocessor)},
+          {"active_stragglers", core.active(worker_role::straggler)},
+          {"active_readers", core.active(worker_role::reader)}};
+}
+
 batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts) {
   auto& st = self->state;
   st.core = std::make_unique<batcher_core>(
@@ -297,7 +306,8 @@ batcher_actor::behavior_type batcher(batcher_pointer self, batcher_options opts)
       },
       [self, opts](atoms::tick) {
         report_and_rearm(self, opts.report, *self->state.metrics,
-                         extra_figures(*self->state.core, self->state.assembly));
+                         extra_figures(*self->state.core, self->state.assembly),
+                         gauges(*self->state.core));
       },
   };
 }

@@ -150,6 +150,12 @@ std::string figures(const feeder_state& st, const feeder_options& opts) {
          " free_slots=" + std::to_string(st.ring ? st.ring->free_slots() : 0);
 }
 
+// The same as numbers, for /metrics.
+std::vector<role_gauge> gauges(const feeder_state& st, const feeder_options& opts) {
+  return {{"ready_batches", static_cast<std::int64_t>(opts.channel->size())},
+          {"free_slots", static_cast<std::int64_t>(st.ring ? st.ring->free_slots() : 0)}};
+}
+
 feeder_actor::behavior_type feeder(feeder_pointer self, feeder_options opts) {
   auto& st = self->state;
   st.metrics = std::make_unique<actor_metrics>("feeder-" + std::to_string(opts.gpu));
@@ -176,7 +182,8 @@ feeder_actor::behavior_type feeder(feeder_pointer self, feeder_options opts) {
       [self, opts](atoms::batch, const batch_plan& plan) { on_plan(self, opts, plan); },
       [self, opts](atoms::release, std::uint64_t slot) { on_release(self, opts, slot); },
       [self, opts](atoms::tick) {
-        report_and_rearm(self, opts.report, *self->state.metrics, figures(self->state, opts));
+        report_and_rearm(self, opts.report, *self->state.metrics, figures(self->state, opts),
+                         gauges(self->state, opts));
       },
   };
 }

@@ -33,6 +33,7 @@
 #include "core/observe/metrics_endpoint.hpp"
 #include "core/observe/node_exposition.hpp"
 #include "core/observe/node_state.hpp"
+#include "core/remote/remote_dataset.hpp"
 #include "core/transforms/opencv_threads.hpp"
 
 namespace conveyor {
@@ -251,10 +252,14 @@ bool pipeline_runtime::impl::serve_metrics() {
   }
   const int gpus = spec.settings.gpus;
   const auto started = std::chrono::steady_clock::now();
+  // A dataset in an object store: its traffic too. The route holds the source (and so its
+  // counters): a worker the endpoint let go at shutdown may outlive the pipeline.
+  const auto* remote = dynamic_cast<const remote_dataset*>(spec.source.get());
+  const transfer_counters* s3 = remote != nullptr ? &remote->counters() : nullptr;
   std::vector<metrics_endpoint::route> routes{
       {"/metrics", "text/plain; version=0.0.4; charset=utf-8",
-       [status = status, live = live, gpus] {
-         return render_metrics(*status, gpus, live->snapshot());
+       [status = status, live = live, gpus, source = spec.source, s3] {
+         return render_metrics(*status, gpus, live->snapshot(), s3);
        }},
       {"/state.json", "application/json",
        [status = status, live = live, gpus, started] {

@@ -38,16 +38,18 @@ std::uint64_t mailbox_depth(Self* self) {
   return self->mailbox().queue().total_task_size();
 }
 
-/// Sends the report of `metrics` (with `extra` figures) to the monitor and arms the next tick.
+/// Sends the report of `metrics` (with `extra` figures, and `gauges`: some of them as numbers)
+/// to the monitor and arms the next tick.
 /// Call from the actor's tick handler.
 template <class Self>
 void report_and_rearm(Self* self, const reporting& r, actor_metrics& metrics,
-                      std::string extra = {}) {
+                      std::string extra = {}, std::vector<role_gauge> gauges = {}) {
   if (!r.monitor) {
     return;
   }
-  self->send(r.monitor, atoms::report::value,
-             metrics.report(mailbox_depth(self), std::move(extra)));
+  auto report = metrics.report(mailbox_depth(self), std::move(extra));
+  report.gauges = std::move(gauges);
+  self->send(r.monitor, atoms::report::value, std::move(report));
   self->delayed_send(self, r.every, atoms::tick::value);
 }
 

@@ -13,6 +13,18 @@
 
 namespace conveyor {
 
+/// A figure of an actor's role as a number (a feeder's free slots), for /metrics:
+/// `conveyor_<role>_<name>{actor="..."}`. `name` in snake_case, base units.
+struct role_gauge {
+  std::string name;
+  std::int64_t value = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, role_gauge& x) {
+  return f(caf::meta::type_name("role_gauge"), x.name, x.value);
+}
+
 /// One actor's figures at one moment. Latencies in microseconds (integers: no floats in
 /// messages).
 struct actor_report {
@@ -28,12 +40,13 @@ struct actor_report {
   /// above them; empty when the actor keeps none), and their summed latency.
   std::vector<std::uint64_t> latency_counts;
   std::int64_t latency_sum_ns = 0;
+  std::vector<role_gauge> gauges;  ///< the role's figures as numbers (some of `extra`'s)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, actor_report& x) {
   return f(caf::meta::type_name("actor_report"), x.name, x.mailbox, x.items, x.items_per_s,
-           x.p50_us, x.p90_us, x.p99_us, x.extra, x.latency_counts, x.latency_sum_ns);
+           x.p50_us, x.p90_us, x.p99_us, x.extra, x.latency_counts, x.latency_sum_ns, x.gauges);
 }
 
 /// `tick` answers with the number of reports logged so far: a sender that asks after its

@@ -1,6 +1,7 @@
 // The public embedding API (include/conveyor/pipeline.hpp) as a trainer uses it.
 #include <gtest/gtest.h>
 
+#include <httplib.h>
 #include <spdlog/spdlog.h>
 #include <algorithm>
 #include <conveyor/log.hpp>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "support/app_process.hpp"
 #include "support/test_support.hpp"
 
 namespace conveyor {
@@ -320,6 +322,36 @@ TEST(EmbeddingApiLive, TheReportCountsWhatTheTrainerHasBeenHanded) {
   auto first = p->next(0);
   ASSERT_TRUE(first);
   EXPECT_GE(p->report().delivered, images + first->size());
+}
+
+// [monitor] metrics in a trainer's own process: the pipeline serves /metrics while it lives,
+// counting what the trainer took, and stops serving when it goes; an address taken is an error
+// of open(), naming it.
+TEST(EmbeddingApiMetrics, TheTopologysMetricsAddressIsServedWhileThePipelineLives) {
+  temp_dir dir;
+  const auto port = testing::free_tcp_ports(1).at(0);
+  const std::string at = "127.0.0.1:" + std::to_string(port);
+  httplib::Client client("127.0.0.1", port);
+  {
+    auto p = pipeline::open(setup(dir), {"monitor.metrics=" + at});
+    ASSERT_TRUE(p) << p.error().what();
+    std::uint64_t taken = 0;
+    for (auto& b : p->epoch(0, 0)) {
+      taken += b.size();
+    }
+    EXPECT_EQ(taken, static_cast<std::uint64_t>(images));
+    auto r = client.Get("/metrics");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_NE(r->body.find("\nconveyor_samples_delivered_total "), std::string::npos) << r->body;
+    auto second = pipeline::open(setup(dir), {"monitor.metrics=" + at});
+    ASSERT_FALSE(second);
+    EXPECT_EQ(second.error().code(), errc::invalid_config);
+    EXPECT_NE(second.error().message().find("monitor.metrics: cannot listen at " + at),
+              std::string::npos)
+        << second.error().message();
+  }
+  EXPECT_FALSE(client.Get("/metrics"));  // gone with the pipeline
 }
 
 TEST(EmbeddingApiLifetime, AnIteratorOutlivesTheRangeExpressionItCameFrom) {

@@ -133,6 +133,8 @@ TEST(NodeMetrics, AScrapeParsesNamesEveryActorAndTheDeliveredCountRises) {
       {"histogram conveyor_actor_item_duration_seconds_bucket actor=batcher,le=+Inf ",
        "histogram conveyor_actor_item_duration_seconds_count actor=preprocessor-0 ",
        "counter conveyor_trainer_wait_seconds_total gpu=0 ",
+       "gauge conveyor_feeder_free_slots actor=feeder-1 ",
+       "gauge conveyor_batcher_window_samples actor=batcher ",
        "counter conveyor_trainer_wait_seconds_total gpu=1 ",
        "counter conveyor_bottleneck_seconds_total class=prep ",
        "counter conveyor_reads_total source=storage ", "gauge process_resident_memory_bytes  ",

@@ -2,6 +2,11 @@
 
 namespace conveyor {
 
+std::string actor_role(const std::string& name) {
+  const auto dash = name.rfind('-');
+  return dash == std::string::npos ? name : name.substr(0, dash);
+}
+
 void live_reports::update(const actor_report& r) {
   std::lock_guard<std::mutex> lock(mutex_);
   latest_[r.name] = r;

@@ -11,6 +11,9 @@
 
 namespace conveyor {
 
+/// An actor's role from its name: "preprocessor-3" -> "preprocessor", "batcher" -> "batcher".
+std::string actor_role(const std::string& name);
+
 /// Thread-safe.
 class live_reports {
  public:

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <iterator>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -17,6 +18,8 @@
 #include "core/base/monotonic_clock.hpp"
 #include "core/metrics/cpu_usage.hpp"
 #include "core/metrics/latency_histogram.hpp"
+#include "core/observe/live_reports.hpp"
+#include "core/remote/s3_request.hpp"
 
 namespace conveyor {
 namespace {
@@ -82,6 +85,21 @@ ClientMetric histogram_of(const actor_report& r) {
   m.histogram.sample_count = cumulative + r.latency_counts.back();  // the +Inf bucket
   m.histogram.sample_sum = seconds(r.latency_sum_ns);
   return m;
+}
+
+// The actors' role figures: conveyor_<role>_<name>{actor=...}, one family per role and name.
+void add_role_gauges(families& out, const std::vector<actor_report>& reports) {
+  std::map<std::string, MetricFamily*> opened;
+  for (const auto& r : reports) {
+    for (const auto& g : r.gauges) {
+      const auto name = "conveyor_" + actor_role(r.name) + "_" + g.name;
+      auto& f = opened[name];
+      if (f == nullptr) {
+        f = &out.open(name, "The " + actor_role(r.name) + "'s " + g.name + ".", MetricType::Gauge);
+      }
+      families::add(*f, static_cast<double>(g.value), {{"actor", r.name}});
+    }
+  }
 }
 
 void add_actors(families& out, const std::vector<actor_report>& reports) {
@@ -193,6 +211,28 @@ void add_reads(families& out, const pipeline_status& status) {
            });
 }
 
+void add_object_store(families& out, const transfer_counters& s3) {
+  const auto t = s3.snapshot();
+  add_values(out,
+             {
+                 {"conveyor_s3_requests_total", "Requests to the object store, retries included.",
+                  MetricType::Counter, static_cast<double>(t.requests)},
+                 {"conveyor_s3_retries_total", "Requests to the object store made again.",
+                  MetricType::Counter, static_cast<double>(t.retries)},
+             });
+  auto& failures =
+      out.open("conveyor_s3_failures_total", "Attempts at the object store that failed, by why.",
+               MetricType::Counter);
+  for (std::size_t f = 1; f < t.by_failure.size(); ++f) {
+    families::add(failures, static_cast<double>(t.by_failure[f]),
+                  {{"reason", to_string(static_cast<s3_failure>(f))}});
+  }
+  auto& bytes = out.open("conveyor_s3_bytes_total", "Bytes to and from the object store.",
+                         MetricType::Counter);
+  families::add(bytes, static_cast<double>(t.bytes_in), {{"direction", "in"}});
+  families::add(bytes, static_cast<double>(t.bytes_out), {{"direction", "out"}});
+}
+
 // Resident memory from /proc/self/statm (its second field, in pages); 0 where unreadable.
 double resident_bytes() {
   std::ifstream statm("/proc/self/statm");
@@ -215,12 +255,16 @@ void add_process(families& out) {
 }  // namespace
 
 std::string render_metrics(const pipeline_status& status, int gpus,
-                           const std::vector<actor_report>& reports) {
+                           const std::vector<actor_report>& reports, const transfer_counters* s3) {
   families out;
   add_actors(out, reports);
+  add_role_gauges(out, reports);
   add_samples(out, status);
   add_trainers(out, status, gpus);
   add_reads(out, status);
+  if (s3 != nullptr) {
+    add_object_store(out, *s3);
+  }
   add_process(out);
   return prometheus::TextSerializer().Serialize(out.take());
 }

@@ -3,7 +3,8 @@
 /// prometheus-cpp's serializer, of a running pipeline: every actor's last report (labelled
 /// `actor="preprocessor-3"`), the pipeline's status (samples delivered, quarantined, filtered,
 /// retried, handed off; the window, the latency budget; each trainer's wait, each class of the
-/// live diagnosis, the reads by source) and this process's memory and CPU. Names and units as
+/// live diagnosis, the reads by source), an object store's requests, retries, failures and
+/// bytes, and this process's memory and CPU. Names and units as
 /// Prometheus' conventions want: `conveyor_` first, base units (seconds, bytes), counters end
 /// in `_total`.
 
@@ -11,13 +12,16 @@
 #include <vector>
 
 #include "core/delivery/pipeline_status.hpp"
+#include "core/remote/transfer_counters.hpp"
 #include "messages/monitor.hpp"
 
 namespace conveyor {
 
-/// The exposition of `status` (with `gpus` trainer channels) and `reports`. Thread-safe as
-/// pipeline_status is; its cost grows with the actors, never with anything a client sends.
+/// The exposition of `status` (with `gpus` trainer channels), `reports` and, for a dataset in
+/// an object store, its traffic `s3` (null: none). Thread-safe as pipeline_status and
+/// transfer_counters are; its cost grows with the actors, never with anything a client sends.
 std::string render_metrics(const pipeline_status& status, int gpus,
-                           const std::vector<actor_report>& reports);
+                           const std::vector<actor_report>& reports,
+                           const transfer_counters* s3 = nullptr);
 
 }  // namespace conveyor

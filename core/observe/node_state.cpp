@@ -4,20 +4,16 @@
 
 #include <chrono>
 
+#include "core/observe/live_reports.hpp"
+
 namespace conveyor {
 namespace {
-
-// "preprocessor-3" -> "preprocessor"; "batcher" -> "batcher".
-std::string role_of(const std::string& name) {
-  const auto dash = name.rfind('-');
-  return dash == std::string::npos ? name : name.substr(0, dash);
-}
 
 nlohmann::json actors_json(const std::vector<actor_report>& reports) {
   auto out = nlohmann::json::array();
   for (const auto& r : reports) {
     out.push_back({{"name", r.name},
-                   {"role", role_of(r.name)},
+                   {"role", actor_role(r.name)},
                    {"mailbox", r.mailbox},
                    {"items", r.items},
                    {"rate", r.items_per_s},
