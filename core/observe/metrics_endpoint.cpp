@@ -97,7 +97,11 @@ expected<std::unique_ptr<metrics_endpoint>> metrics_endpoint::start(const peer_a
   s->queued = std::max<std::size_t>(l.queued, 1);
   l.workers = std::max(l.workers, 1);
   configure(s->server, l, std::move(routes));
-  s->server.new_task_queue = [s] { return new bounded_tasks(s); };
+  // Weak: the server is part of the shared state, and a strong pointer in its own member would
+  // keep it alive forever (the listener, which holds the state, is the only one to call this).
+  s->server.new_task_queue = [weak = std::weak_ptr<shared>(s)] {
+    return new bounded_tasks(weak.lock());
+  };
   const int port = at.port == 0 ? s->server.bind_to_any_port(at.host)
                                 : (s->server.bind_to_port(at.host, at.port) ? at.port : -1);
   if (port <= 0) {
