@@ -24,14 +24,14 @@ struct monitor_state {
 using monitor_pointer = monitor_actor::stateful_pointer<monitor_state>;
 
 void on_report(monitor_pointer self, const monitor_options& opts, const actor_report& r) {
+  if (opts.live) {
+    opts.live->update(r);  // first: an actor in the log is on /metrics too
+  }
   auto logger = log("monitor");
   logger->info(
       "{:<16} mailbox={:<5} items={:<8} rate={}/s p50={:.2f}ms p90={:.2f}ms p99={:.2f}ms {}",
       r.name, r.mailbox, r.items, r.items_per_s, r.p50_us / 1000.0, r.p90_us / 1000.0,
       r.p99_us / 1000.0, r.extra);
-  if (opts.live) {
-    opts.live->update(r);
-  }
   ++self->state.reports;
   auto& trend = self->state.trends[r.name];
   // The first report of an actor only sets the baseline.

@@ -72,6 +72,15 @@ void expect_all_in(const std::string& text, std::initializer_list<const char*> p
   }
 }
 
+// Waits until every actor of the topology above has reported (its monitor line logged, so it
+// is on /metrics: the monitor keeps a report before it logs it).
+void wait_for_every_actor(node_process& node) {
+  for (const char* name :
+       {"batcher", "preprocessor-0", "preprocessor-1", "feeder-0", "feeder-1", "reader-0"}) {
+    ASSERT_TRUE(node.wait_for_log(std::string("[monitor] ") + name + " ", 120s)) << node.err();
+  }
+}
+
 // Ctrl-C: the node stops its endless run, exit code 130.
 void stop_with_ctrl_c(node_process& node) {
   node.signal(SIGINT);
@@ -97,7 +106,7 @@ TEST(NodeMetrics, AScrapeParsesNamesEveryActorAndTheDeliveredCountRises) {
   ASSERT_TRUE(
       node.wait_for_log("metrics: http://127.0.0.1:" + std::to_string(port) + "/metrics", 120s))
       << node.err();
-  ASSERT_TRUE(node.wait_for_log("[monitor] batcher", 120s)) << node.err();
+  wait_for_every_actor(node);
   httplib::Client client("127.0.0.1", port);
   auto first = client.Get("/metrics");
   ASSERT_TRUE(first);
@@ -105,9 +114,12 @@ TEST(NodeMetrics, AScrapeParsesNamesEveryActorAndTheDeliveredCountRises) {
   const double delivered = sample(first->body, "conveyor_samples_delivered_total");
   ASSERT_GE(delivered, 0) << first->body;
   // Scrape until the count moves (a batch every 20 ms): bounded by a deadline, not a sleep.
+  // The log as it was before the scrape: every actor in it has reported before the scrape.
   std::string later;
+  std::string log_before;
   for (const auto deadline = std::chrono::steady_clock::now() + 60s;
        std::chrono::steady_clock::now() < deadline;) {
+    log_before = node.err();
     auto r = client.Get("/metrics");
     ASSERT_TRUE(r);
     if (sample(r->body, "conveyor_samples_delivered_total") > delivered) {
@@ -121,7 +133,7 @@ TEST(NodeMetrics, AScrapeParsesNamesEveryActorAndTheDeliveredCountRises) {
                         std::string(CONVEYOR_SOURCE_DIR) + "/tests/python/parse_metrics.py " +
                             (dir / "metrics.txt").string());
   ASSERT_EQ(parsed.exit_code, 0) << parsed.err << "\n" << later;
-  const auto actors = logged_actors(node.err());
+  const auto actors = logged_actors(log_before);
   EXPECT_GE(actors.size(), 6u);  // the batcher, 2 feeders, 2 preprocessors, a reader at least
   for (const auto& actor : actors) {
     EXPECT_NE(parsed.out.find("gauge conveyor_actor_mailbox_messages actor=" + actor + " "),
@@ -153,6 +165,8 @@ TEST(NodeMetrics, TheLivePageInARealBrowserShowsEveryActorAndARisingCount) {
   node_process node({"--topology", write_topology(dir, topology_text(images, port)).string()});
   const auto url = "http://127.0.0.1:" + std::to_string(port) + "/";
   ASSERT_TRUE(node.wait_for_log("metrics: " + url + "metrics", 120s)) << node.err();
+  wait_for_every_actor(node);
+  const auto before = node.err();  // every actor in it is in the page's every poll
   const auto shot = dir / "page.png";
   auto watched = run_app(CONVEYOR_PYTHON, dir,
                          std::string(CONVEYOR_SOURCE_DIR) + "/tests/python/watch_page.py " + url +
@@ -163,7 +177,7 @@ TEST(NodeMetrics, TheLivePageInARealBrowserShowsEveryActorAndARisingCount) {
     std::filesystem::copy_file(shot, keep, std::filesystem::copy_options::overwrite_existing);
   }
   const auto& shown = watched.out;
-  for (const auto& actor : logged_actors(node.err())) {
+  for (const auto& actor : logged_actors(before)) {
     EXPECT_NE(shown.find("\"" + actor + "\""), std::string::npos) << actor << "\n" << shown;
   }
   expect_all_in(shown, {"\"trainer-0\"", "\"trainer-1\"", "\"preprocessor\",\"batcher\"",
