@@ -53,7 +53,7 @@ diagnosis_actor::behavior_type diagnosis(diagnosis_actor::stateful_pointer<diagn
           self->state.current = b;
           log("diagnosis")->info("{}", line);
         }
-        opts.status->note_diagnosis(std::move(line));
+        opts.status->note_diagnosis(f, std::move(line));
       },
   };
 }

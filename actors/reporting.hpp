@@ -73,6 +73,7 @@ void report_processes(Self* self, const reporting& r,
     out.p99_us = p.p99_us;
     out.extra = "pid=" + (p.pid < 0 ? std::string("none") : std::to_string(p.pid)) +
                 " in_flight=" + (p.in_flight ? "1" : "0");
+    out.gauges = {{"samples_in_flight", p.in_flight ? 1 : 0}};
     self->send(r.monitor, atoms::report::value, std::move(out));
   }
 }

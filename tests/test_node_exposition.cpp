@@ -46,6 +46,15 @@ TEST(NodeExposition, RoleGaugesAreOneFamilyPerRoleAndName) {
             text.rfind("# TYPE conveyor_feeder_free_slots"));
 }
 
+TEST(NodeExposition, ARolesNameIsMadeAMetricsWord) {
+  actor_report worker;
+  worker.name = "python-worker-3";
+  worker.gauges = {{"samples_in_flight", 1}};
+  const auto text = render_metrics(*two_gpus(), 2, {worker});
+  EXPECT_TRUE(has(text, "conveyor_python_worker_samples_in_flight{actor=\"python-worker-3\"} 1"))
+      << text;
+}
+
 TEST(NodeExposition, TheHistogramIsCumulativeAndItsInfBucketTheCount) {
   const auto text = render_metrics(*two_gpus(), 2, {feeder("feeder-0", 3)});
   EXPECT_TRUE(
@@ -80,6 +89,26 @@ TEST(NodeExposition, AnObjectStoresTrafficOnlyWhenThereIsOne) {
       << text;
   EXPECT_TRUE(has(text, "conveyor_s3_bytes_total{direction=\"in\"} 1000")) << text;
   EXPECT_TRUE(has(text, "conveyor_s3_bytes_total{direction=\"out\"} 400")) << text;
+}
+
+TEST(NodeExposition, EachPoolsBusyShareIsTheLastIntervals) {
+  const auto status = two_gpus();
+  EXPECT_TRUE(
+      has(render_metrics(*status, 2, {}), "conveyor_pool_busy_ratio{pool=\"preprocessor\"} 0"));
+  analysis::interval_figures f;
+  f.seconds = 2;
+  f.prep_busy_s = 6;  // 4 preprocessors busy 75% of 2 s
+  f.prep_workers = 4;
+  f.read_busy_s = 1;  // 2 readers busy 25%
+  f.readers = 2;
+  status->note_diagnosis(f, "now prep-bound: ...");
+  f.prep_busy_s = 8;  // a later interval replaces it
+  status->note_diagnosis(f, "now prep-bound: ...");
+  const auto text = render_metrics(*status, 2, {});
+  EXPECT_TRUE(has(text, "conveyor_pool_busy_ratio{pool=\"preprocessor\"} 1")) << text;
+  EXPECT_TRUE(has(text, "conveyor_pool_busy_ratio{pool=\"reader\"} 0.25")) << text;
+  EXPECT_TRUE(has(text, "conveyor_pool_workers{pool=\"preprocessor\"} 4")) << text;
+  EXPECT_TRUE(has(text, "conveyor_pool_workers{pool=\"reader\"} 2")) << text;
 }
 
 }  // namespace

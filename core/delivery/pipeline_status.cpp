@@ -51,14 +51,20 @@ analysis::bottleneck_tally pipeline_status::bottlenecks() const {
   return bottlenecks_;
 }
 
-void pipeline_status::note_diagnosis(std::string line) {
+void pipeline_status::note_diagnosis(const analysis::interval_figures& f, std::string line) {
   std::lock_guard<std::mutex> lock(mutex_);
+  interval_ = f;
   diagnosis_ = std::move(line);
 }
 
 std::string pipeline_status::diagnosis() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return diagnosis_;
+}
+
+std::optional<analysis::interval_figures> pipeline_status::last_interval() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return interval_;
 }
 
 void pipeline_status::note_tuning(const analysis::tuning& counts, std::uint64_t changes) {

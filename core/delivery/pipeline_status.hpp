@@ -94,10 +94,12 @@ class pipeline_status {
   void note_bottleneck(analysis::bottleneck b, double seconds, std::uint64_t samples);
   /// The time per class so far.
   analysis::bottleneck_tally bottlenecks() const;
-  /// The live diagnosis's last line ("now prep-bound: in the last 1.0 s ..."), for the live
-  /// page.
-  void note_diagnosis(std::string line);
+  /// The live diagnosis's last interval: its figures and its line ("now prep-bound: in the
+  /// last 1.0 s ..."), for /metrics (each pool's busy share) and the live page.
+  void note_diagnosis(const analysis::interval_figures& f, std::string line);
   std::string diagnosis() const;
+  /// The figures of the last interval noted; nullopt before the first.
+  std::optional<analysis::interval_figures> last_interval() const;
   /// The autotuner's counts now (pipeline.autotune), after `changes` changes so far.
   void note_tuning(const analysis::tuning& counts, std::uint64_t changes);
   /// The autotuner's counts and changes so far; nullopt without autotune.
@@ -130,6 +132,7 @@ class pipeline_status {
   window_time window_;                                                ///< guarded by window_mutex_
   std::optional<std::pair<analysis::tuning, std::uint64_t>> tuning_;  ///< guarded by mutex_
   std::string diagnosis_;                                             ///< guarded by mutex_
+  std::optional<analysis::interval_figures> interval_;                ///< guarded by mutex_
 };
 
 }  // namespace conveyor

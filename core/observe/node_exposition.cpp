@@ -5,6 +5,7 @@
 #include <prometheus/text_serializer.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <deque>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <numeric>
 #include <utility>
 
+#include "core/analysis/live_diagnosis.hpp"
 #include "core/analysis/stall_model.hpp"
 #include "core/base/monotonic_clock.hpp"
 #include "core/metrics/cpu_usage.hpp"
@@ -87,15 +89,27 @@ ClientMetric histogram_of(const actor_report& r) {
   return m;
 }
 
+// `word` as a part of a metric's name: what is not a letter, digit or '_' becomes '_'
+// ("python-worker" -> "python_worker").
+std::string metric_word(std::string word) {
+  for (auto& c : word) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) {
+      c = '_';
+    }
+  }
+  return word;
+}
+
 // The actors' role figures: conveyor_<role>_<name>{actor=...}, one family per role and name.
 void add_role_gauges(families& out, const std::vector<actor_report>& reports) {
   std::map<std::string, MetricFamily*> opened;
   for (const auto& r : reports) {
+    const auto role = actor_role(r.name);
     for (const auto& g : r.gauges) {
-      const auto name = "conveyor_" + actor_role(r.name) + "_" + g.name;
+      const auto name = "conveyor_" + metric_word(role) + "_" + metric_word(g.name);
       auto& f = opened[name];
       if (f == nullptr) {
-        f = &out.open(name, "The " + actor_role(r.name) + "'s " + g.name + ".", MetricType::Gauge);
+        f = &out.open(name, "The " + role + "'s " + g.name + ".", MetricType::Gauge);
       }
       families::add(*f, static_cast<double>(g.value), {{"actor", r.name}});
     }
@@ -189,6 +203,24 @@ void add_trainers(families& out, const pipeline_status& status, int gpus) {
   }
 }
 
+// Each pool's work over the live diagnosis's last interval (zeros before its first).
+void add_pools(families& out, const pipeline_status& status) {
+  const auto f = status.last_interval().value_or(analysis::interval_figures{});
+  const bool measured = f.seconds > 0;
+  auto& busy = out.open("conveyor_pool_busy_ratio",
+                        "Share of the pool's time its workers spent working, over the live "
+                        "diagnosis's last interval (stragglers' work counts with the "
+                        "preprocessors', so it can pass 1).",
+                        MetricType::Gauge);
+  families::add(busy, measured ? f.prep_share() : 0, {{"pool", "preprocessor"}});
+  families::add(busy, measured ? f.read_share() : 0, {{"pool", "reader"}});
+  auto& workers = out.open("conveyor_pool_workers",
+                           "Workers of the pool at work in that interval (autotune changes them).",
+                           MetricType::Gauge);
+  families::add(workers, measured ? f.prep_workers : 0, {{"pool", "preprocessor"}});
+  families::add(workers, measured ? f.readers : 0, {{"pool", "reader"}});
+}
+
 void add_reads(families& out, const pipeline_status& status) {
   const auto r = status.reads().totals();
   auto& reads = out.open("conveyor_reads_total", "Samples read, by where they came from.",
@@ -261,6 +293,7 @@ std::string render_metrics(const pipeline_status& status, int gpus,
   add_role_gauges(out, reports);
   add_samples(out, status);
   add_trainers(out, status, gpus);
+  add_pools(out, status);
   add_reads(out, status);
   if (s3 != nullptr) {
     add_object_store(out, *s3);
