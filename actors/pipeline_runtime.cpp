@@ -258,13 +258,13 @@ bool pipeline_runtime::impl::serve_metrics() {
   const transfer_counters* s3 = remote != nullptr ? &remote->counters() : nullptr;
   std::vector<metrics_endpoint::route> routes{
       {"/metrics", "text/plain; version=0.0.4; charset=utf-8",
-       [status = status, live = live, gpus, source = spec.source, s3] {
-         return render_metrics(*status, gpus, live->snapshot(), s3);
+       [status = status, live = live, gpus, source = spec.source, s3, clients = spec.served_waits] {
+         return render_metrics(*status, gpus, live->snapshot(), {s3, clients.get()});
        }},
       {"/state.json", "application/json",
-       [status = status, live = live, gpus, started] {
+       [status = status, live = live, gpus, started, clients = spec.served_waits] {
          const std::chrono::duration<double> up = std::chrono::steady_clock::now() - started;
-         return render_state_json(*status, gpus, live->snapshot(), up.count());
+         return render_state_json(*status, gpus, live->snapshot(), clients.get(), up.count());
        }},
       {"/", "text/html; charset=utf-8", [] { return std::string(live_page_html()); }}};
   auto endpoint = metrics_endpoint::start(*spec.metrics, std::move(routes));

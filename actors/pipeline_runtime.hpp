@@ -18,6 +18,7 @@
 #include "core/cluster/peer_address.hpp"
 #include "core/cluster/run_secret.hpp"
 #include "core/cluster/tls_files.hpp"
+#include "core/delivery/client_waits.hpp"
 #include "core/delivery/pipeline_status.hpp"
 #include "core/feeding/host_copy_engine.hpp"
 #include "core/storage/minio_cache.hpp"
@@ -101,6 +102,8 @@ struct pipeline_spec {
   /// Set ([monitor] metrics): /metrics served there while the pipeline runs (port 0: one the
   /// system picks, metrics_port()). Needs monitor reports for the actors' figures.
   std::optional<peer_address> metrics{};
+  /// A served node's trainer processes' waits, for /metrics; null: not served.
+  std::shared_ptr<const client_waits> served_waits{};
 };
 
 /// Thread-safe: release() may be called from any trainer thread.

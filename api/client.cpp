@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <atomic>
+#include <chrono>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -101,7 +103,9 @@ struct client::shared_state final : batch_home,
     return "rank " + std::to_string(rank) + " of job " + std::to_string(job);
   }
 
+  /// A batch, its wait counted in `waited_ns`.
   expected<batch> next_for(std::chrono::milliseconds wait);
+  expected<batch> take_next(std::chrono::milliseconds wait);
   /// What next() returned so far, signed by the node when it signs states.
   expected<run_state> state();
   /// One message from the node, into the queue or the state; errors are the node's.
@@ -136,6 +140,8 @@ struct client::shared_state final : batch_home,
   bool closed = false;
   /// What next() returned (thread-safe itself).
   delivery_tracker delivered;
+  /// The time the trainer spent in next() so far: each release tells the node (its stall).
+  std::atomic<std::uint64_t> waited_ns{0};
 };
 
 // The trainer may still be copying the batch to its GPU (cudaHostRegister'd shared memory read
@@ -180,7 +186,8 @@ void client::shared_state::release_now(std::uint32_t slot) noexcept {
     return;
   }
   // A node that has gone needs no release; next() reports its absence.
-  (void)send_to_node(socket.get(), socket_path, serve::release{slot});
+  (void)send_to_node(socket.get(), socket_path,
+                     serve::release{slot, waited_ns.load(std::memory_order_relaxed)});
 }
 
 std::size_t client::shared_state::held_count() const {
@@ -286,6 +293,16 @@ expected<void> client::shared_state::pump(steady::time_point deadline) {
 }
 
 expected<batch> client::shared_state::next_for(std::chrono::milliseconds wait) {
+  const auto start = steady::now();
+  auto got = take_next(wait);
+  waited_ns.fetch_add(
+      static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - start).count()),
+      std::memory_order_relaxed);
+  return got;
+}
+
+expected<batch> client::shared_state::take_next(std::chrono::milliseconds wait) {
   const auto deadline = steady::now() + wait;
   for (;;) {
     if (failure) {

@@ -10,6 +10,7 @@
 #include "api/resolve_fields.hpp"
 #include "config/topology.hpp"
 #include "conveyor/pipeline.hpp"
+#include "core/delivery/client_waits.hpp"
 #include "core/delivery/host_batch.hpp"
 #include "core/storage/sample_source.hpp"
 
@@ -33,6 +34,9 @@ struct pipeline_opening {
   /// caller that needed them first: a Python Dataset's workers are not started and probed a
   /// second time. Null: resolved here.
   std::shared_ptr<const resolved_fields> fields;
+  /// A served node's trainer processes' waits (its feed server adds them): on /metrics and the
+  /// live page beside the feeds' own. Null: not served.
+  std::shared_ptr<const client_waits> served_waits;
 };
 
 /// errc::invalid_config (naming the key) when the topology cannot run here, e.g. a dataset

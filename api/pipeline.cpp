@@ -107,7 +107,7 @@ expected<pipeline> pipeline::open(const std::filesystem::path& topology_file,
   if (!t) {
     return std::move(t).error();
   }
-  return create_pipeline(*t, {{}, &resume, given_state, nullptr, nullptr});
+  return create_pipeline(*t, {{}, &resume, given_state, nullptr, nullptr, nullptr});
 }
 
 expected<pipeline> pipeline::from_toml(std::string_view toml,
@@ -117,7 +117,7 @@ expected<pipeline> pipeline::from_toml(std::string_view toml,
   if (!t) {
     return std::move(t).error();
   }
-  return create_pipeline(*t, {{}, &resume, given_state, nullptr, nullptr});
+  return create_pipeline(*t, {{}, &resume, given_state, nullptr, nullptr, nullptr});
 }
 
 namespace {
@@ -149,6 +149,7 @@ expected<pipeline> create_pipeline(const topology& t, pipeline_opening how) {
     spec->settings.resume = std::move(*from);
   }
   spec->feed_memory = std::move(how.feed_memory);
+  spec->served_waits = std::move(how.served_waits);
   auto runtime = std::make_shared<pipeline_runtime>(std::move(*spec));
   if (const auto& failed = runtime->startup_error()) {
     return *failed;

@@ -21,7 +21,7 @@ import threading
 import time
 
 MAGIC = 0x52595643
-VERSION = 3
+VERSION = 7
 ATTACH, RELEASE, ASK_REPORT = 1, 4, 7
 
 
@@ -99,7 +99,7 @@ def garbage(a):
         if random.random() < 0.5:
             s.send(os.urandom(random.randint(1, 2000)))
         else:
-            s.send(message(RELEASE, struct.pack("<I", 0), reserved=random.randint(1, 255)))
+            s.send(message(RELEASE, struct.pack("<IQ", 0, 0), reserved=random.randint(1, 255)))
         s.recv(2048)
 
 

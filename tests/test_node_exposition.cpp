@@ -81,7 +81,7 @@ TEST(NodeExposition, AnObjectStoresTrafficOnlyWhenThereIsOne) {
   s3.attempt(s3_failure::none, 1000, 200);
   s3.attempt(s3_failure::throttled, 0, 200);
   s3.retry();
-  const auto text = render_metrics(*status, 2, {}, &s3);
+  const auto text = render_metrics(*status, 2, {}, {&s3});
   EXPECT_TRUE(has(text, "conveyor_s3_requests_total 2")) << text;
   EXPECT_TRUE(has(text, "conveyor_s3_retries_total 1")) << text;
   EXPECT_TRUE(has(text, "conveyor_s3_failures_total{reason=\"" +
@@ -89,6 +89,19 @@ TEST(NodeExposition, AnObjectStoresTrafficOnlyWhenThereIsOne) {
       << text;
   EXPECT_TRUE(has(text, "conveyor_s3_bytes_total{direction=\"in\"} 1000")) << text;
   EXPECT_TRUE(has(text, "conveyor_s3_bytes_total{direction=\"out\"} 400")) << text;
+}
+
+TEST(NodeExposition, AServedNodesTrainerProcessesWaitEachTheirOwn) {
+  const auto status = two_gpus();
+  EXPECT_EQ(render_metrics(*status, 2, {}).find("conveyor_client_wait"), std::string::npos);
+  client_waits waits(2, 2);
+  waits.add(1, 0, 1'500'000'000);
+  waits.add(1, 0, 500'000'000);  // a second client of the same (job, rank) adds to the first's
+  waits.add(0, 1, 250'000'000);
+  const auto text = render_metrics(*status, 2, {}, {nullptr, &waits});
+  EXPECT_TRUE(has(text, "conveyor_client_wait_seconds_total{job=\"1\",rank=\"0\"} 2")) << text;
+  EXPECT_TRUE(has(text, "conveyor_client_wait_seconds_total{job=\"0\",rank=\"1\"} 0.25")) << text;
+  EXPECT_TRUE(has(text, "conveyor_client_wait_seconds_total{job=\"1\",rank=\"1\"} 0")) << text;
 }
 
 TEST(NodeExposition, EachPoolsBusyShareIsTheLastIntervals) {

@@ -17,6 +17,8 @@
 #include <regex>
 #include <set>
 
+#include <conveyor/client.hpp>
+
 #include "core/base/unique_fd.hpp"
 #include "support/node_app.hpp"
 
@@ -48,7 +50,7 @@ std::string topology_text(const std::filesystem::path& images, std::uint16_t por
 // The value of the unlabelled sample `name` in an exposition; -1 when absent.
 double sample(const std::string& text, const std::string& name) {
   std::smatch m;
-  if (std::regex_search(text, m, std::regex("\n" + name + " ([0-9.e+]+)\n"))) {
+  if (std::regex_search(text, m, std::regex("\n" + name + " ([0-9.e+-]+)\n"))) {
     return std::stod(m[1]);
   }
   return -1;
@@ -182,6 +184,66 @@ TEST(NodeMetrics, TheLivePageInARealBrowserShowsEveryActorAndARisingCount) {
   }
   expect_all_in(shown, {"\"trainer-0\"", "\"trainer-1\"", "\"preprocessor\",\"batcher\"",
                         "\"feeder\",\"trainer\"", "\"diagnosis\":\"now ", "\"status\":\"live\""});
+  stop_with_ctrl_c(node);
+}
+
+// The value of the sample `name{labels}` in an exposition; -1 when absent.
+double labelled(const std::string& text, const std::string& name, const std::string& labels) {
+  return sample(text, name + "\\{" + labels + "\\}");
+}
+
+// A served node's trainer processes each have their own wait on /metrics and on the page's
+// document: two jobs' clients of rank 0 in this process, taking and releasing batches (each
+// release says the client's time in next() so far) until both waits are on /metrics.
+TEST(NodeMetrics, AServedNodesTrainerProcessesEachHaveTheirWait) {
+  temp_dir dir;
+  auto images = make_image_folder(dir, 37);
+  const auto port = free_tcp_ports(1).at(0);
+  const auto socket = dir / "node.sock";
+  node_process node({"--topology",
+                     write_topology(dir, topology_text(images, port) + "[serve]\nsocket = \"" +
+                                             socket.string() + "\"\njobs = 2\n")
+                         .string(),
+                     "--set", "gpus=1"});
+  const auto attached_at = std::chrono::steady_clock::now();
+  client_options options;
+  options.attach_timeout_s = 120;
+  std::vector<client> trainers;
+  for (int job = 0; job < 2; ++job) {
+    auto c = client::attach(socket, 0, job, options);
+    ASSERT_TRUE(c) << c.error().what() << node.err();
+    trainers.push_back(std::move(*c));
+  }
+  ASSERT_TRUE(node.wait_for_log("metrics: http://", 120s)) << node.err();
+  httplib::Client http("127.0.0.1", port);
+  const char* waits[] = {"job=\"0\",rank=\"0\"", "job=\"1\",rank=\"0\""};
+  std::string text;
+  for (const auto deadline = std::chrono::steady_clock::now() + 60s;
+       std::chrono::steady_clock::now() < deadline;) {
+    for (auto& t : trainers) {
+      auto b = t.next();
+      ASSERT_TRUE(b) << b.error().what();
+      b->release();
+    }
+    auto r = http.Get("/metrics");
+    ASSERT_TRUE(r);
+    text = r->body;
+    if (labelled(text, "conveyor_client_wait_seconds_total", waits[0]) > 0 &&
+        labelled(text, "conveyor_client_wait_seconds_total", waits[1]) > 0) {
+      break;
+    }
+  }
+  const std::chrono::duration<double> since = std::chrono::steady_clock::now() - attached_at;
+  for (const char* w : waits) {
+    const auto waited = labelled(text, "conveyor_client_wait_seconds_total", w);
+    EXPECT_GT(waited, 0) << w << "\n" << text;
+    EXPECT_LE(waited, since.count()) << w;  // no more than it has been attached
+  }
+  auto page = http.Get("/state.json");
+  ASSERT_TRUE(page);
+  expect_all_in(page->body, {"{\"name\":\"job 0 rank 0\",\"wait_s\":",
+                             "{\"name\":\"job 1 rank 0\",\"wait_s\":"});
+  trainers.clear();
   stop_with_ctrl_c(node);
 }
 

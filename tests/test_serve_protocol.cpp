@@ -13,7 +13,7 @@ std::vector<message> samples() {
   return {attach{3, 7, 605},
           attached{4, 1u << 30, 8192, 8, 2, 90, 1281167, 256, true, 2},
           batch_ready{3, 89, 5004, 256, true},
-          release{2},
+          release{2, 123456789012},
           end{},
           failure{errc::not_found, "rank 9 is not one of the 8 ranks of job 0"},
           ask_report{},
@@ -83,6 +83,7 @@ TEST(ServeProtocol, OnlyAttachAttachedAndSignStateTakeADescriptor) {
     }
   }
   EXPECT_EQ(taking, (std::vector<std::size_t>{0, 1, 8}));
+  EXPECT_EQ(std::get<release>(round_trip(samples()[3])).waited_ns, 123456789012u);
   auto s = std::get<state_signed>(round_trip(samples()[9]));
   EXPECT_EQ(s.mac[2], 3);
 }

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "core/batching/resume_state.hpp"
@@ -389,6 +390,57 @@ TEST(ServingHostile, BadMessagesAreRefusedNamingWhatIsWrongAndLogged) {
   const auto log = file_text(dir, "node.err");
   EXPECT_NE(log.find("longer than 1024 bytes"), std::string::npos) << log;
   EXPECT_NE(log.find("job 4294967295"), std::string::npos) << log;
+}
+
+// Attaches as rank 0 of job 0 and waits for `batches` batches; their slots.
+std::vector<std::uint32_t> attach_and_take(wire_client& c, std::size_t batches) {
+  c.send(serve::attach{0, 0, 0});
+  std::vector<std::uint32_t> slots;
+  while (slots.size() < batches) {
+    auto m = c.receive();
+    if (!m) {
+      break;
+    }
+    if (const auto* b = std::get_if<serve::batch_ready>(&*m)) {
+      slots.push_back(b->slot);
+    }
+  }
+  return slots;
+}
+
+// A client's wait goes to /metrics (conveyor_client_wait_seconds_total): one that goes back,
+// or is longer than the client has been attached, is refused, naming it, and its batches go to
+// the next client of its rank.
+TEST(ServingHostile, AReleaseSayingAWaitThatCannotBeIsRefused) {
+  temp_dir dir;
+  auto node = start_node(dir, serving_topology(dir, 1, 1, images, 1));
+  {
+    wire_client backwards(socket_of(dir));
+    const auto slots = attach_and_take(backwards, 2);
+    ASSERT_EQ(slots.size(), 2u);
+    backwards.send(serve::release{slots[0], 1000});  // 1 us: less than its time attached
+    backwards.send(serve::release{slots[1], 10});
+    EXPECT_NE(backwards.failure_text().find("says its trainer waited 10 ns since it attached"),
+              std::string::npos);
+  }
+  {
+    wire_client too_long(socket_of(dir));
+    const auto slots = attach_and_take(too_long, 1);
+    ASSERT_EQ(slots.size(), 1u);
+    too_long.send(serve::release{slots[0], 3'600'000'000'000});  // an hour
+    EXPECT_NE(too_long.failure_text().find("says its trainer waited 3600000000000 ns"),
+              std::string::npos);
+  }
+  // The first client took (released) one batch; the rest, the one it held among them, go to
+  // the honest client, each sample once; the node's ledger balances (exit 0).
+  const auto got = parse_ids(honest(dir, 0, 0).collect());
+  ASSERT_EQ(got.size(), 1u);
+  const auto& ids = got.begin()->second;
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(images - 4));
+  EXPECT_EQ(std::set<std::uint64_t>(ids.begin(), ids.end()).size(), ids.size());
+  EXPECT_EQ(node.wait(60000), 0) << node_story(dir);
+  const auto log = file_text(dir, "node.err");
+  EXPECT_NE(log.find("its last release said 1000 ns"), std::string::npos) << log;
 }
 
 TEST(ServingHostile, AClientTrustsOnlyANodeOfTheExpectedUser) {

@@ -4,6 +4,7 @@
 /// feed hub sends through it from the pullers).
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -19,9 +20,11 @@ struct client_session {
   unique_fd fd;  ///< reset once the session is dropped (the poll loop then forgets it)
   peer_identity peer;
   std::shared_ptr<session_outbox> outbox;
-  std::chrono::steady_clock::time_point since;  ///< when it connected
-  int job = -1;                                 ///< once attached
-  int rank = -1;                                ///< once attached
+  std::chrono::steady_clock::time_point since;     ///< when it connected
+  int job = -1;                                    ///< once attached
+  int rank = -1;                                   ///< once attached
+  std::chrono::steady_clock::time_point welcomed;  ///< when it attached
+  std::uint64_t waited_ns = 0;                     ///< its trainer's wait, as its last release said
   /// serve.resume, before the pipeline starts: the attach waiting for it, and its state.
   std::optional<serve::attach> waiting;
   std::optional<resume_state> resume;

@@ -91,7 +91,8 @@ class server {
   bool on_attach_message(client_session& s, const serve::attach& a, unique_fd state);
   bool wait_for_start(client_session& s, const serve::attach& a, unique_fd state);
   bool on_attach(client_session& s, const serve::attach& a);
-  bool on_release(client_session& s, std::uint32_t slot);
+  bool on_release(client_session& s, const serve::release& r);
+  expected<void> note_wait(client_session& s, const serve::release& r);
   expected<void> release_slot(const client_session& s, std::uint32_t slot);
   bool on_ask_report(client_session& s);
   bool on_sign_state(client_session& s, const serve::sign_state& m, unique_fd state);
@@ -402,7 +403,7 @@ bool server::on_message(client_session& s, serve_received got) {
     return on_attach_message(s, *a, std::move(got.fd));
   }
   if (const auto* r = std::get_if<serve::release>(&m)) {
-    return on_release(s, r->slot);
+    return on_release(s, *r);
   }
   if (std::holds_alternative<serve::ask_report>(m)) {
     return on_ask_report(s);
@@ -524,6 +525,8 @@ bool server::on_attach(client_session& s, const serve::attach& a) {
   auto job = static_cast<int>(a.job);
   auto rank = static_cast<int>(a.rank);
   drop_gone_holder(job, rank);
+  s.welcomed = std::chrono::steady_clock::now();  // before the client can hear of it
+  s.waited_ns = 0;
   auto box = s.outbox;
   auto ok = hub_->attach(
       job, rank, [box](const serve::message& m) { return box->push(m); },
@@ -558,14 +561,37 @@ expected<void> server::release_slot(const client_session& s, std::uint32_t slot)
   return {};
 }
 
-bool server::on_release(client_session& s, std::uint32_t slot) {
+bool server::on_release(client_session& s, const serve::release& r) {
   if (!s.attached()) {
     return refuse(s, error{errc::invalid_argument, "release before attach"});
   }
-  if (auto ok = release_slot(s, slot); !ok) {
+  if (auto ok = note_wait(s, r); !ok) {
+    return refuse(s, ok.error());
+  }
+  if (auto ok = release_slot(s, r.slot); !ok) {
     return refuse(s, ok.error());
   }
   return true;
+}
+
+// The trainer's wait the release says: never less than the last one said, never longer than the
+// client has been attached (one steady clock on one machine); the rise goes to setup_.waits.
+expected<void> server::note_wait(client_session& s, const serve::release& r) {
+  const auto attached_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - s.welcomed)
+                               .count();
+  if (r.waited_ns < s.waited_ns || r.waited_ns > static_cast<std::uint64_t>(attached_ns)) {
+    return error{errc::invalid_argument,
+                 "release of slot " + std::to_string(r.slot) + " says its trainer waited " +
+                     std::to_string(r.waited_ns) + " ns since it attached " +
+                     std::to_string(attached_ns) + " ns ago (its last release said " +
+                     std::to_string(s.waited_ns) + " ns)"};
+  }
+  if (setup_.waits) {
+    setup_.waits->add(s.job, s.rank, static_cast<std::int64_t>(r.waited_ns - s.waited_ns));
+  }
+  s.waited_ns = r.waited_ns;
+  return {};
 }
 
 bool server::on_ask_report(client_session& s) {
@@ -628,6 +654,7 @@ void server::take_last_releases(client_session& s) {
       continue;  // the reset, or a bad message among them (its descriptors closed): past it
     }
     if (const auto* r = std::get_if<serve::release>(&got->message); r && s.attached()) {
+      (void)note_wait(s, *r);          // a wait that cannot be: not counted
       (void)release_slot(s, r->slot);  // a slot it did not hold: nothing to take
     }
   }

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@
 #include "apps/conveyor-node/stop_token.hpp"
 #include "config/topology.hpp"
 #include "conveyor/pipeline.hpp"
+#include "core/delivery/client_waits.hpp"
 #include "core/serving/state_key.hpp"
 
 namespace conveyor {
@@ -62,6 +64,8 @@ struct serve_setup {
   serve_config config;
   run_identity run;
   const state_key* key = nullptr;
+  /// Where each client's wait goes (its pipeline's /metrics reads it); null: nowhere.
+  std::shared_ptr<client_waits> waits;
 };
 
 /// Serves `p` on `listener` (a listening, non-blocking socket the caller keeps) until done;

@@ -91,7 +91,8 @@ std::optional<pipeline> open_pipeline(const arguments& args, const topology& t) 
     resume = std::move(*loaded);
   }
   auto p = create_pipeline(
-      t, {{}, resume ? &*resume : nullptr, "--resume " + args.resume_file, nullptr, nullptr});
+      t,
+      {{}, resume ? &*resume : nullptr, "--resume " + args.resume_file, nullptr, nullptr, nullptr});
   if (!p) {
     logger->error("{}", p.error().what());
     return std::nullopt;

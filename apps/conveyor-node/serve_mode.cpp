@@ -117,9 +117,11 @@ int run_serving(const topology& t, stop_token& stop) {
     logger->error("{}: serve.socket: {}", t.source, listener.error().what());
     return 2;
   }
+  // Each trainer process's wait, for /metrics ([monitor] metrics).
+  const auto waits = std::make_shared<client_waits>(t.serve.jobs, *ranks);
   pipeline_opener open = [&](const run_state* resume) {
     return create_pipeline(
-        t, {feeds->feed_memory(), resume, "the ranks' resume states", *dataset, resolved});
+        t, {feeds->feed_memory(), resume, "the ranks' resume states", *dataset, resolved, waits});
   };
   std::optional<pipeline> p;
   if (!t.serve.resume) {  // else it starts once every rank has attached
@@ -136,7 +138,7 @@ int run_serving(const topology& t, stop_token& stop) {
       *ranks, t.serve.jobs, t.serve.socket, feeds->slots(), feeds->layout().slot_bytes,
       t.serve.resume ? "; the pipeline starts once every rank has attached (serve.resume)" : "");
   auto start = std::chrono::steady_clock::now();
-  const serve_setup setup{t.serve, *run, *key ? &**key : nullptr};
+  const serve_setup setup{t.serve, *run, *key ? &**key : nullptr, waits};
   auto outcome = serve_clients(setup, p, open, *feeds, listener->fd(), stop);
   listener->close();
   auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

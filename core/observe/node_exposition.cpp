@@ -221,6 +221,18 @@ void add_pools(families& out, const pipeline_status& status) {
   families::add(workers, measured ? f.readers : 0, {{"pool", "reader"}});
 }
 
+// A served node's trainer processes, each (job, rank) its own.
+void add_clients(families& out, const client_waits& clients) {
+  auto& wait = out.open("conveyor_client_wait_seconds_total",
+                        "Time the trainer process of a job's rank waited for a batch (its stall), "
+                        "as its client said with its last release.",
+                        MetricType::Counter);
+  for (const auto& c : clients.snapshot()) {
+    families::add(wait, c.seconds,
+                  {{"job", std::to_string(c.job)}, {"rank", std::to_string(c.rank)}});
+  }
+}
+
 void add_reads(families& out, const pipeline_status& status) {
   const auto r = status.reads().totals();
   auto& reads = out.open("conveyor_reads_total", "Samples read, by where they came from.",
@@ -287,16 +299,20 @@ void add_process(families& out) {
 }  // namespace
 
 std::string render_metrics(const pipeline_status& status, int gpus,
-                           const std::vector<actor_report>& reports, const transfer_counters* s3) {
+                           const std::vector<actor_report>& reports,
+                           const exposition_extras& extras) {
   families out;
   add_actors(out, reports);
   add_role_gauges(out, reports);
   add_samples(out, status);
   add_trainers(out, status, gpus);
+  if (extras.clients != nullptr) {
+    add_clients(out, *extras.clients);
+  }
   add_pools(out, status);
   add_reads(out, status);
-  if (s3 != nullptr) {
-    add_object_store(out, *s3);
+  if (extras.s3 != nullptr) {
+    add_object_store(out, *extras.s3);
   }
   add_process(out);
   return prometheus::TextSerializer().Serialize(out.take());

@@ -128,6 +128,7 @@ void fields(F& f, batch_ready& m) {
 template <class F>
 void fields(F& f, release& m) {
   f.field(m.slot);
+  f.field(m.waited_ns);
 }
 template <class F>
 void fields(F& /*f*/, end& /*m*/) {}

@@ -9,7 +9,7 @@
 ///   attach{job, rank, state_bytes}  ->    + a resume state's memfd when state_bytes > 0
 ///                                   <-      attached{geometry} + the region's descriptor
 ///                                   <-      batch{slot, epoch, index, samples, last}  (repeated)
-///   release{slot}                   ->                                               (repeated)
+///   release{slot, waited_ns}        ->                                               (repeated)
 ///   ask_report{}                    ->      (only once attached)
 ///                                   <-      node_report{figures}  (in order with batches)
 ///   sign_state{state_bytes}         ->    + the rank's resume state in a sealed memfd
@@ -38,7 +38,7 @@
 namespace conveyor::serve {
 
 inline constexpr std::uint32_t magic = 0x52595643;  // "CVYR" in memory order
-inline constexpr std::uint16_t version = 6;         ///< 6: attached names the run's sample_order
+inline constexpr std::uint16_t version = 7;         ///< 7: release says the client's wait
 /// No message is longer: receive buffers of this size never truncate.
 inline constexpr std::size_t max_message_size = 1024;
 /// A failure's text is cut to fit.
@@ -82,9 +82,12 @@ struct batch_ready {
   bool last_in_epoch = false;
 };
 
-/// Client -> node: the client is done with slot `slot`.
+/// Client -> node: the client is done with slot `slot`. `waited_ns`: the time its trainer has
+/// waited in next() since the client attached, so far (never less than the last release said,
+/// never more than the time since the node welcomed it: the node checks both).
 struct release {
   std::uint32_t slot = 0;
+  std::uint64_t waited_ns = 0;
 };
 
 /// Node -> client: every epoch of this feed has been delivered.
