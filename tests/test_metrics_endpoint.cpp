@@ -2,10 +2,8 @@
 // and nothing else, listens only on the address given, says which address it could not take,
 // and a client that connects and sends nothing neither stops others being served nor holds
 // the endpoint's shutdown beyond its time-out.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,6 +11,7 @@
 
 #include "core/base/unique_fd.hpp"
 #include "core/observe/metrics_endpoint.hpp"
+#include "support/loopback_tcp.hpp"
 
 namespace conveyor {
 namespace {
@@ -34,19 +33,6 @@ std::unique_ptr<metrics_endpoint> start_at_any_port(std::atomic<int>& calls) {
       quick());
   EXPECT_TRUE(e) << e.error().message();
   return e ? std::move(*e) : nullptr;
-}
-
-// A TCP connection to `host`:`port`; an invalid fd when refused.
-unique_fd connect_to(const char* host, std::uint16_t port) {
-  unique_fd fd(::socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_port = htons(port);
-  inet_pton(AF_INET, host, &at.sin_addr);
-  if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0) {
-    return unique_fd();
-  }
-  return fd;
 }
 
 TEST(MetricsEndpoint, ServesEachRoutesTextAndNothingElse) {
@@ -81,8 +67,8 @@ TEST(MetricsEndpoint, ListensOnlyOnTheAddressGiven) {
   std::atomic<int> calls{0};
   auto e = start_at_any_port(calls);
   ASSERT_TRUE(e);
-  EXPECT_TRUE(connect_to("127.0.0.1", e->port()));
-  EXPECT_FALSE(connect_to("127.0.0.2", e->port()));  // loopback, but not the address
+  EXPECT_TRUE(testing::tcp_connect(e->port()));
+  EXPECT_FALSE(testing::tcp_connect(e->port(), "127.0.0.2"));  // loopback, but not the address
 }
 
 TEST(MetricsEndpoint, AnAddressInUseIsAnErrorNamingIt) {
@@ -103,14 +89,14 @@ TEST(MetricsEndpoint, ASilentClientHoldsNeitherOthersNorTheShutdown) {
   auto e = start_at_any_port(calls);
   ASSERT_TRUE(e);
   // Connected, never a byte: the one worker reads it until its time-out.
-  auto silent = connect_to("127.0.0.1", e->port());
+  auto silent = testing::tcp_connect(e->port());
   ASSERT_TRUE(silent);
   httplib::Client client("127.0.0.1", e->port());
   client.set_read_timeout(std::chrono::seconds(30));
   auto r = client.Get("/metrics");  // served once the silent one is given up (or before)
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
-  auto again = connect_to("127.0.0.1", e->port());  // silent again, while shutting down
+  auto again = testing::tcp_connect(e->port());  // silent again, while shutting down
   ASSERT_TRUE(again);
   e.reset();  // returns: the silent connection is let go after the time-out
   EXPECT_EQ(calls.load(), 1);

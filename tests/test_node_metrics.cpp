@@ -2,10 +2,8 @@
 // binary, a real HTTP client, the text parsed by Prometheus' own Python client. Every actor of
 // the log is on /metrics, the delivered count rises from scrape to scrape, and an address the
 // node cannot take stops start-up with exit code 2 naming it.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -87,17 +85,6 @@ void wait_for_every_actor(node_process& node) {
 void stop_with_ctrl_c(node_process& node) {
   node.signal(SIGINT);
   EXPECT_EQ(node.finish(120s), 130) << node.err();
-}
-
-// A TCP connection to 127.0.0.1:`port` (a failed expectation when refused).
-unique_fd connect_loopback(std::uint16_t port) {
-  unique_fd fd(::socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_port = htons(port);
-  inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
-  EXPECT_EQ(::connect(fd.get(), reinterpret_cast<const sockaddr*>(&at), sizeof at), 0);
-  return fd;
 }
 
 TEST(NodeMetrics, AScrapeParsesNamesEveryActorAndTheDeliveredCountRises) {
@@ -259,9 +246,11 @@ TEST(NodeMetrics, SilentAndOversizedClientsHoldNothingBack) {
   ASSERT_TRUE(node.wait_for_log("metrics: http://", 120s)) << node.err();
   std::vector<unique_fd> silent;
   for (int i = 0; i < 16; ++i) {
-    silent.push_back(connect_loopback(port));
+    silent.push_back(testing::tcp_connect(port));
+    ASSERT_TRUE(silent.back());
   }
-  auto oversized = connect_loopback(port);
+  auto oversized = testing::tcp_connect(port);
+  ASSERT_TRUE(oversized);
   const std::string head = "GET /metrics?" + std::string(1 << 20, 'a');
   // The endpoint refuses the head past 8 KiB and closes: the write may stop short, never block
   // for long (the socket's buffer, then a reset).
@@ -275,13 +264,8 @@ TEST(NodeMetrics, AnAddressTakenStopsStartUpWithExitTwoNamingIt) {
   temp_dir dir;
   auto images = make_image_folder(dir, 5);
   const auto port = free_tcp_ports(1).at(0);
-  unique_fd taken(::socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in at{};
-  at.sin_family = AF_INET;
-  at.sin_port = htons(port);
-  inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
-  ASSERT_EQ(::bind(taken.get(), reinterpret_cast<const sockaddr*>(&at), sizeof at), 0);
-  ASSERT_EQ(::listen(taken.get(), 1), 0);
+  const auto taken = testing::tcp_listen(port);
+  ASSERT_TRUE(taken.first);
   auto r = run_node(dir, "--topology " + write_topology(dir, topology_text(images, port)).string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("monitor.metrics: cannot listen at 127.0.0.1:" + std::to_string(port)),

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -36,12 +35,8 @@ constexpr std::uint64_t mib = 1024 * 1024;
 
 // A TCP connection to 127.0.0.1:`port` whose reads give up after `limit`.
 unique_fd connect_to(std::uint16_t port, std::chrono::seconds limit) {
-  unique_fd fd(socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  auto fd = testing::tcp_connect(port);
+  EXPECT_TRUE(fd);
   timeval t{static_cast<time_t>(limit.count()), 0};
   setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &t, sizeof t);
   return fd;

@@ -6,8 +6,6 @@
 // refused by name; TLS with certificates made here by openssl; a port taken stops start-up.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <csignal>
@@ -172,13 +170,8 @@ TEST(NodePeers, APortTakenOrAMissingCacheStopsStartUpWithExitTwo) {
   auto folder = testing::make_image_folder(dir, 10);
   auto ports = testing::free_tcp_ports(2);
   auto file = cluster_topology(dir, folder, loopback(ports));
-  unique_fd taken(socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(ports[0]);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(taken.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(listen(taken.get(), 1), 0);
+  const auto taken = testing::tcp_listen(ports[0]);
+  ASSERT_TRUE(taken.first);
   auto busy = testing::run_node(dir, "--topology " + file.string() + " --set cluster.rank=0");
   EXPECT_EQ(busy.exit_code, 2);
   EXPECT_NE(busy.err.find("cluster.peers[0] 127.0.0.1:" + std::to_string(ports[0]) +

@@ -2,9 +2,7 @@
 // passed in: who may be asked when, what start-up waits for, and what the run's report says
 // about each peer that failed; how a peer's pace rests it (core/cluster/peer_pace.hpp); and
 // the addresses of cluster.peers; the probe connections and how long they are held.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <memory>
@@ -15,6 +13,7 @@
 #include "core/cluster/peer_health.hpp"
 #include "core/cluster/peer_pace.hpp"
 #include "core/cluster/tcp_probe.hpp"
+#include "support/loopback_tcp.hpp"
 
 namespace conveyor {
 namespace {
@@ -202,24 +201,8 @@ TEST(PeerAddress, ParsesHostAndPortAndSaysWhatIsWrong) {
   }
 }
 
-// A socket listening on a free port of the loopback interface, and that port (0 when it could
-// not listen).
-std::pair<unique_fd, std::uint16_t> loopback_listener() {
-  unique_fd listener(socket(AF_INET, SOCK_STREAM, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (bind(listener.get(), reinterpret_cast<sockaddr*>(&a), len) != 0 ||
-      listen(listener.get(), 4) != 0 ||
-      getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    return {unique_fd{}, 0};
-  }
-  return {std::move(listener), ntohs(a.sin_port)};
-}
-
 TEST(TcpProbe, AnswersWhetherAnythingListens) {
-  auto [listener, port] = loopback_listener();
+  auto [listener, port] = testing::tcp_listen();
   ASSERT_NE(port, 0);
   auto open = tcp_probe({"127.0.0.1", port}, 1000ms);
   ASSERT_TRUE(open) << open.error().what();
@@ -245,7 +228,7 @@ TEST(TcpProbe, AnswersWhetherAnythingListens) {
 // A peer's probe is held until a later attempt's replaces it, or the holder goes (the run's
 // end): only then does the peer see it close.
 TEST(HeldProbes, HoldOneProbePerPeerUntilTheEnd) {
-  auto [listener, port] = loopback_listener();
+  auto [listener, port] = testing::tcp_listen();
   ASSERT_NE(port, 0);
   const peer_address to{"127.0.0.1", port};
   auto probes = std::make_unique<held_probes>();

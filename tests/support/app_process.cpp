@@ -1,9 +1,7 @@
 #include "support/app_process.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -15,7 +13,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
-#include <random>
 #include <regex>
 #include <sstream>
 #include <tuple>
@@ -102,29 +99,6 @@ std::pair<unique_fd, unique_fd> cloexec_pipe() {
 }
 
 }  // namespace
-
-std::vector<std::uint16_t> free_tcp_ports(int count) {
-  // Below Linux's ephemeral range (32768-60999), so that no outgoing connection takes a port
-  // between this check and the node's listen.
-  std::random_device rd;
-  std::vector<std::uint16_t> out;
-  while (static_cast<int>(out.size()) < count) {
-    auto port = static_cast<std::uint16_t>(20000 + rd() % 12000);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int on = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    close(fd);
-    if (free && std::find(out.begin(), out.end(), port) == out.end()) {
-      out.push_back(port);
-    }
-  }
-  return out;
-}
 
 app_process::app_process(const std::string& binary, std::vector<std::string> args) {
   auto [out_read, out_write] = cloexec_pipe();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/base/unique_fd.hpp"
+#include "support/loopback_tcp.hpp"
 
 #include "support/test_support.hpp"
 
@@ -40,10 +41,6 @@ std::uint64_t json_number(const std::string& json, const std::string& key);
 /// The numbers of the array after "key": in a JSON line (a failed expectation when it is
 /// missing).
 std::vector<double> json_array(const std::string& json, const std::string& key);
-
-/// `count` distinct TCP ports on the loopback interface that nothing listens on now (for
-/// nodes that must be told each other's ports before they start).
-std::vector<std::uint16_t> free_tcp_ports(int count);
 
 /// An app started as a child process, its stdout and stderr on pipes that a thread of this
 /// process reads as the app writes them: an app is never held up by a full pipe while the test
