@@ -136,7 +136,8 @@ class DataLoader:
     the same for any num_workers), `policy` ("latency_aware" or "in_order"), `stragglers`
     (worker processes that finish slow samples; default num_workers // 2, at least 1),
     `hang_timeout` (seconds one dataset[i] may take before its worker is killed),
-    `max_sample_retries`.
+    `max_sample_retries`, `metrics` ("host:port": its node serves /metrics for Prometheus and
+    its live page there while it runs; docs/node.md "Watching a node").
 
     DDP: `rank` of `world_size` (default torch.distributed's when it is initialised, else 0 of
     1) takes the positions p of each epoch's order with p % world_size == rank, a disjoint share
@@ -157,7 +158,7 @@ class DataLoader:
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=2, persistent_workers=False, pin_memory_device="", seed=None,
                  policy="latency_aware", stragglers=None, hang_timeout=300.0,
-                 max_sample_retries=2, rank=None, world_size=None):
+                 max_sample_retries=2, rank=None, world_size=None, metrics=None):
         given = dict(sampler=sampler, batch_sampler=batch_sampler, generator=generator,
                      pin_memory_device=pin_memory_device)
         for name, default in _UNSUPPORTED.items():
@@ -201,6 +202,10 @@ class DataLoader:
         self.stragglers = max(1, self.num_workers // 2) if stragglers is None else int(stragglers)
         self.hang_timeout = float(hang_timeout)
         self.max_sample_retries = int(max_sample_retries)
+        if metrics is not None and not isinstance(metrics, str):
+            raise TypeError(f"conveyor.DataLoader: metrics must be a 'host:port' string, not "
+                            f"{metrics!r}")
+        self.metrics = metrics
         self.multiprocessing_context = multiprocessing_context
         self.seed = self._base_seed() if seed is None else int(seed) & (2**63 - 1)
         self._length = len(dataset)
@@ -348,6 +353,7 @@ class DataLoader:
             f"quarantine_report = {_toml_text(os.path.join(d, 'quarantine.tsv'))}",
             "[trainer]",
             f"epochs = {_EPOCHS}",
+        ] + (["[monitor]", f"metrics = {_toml_text(self.metrics)}"] if self.metrics else []) + [
             "[cluster]",
             f"rank = {self.rank}",
             f"world = {self.world_size}",

@@ -3,12 +3,17 @@
 written here (tests/python/loader_datasets.py, imported by the workers as the trainer imports
 it). Environment: PYTHONPATH (the built package), CONVEYOR_NODE. Exits 77 where torch is
 missing. Run with Debian's python3."""
+import importlib.util
 import os
+import random
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
+import urllib.request
 
 try:
     import numpy as np
@@ -76,6 +81,29 @@ def same(a, b):
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
     return type(a) is type(b) and a == b
+
+
+def free_port():
+    """A port of 127.0.0.1 nothing is bound to now, below Linux's ephemeral range (32768-60999),
+    so that no outgoing connection takes it before the node listens."""
+    while True:
+        port = random.randint(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+
+
+def scrape(port):
+    """Every sample of the node's /metrics, parsed by Prometheus' own client: {(name, labels):
+    value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
 
 
 class DataLoaderTest(unittest.TestCase):
@@ -174,6 +202,43 @@ class DataLoaderTest(unittest.TestCase):
         self.assertNotEqual(spawned.returncode, 0)
         self.assertIn("if __name__ == '__main__'", spawned.stderr)
         self.assertEqual(spawned.stdout.count("training starts"), 1, spawned.stdout)
+
+    @unittest.skipUnless(importlib.util.find_spec("prometheus_client"),
+                         "python3-prometheus-client is not installed")
+    def test_its_node_serves_metrics_with_the_trainers_wait_and_each_worker(self):
+        port = free_port()
+        wait = ("conveyor_client_wait_seconds_total", (("job", "0"), ("rank", "0")))
+        with conveyor.DataLoader(Indexed(4000), batch_size=4, num_workers=2, seed=3,
+                                 metrics=f"127.0.0.1:{port}") as loader:
+            batches = iter(loader)
+            began = time.monotonic()
+            # Each batch dropped goes back to the node with the loader's wait so far; the
+            # workers report once a second. Bounded by the epoch (1000 batches) and a deadline.
+            for _ in range(1000):
+                next(batches)
+                got = scrape(port)
+                workers = [k for k in got if k[0] == "conveyor_python_worker_samples_in_flight"]
+                if got.get(wait, 0) > 0 and len(workers) >= 2:
+                    break
+                self.assertLess(time.monotonic() - began, 120, got)
+            self.assertGreater(got[wait], 0)
+            self.assertLessEqual(got[wait], time.monotonic() - began)  # waited in next() only
+            self.assertGreater(got[("conveyor_samples_delivered_total", ())], 0)
+            for key in workers:
+                self.assertIn(got[key], (0, 1), key)
+
+    def test_a_metrics_address_the_node_cannot_take_is_named(self):
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            loader = conveyor.DataLoader(Indexed(8), batch_size=2, metrics=f"127.0.0.1:{port}")
+            with self.assertRaises(RuntimeError) as caught:
+                next(iter(loader))
+            loader.close()
+        self.assertIn(f"monitor.metrics: cannot listen at 127.0.0.1:{port}", str(caught.exception))
+        with self.assertRaises(TypeError):
+            conveyor.DataLoader(Indexed(8), metrics=9464)
 
     def test_close_leaves_no_process(self):
         loader = conveyor.DataLoader(Indexed(8), batch_size=2, num_workers=2)
