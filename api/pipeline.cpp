@@ -187,7 +187,8 @@ pipeline_info pipeline::info() const {
           to_string(s.order.mode),
           s.order.block,
           s.order.span,
-          s.share.size(s.dataset_size)};
+          s.share.size(s.dataset_size),
+          state_->runtime->metrics_port()};
 }
 
 run_state pipeline::state() const {

@@ -345,7 +345,8 @@ expected<pipeline_spec> resolve_topology(const topology& t,
       std::chrono::duration<double>(t.pipeline.next_timeout_s));
   spec.monitor_interval = std::chrono::milliseconds(t.monitor.interval_ms);
   if (!t.monitor.metrics.empty()) {
-    auto address = parse_peer_address(t.monitor.metrics);  // checked when the topology was read
+    // Checked when the topology was read.
+    auto address = parse_peer_address(t.monitor.metrics, port_zero::any_port);
     if (!address) {
       return error{errc::invalid_config, "monitor.metrics: " + address.error().message()};
     }

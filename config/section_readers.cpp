@@ -182,7 +182,7 @@ monitor_config read_monitor(table_reader& section) {
   out.interval_ms = section.integer("interval_ms", out.interval_ms, at_least(10));
   out.metrics = section.string("metrics", out.metrics);
   if (const auto* value = section.find("metrics"); value != nullptr && !out.metrics.empty()) {
-    if (auto address = parse_peer_address(out.metrics); !address) {
+    if (auto address = parse_peer_address(out.metrics, port_zero::any_port); !address) {
       section.fail(*value, "metrics", address.error().message());
     }
   }

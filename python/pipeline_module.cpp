@@ -172,15 +172,16 @@ EpochIterator epoch_of(py::object self, std::uint64_t epoch, int gpu) {
 
 py::dict info_dict(const conveyor::pipeline_info& i) {
   using py::arg;
-  return py::dict(
-      arg("gpus") = i.gpus, arg("preprocessors") = i.preprocessors, arg("readers") = i.readers,
-      arg("epochs") = i.epochs, arg("dataset_size") = i.dataset_size,
-      arg("batch_size") = i.batch_size, arg("prefetch_batches") = i.prefetch_batches,
-      arg("window_samples") = i.window_samples, arg("policy") = i.policy,
-      arg("class_names") = i.class_names, arg("next_timeout_s") = i.next_timeout_s,
-      arg("start_epoch") = i.start_epoch, arg("delivered_before") = i.delivered_before,
-      arg("seed") = i.seed, arg("shuffle") = i.shuffle, arg("shuffle_block") = i.shuffle_block,
-      arg("shuffle_span") = i.shuffle_span, arg("epoch_samples") = i.epoch_samples);
+  return py::dict(arg("gpus") = i.gpus, arg("preprocessors") = i.preprocessors,
+                  arg("readers") = i.readers, arg("epochs") = i.epochs,
+                  arg("dataset_size") = i.dataset_size, arg("batch_size") = i.batch_size,
+                  arg("prefetch_batches") = i.prefetch_batches,
+                  arg("window_samples") = i.window_samples, arg("policy") = i.policy,
+                  arg("class_names") = i.class_names, arg("next_timeout_s") = i.next_timeout_s,
+                  arg("start_epoch") = i.start_epoch, arg("delivered_before") = i.delivered_before,
+                  arg("seed") = i.seed, arg("shuffle") = i.shuffle,
+                  arg("shuffle_block") = i.shuffle_block, arg("shuffle_span") = i.shuffle_span,
+                  arg("epoch_samples") = i.epoch_samples, arg("metrics_port") = i.metrics_port);
 }
 
 std::string repr(const Pipeline& p) {

@@ -335,6 +335,7 @@ TEST(EmbeddingApiMetrics, TheTopologysMetricsAddressIsServedWhileThePipelineLive
   {
     auto p = pipeline::open(setup(dir), {"monitor.metrics=" + at});
     ASSERT_TRUE(p) << p.error().what();
+    EXPECT_EQ(p->info().metrics_port, port);
     std::uint64_t taken = 0;
     for (auto& b : p->epoch(0, 0)) {
       taken += b.size();
@@ -352,6 +353,20 @@ TEST(EmbeddingApiMetrics, TheTopologysMetricsAddressIsServedWhileThePipelineLive
         << second.error().message();
   }
   EXPECT_FALSE(client.Get("/metrics"));  // gone with the pipeline
+}
+
+TEST(EmbeddingApiMetrics, PortZeroIsOneTheSystemPicksAndInfoSaysWhich) {
+  temp_dir dir;
+  auto p = pipeline::open(setup(dir), {"monitor.metrics=127.0.0.1:0"});
+  ASSERT_TRUE(p) << p.error().what();
+  const auto port = p->info().metrics_port;
+  ASSERT_NE(port, 0);
+  auto r = httplib::Client("127.0.0.1", port).Get("/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->body.find("\nconveyor_samples_delivered_total "), std::string::npos) << r->body;
+  auto plain = pipeline::open(setup(dir));
+  ASSERT_TRUE(plain) << plain.error().what();
+  EXPECT_EQ(plain->info().metrics_port, 0);
 }
 
 TEST(EmbeddingApiLifetime, AnIteratorOutlivesTheRangeExpressionItCameFrom) {

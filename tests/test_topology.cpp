@@ -449,7 +449,10 @@ TEST(Topology, TheMetricsAddressIsHostAndPortOrNothing) {
   expect_invalid(load_with("[monitor]\nmetrics = \"9464\"\n"),
                  {"node.toml:2:11: monitor.metrics: \"9464\" is not \"host:port\" (no port)"});
   expect_invalid(load_with("[monitor]\nmetrics = \"localhost:70000\"\n"),
-                 {"monitor.metrics: \"localhost:70000\" is not \"host:port\""});
+                 {"monitor.metrics: \"localhost:70000\" is not \"host:port\"",
+                  "0..65535 (0: one the system picks)"});
+  auto any = load_with("[monitor]\nmetrics = \"127.0.0.1:0\"\n");  // a port the system picks
+  ASSERT_TRUE(any) << any.error().what();
 }
 
 TEST(Topology, ParametersTheStepRejectsNameTheTable) {

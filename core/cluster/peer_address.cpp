@@ -28,7 +28,7 @@ bool peer_address::loopback() const {
   return false;
 }
 
-expected<peer_address> parse_peer_address(std::string_view text) {
+expected<peer_address> parse_peer_address(std::string_view text, port_zero zero) {
   auto bad = [&](const std::string& why) {
     return error{errc::invalid_argument,
                  "\"" + std::string(text) + "\" is not \"host:port\" (" + why + ")"};
@@ -49,9 +49,11 @@ expected<peer_address> parse_peer_address(std::string_view text) {
   auto digits = text.substr(colon + 1);
   unsigned port = 0;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() || port == 0 ||
-      port > 65535) {
-    return bad("the port must be a number in 1..65535");
+  const bool any = zero == port_zero::any_port;
+  if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() ||
+      (port == 0 && !any) || port > 65535) {
+    return bad(any ? "the port must be a number in 0..65535 (0: one the system picks)"
+                   : "the port must be a number in 1..65535");
   }
   return peer_address{std::string(host), static_cast<std::uint16_t>(port)};
 }

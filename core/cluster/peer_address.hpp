@@ -22,8 +22,13 @@ struct peer_address {
   bool operator==(const peer_address& o) const noexcept { return host == o.host && port == o.port; }
 };
 
-/// errc::invalid_argument saying what is wrong with `text` (no port, a port outside 1..65535,
-/// an empty host).
-expected<peer_address> parse_peer_address(std::string_view text);
+/// Whether an address may say port 0: "any port the system picks" (a listener whose port is
+/// read back once it listens), or not (an address another node connects to).
+enum class port_zero : bool { refused, any_port };
+
+/// errc::invalid_argument saying what is wrong with `text` (no port, a port outside 1..65535
+/// (0..65535 with port_zero::any_port), an empty host).
+expected<peer_address> parse_peer_address(std::string_view text,
+                                          port_zero zero = port_zero::refused);
 
 }  // namespace conveyor

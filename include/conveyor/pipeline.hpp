@@ -79,6 +79,9 @@ struct pipeline_info {
   /// Samples this pipeline delivers each epoch: dataset_size, or its node's share of a cluster
   /// ([cluster]: rank, world).
   std::uint64_t epoch_samples = 0;
+  /// The port /metrics and the live page are served on ([monitor] metrics; the port the
+  /// system picked when it said port 0); 0: not served.
+  std::uint16_t metrics_port = 0;
 
   std::size_t classes() const noexcept { return class_names.size(); }
 };

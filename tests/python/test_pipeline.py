@@ -10,12 +10,14 @@ missing. Run with Debian's python3.
 """
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import unittest
+import urllib.request
 
 try:
     import numpy as np
@@ -144,6 +146,26 @@ class PipelineTest(unittest.TestCase):
         self.assertIn("closed", repr(p))
         with self.assertRaisesRegex(conveyor.Error, "closed"):
             p.next()
+
+    def test_its_metrics_on_a_port_the_system_picks(self):
+        values = settings(self.shards, **{"monitor.metrics": "127.0.0.1:0",
+                                         "monitor.interval_ms": 50})
+        with conveyor.Pipeline(self.topology, set=values) as p:
+            port = p.info["metrics_port"]
+            self.assertGreater(port, 0)
+            for b in p.epoch(0, gpu=0):
+                b.release()
+            url = f"http://127.0.0.1:{port}/metrics"
+            with urllib.request.urlopen(url, timeout=10) as r:
+                text = r.read().decode()
+            delivered = re.search(r"\nconveyor_samples_delivered_total (\S+)\n", text)
+            self.assertIsNotNone(delivered, text)
+            self.assertGreaterEqual(float(delivered.group(1)), SAMPLES)  # epoch 1 goes on
+            self.assertIn('\nconveyor_trainer_wait_seconds_total{gpu="0"} ', text)
+        with self.assertRaises(OSError):  # gone with the pipeline
+            urllib.request.urlopen(url, timeout=10)
+        with conveyor.Pipeline(self.topology, set=settings(self.shards)) as p:
+            self.assertEqual(p.info["metrics_port"], 0)
 
     def served_report_keys(self):
         work = self.folder("report-keys")
