@@ -6,13 +6,15 @@
 # the plain node's (median over rounds).
 #
 #   bench/metrics_scrape.sh [ROUNDS=6]
+#   BUSY=1 bench/metrics_scrape.sh [ROUNDS]   two CPU-bound competitors throughout
 #
-# Writes bench/results/metrics_scrape.md; the node logs stay in $LOG_DIR/metrics-*.log.
+# Writes bench/results/metrics_scrape.md (BUSY=1: metrics_scrape_busy.md); the node logs stay
+# in $LOG_DIR/metrics-*.log.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ROUNDS=${1:-6}
-RESULT="$BENCH_ROOT/bench/results/metrics_scrape.md"
+RESULT="$BENCH_ROOT/bench/results/metrics_scrape$([[ "${BUSY:-0}" == 1 ]] && echo _busy).md"
 declare -A rate scrapes
 
 free_port() {
@@ -55,7 +57,8 @@ report() {
   echo "$1"
   echo "- recipe: image (config/default.toml, map-400: 400 synthetic JPEGs, 10% 1800-3200 px), $EPOCHS epochs, trainer.step_ms 0"
   echo "- scraped: [monitor] metrics on a loopback port, curl asking /metrics then /state.json once a second"
-  echo "- command: bench/metrics_scrape.sh $ROUNDS (the order alternates from round to round)"
+  echo "- machine load: $([[ "${BUSY:-0}" == 1 ]] && echo "two CPU-bound competitors at normal priority throughout" || echo "idle")"
+  echo "- command: $([[ "${BUSY:-0}" == 1 ]] && echo "BUSY=1 ")bench/metrics_scrape.sh $ROUNDS (the order alternates from round to round)"
   echo
   echo "| round | plain samples/s | scraped samples/s | scraped / plain | scrapes |"
   echo "|---|---|---|---|---|"
@@ -73,5 +76,6 @@ report() {
 build_tools
 bench_recipe image
 machine=$(machine_description)
+busy_if_asked
 alternating_rounds "$ROUNDS" plain scraped run_variant
 report "$machine" | tee "$RESULT"
