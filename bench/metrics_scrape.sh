@@ -14,7 +14,13 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ROUNDS=${1:-6}
-RESULT="$BENCH_ROOT/bench/results/metrics_scrape$([[ "${BUSY:-0}" == 1 ]] && echo _busy).md"
+BUSIED=""
+LOAD="idle"
+if [[ "${BUSY:-0}" == 1 ]]; then
+  BUSIED="BUSY=1 "
+  LOAD="two CPU-bound competitors at normal priority throughout"
+fi
+RESULT="$BENCH_ROOT/bench/results/metrics_scrape${BUSIED:+_busy}.md"
 declare -A rate scrapes
 
 free_port() {
@@ -57,8 +63,8 @@ report() {
   echo "$1"
   echo "- recipe: image (config/default.toml, map-400: 400 synthetic JPEGs, 10% 1800-3200 px), $EPOCHS epochs, trainer.step_ms 0"
   echo "- scraped: [monitor] metrics on a loopback port, curl asking /metrics then /state.json once a second"
-  echo "- machine load: $([[ "${BUSY:-0}" == 1 ]] && echo "two CPU-bound competitors at normal priority throughout" || echo "idle")"
-  echo "- command: $([[ "${BUSY:-0}" == 1 ]] && echo "BUSY=1 ")bench/metrics_scrape.sh $ROUNDS (the order alternates from round to round)"
+  echo "- machine load: $LOAD"
+  echo "- command: ${BUSIED}bench/metrics_scrape.sh $ROUNDS (the order alternates from round to round)"
   echo
   echo "| round | plain samples/s | scraped samples/s | scraped / plain | scrapes |"
   echo "|---|---|---|---|---|"
