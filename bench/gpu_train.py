@@ -13,6 +13,9 @@ FEED (the step is the same for all: bf16 autocast, channels_last, SGD, cross-ent
   dataloader    PyTorch's DataLoader, --workers processes: torchvision ImageFolder over --data
                 (PIL decode), RandomResizedCrop(224) + RandomHorizontalFlip + ToTensor +
                 Normalize, pin_memory, .cuda(non_blocking=True) on the training stream
+  pydataset     the same user's Dataset (that ImageFolder, that recipe) and the same arguments
+                given to conveyor.DataLoader instead: the one line a user changes; its node
+                (CONVEYOR_NODE) runs dataset[i] in --workers worker processes and stragglers
   conveyor      a conveyor-node serving --socket, attached with the Python module as rank 0 of
                 job 0. The feed's shared memory is pinned once (feed.memory(), cudaHostRegister;
                 "pinned" in the JSON line), each batch is copied to the device asynchronously on
@@ -54,7 +57,7 @@ import torch.nn.functional as F
 
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
-FEEDS = ("synthetic", "dataloader", "conveyor")
+FEEDS = ("synthetic", "dataloader", "pydataset", "conveyor")
 
 
 def parse_args():
@@ -78,8 +81,8 @@ def parse_args():
     if args.table is None:
         if args.feed is None:
             p.error("--feed is required")
-        if args.feed == "dataloader" and not args.data:
-            p.error("--feed dataloader needs --data")
+        if args.feed in ("dataloader", "pydataset") and not args.data:
+            p.error(f"--feed {args.feed} needs --data")
         if args.feed == "conveyor" and not args.socket:
             p.error("--feed conveyor needs --socket")
         if args.steps < 1 or args.warmup < 0 or args.batch < 1:
@@ -110,9 +113,10 @@ class SyntheticFeed:
 
 
 class LoaderFeed:
-    """torchvision's ImageFolder recipe in DataLoader workers, epoch after epoch."""
+    """torchvision's ImageFolder recipe in the workers of `loader` (torch's DataLoader, or
+    conveyor.DataLoader given the same arguments), epoch after epoch."""
 
-    def __init__(self, data, batch, workers, device):
+    def __init__(self, data, batch, workers, device, loader):
         import torchvision
         import torchvision.transforms as T
         recipe = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
@@ -120,7 +124,7 @@ class LoaderFeed:
         dataset = torchvision.datasets.ImageFolder(data, recipe)
         if len(dataset) < batch:
             sys.exit(f"gpu_train: {data} has {len(dataset)} images, fewer than a batch of {batch}")
-        self.loader = torch.utils.data.DataLoader(
+        self.loader = loader(
             dataset, batch_size=batch, shuffle=True, num_workers=workers, drop_last=True,
             pin_memory=device.type == "cuda", persistent_workers=workers > 0)
         self.device = device
@@ -137,6 +141,8 @@ class LoaderFeed:
 
     def close(self):
         self.batches.close()
+        if hasattr(self.loader, "close"):  # conveyor.DataLoader: its node and workers
+            self.loader.close()
 
 
 class ConveyorFeed:
@@ -245,7 +251,10 @@ def open_feed(args, device):
     if args.feed == "synthetic":
         return SyntheticFeed(args.batch, device)
     if args.feed == "dataloader":
-        return LoaderFeed(args.data, args.batch, args.workers, device)
+        return LoaderFeed(args.data, args.batch, args.workers, device, torch.utils.data.DataLoader)
+    if args.feed == "pydataset":
+        import conveyor
+        return LoaderFeed(args.data, args.batch, args.workers, device, conveyor.DataLoader)
     return ConveyorFeed(args.socket, args.batch, device, args.attach_timeout)
 
 

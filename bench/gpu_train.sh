@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Trains a torchvision ResNet-50 on one GPU (bf16 autocast, channels_last, SGD, batch 128) for a
-# fixed number of steps after untimed warm-up steps, fed four ways, each in a process of its own
+# fixed number of steps after untimed warm-up steps, fed five ways, each in a process of its own
 # (bench/gpu_train.py, whose header defines the figures), on a heavy-tailed synthetic JPEG set
 # (lib.sh's ensure_dataset: 10% of the images 1800-3200 px). Prints one JSON line per feed and
 # a Markdown table at the end:
 #   synthetic          the ceiling: random tensors made once on the GPU, no input pipeline
 #   dataloader         (a) PyTorch's DataLoader, --workers processes: ImageFolder (PIL decode),
 #                      RandomResizedCrop 224 + flip + normalize, pin_memory, .cuda(non_blocking)
+#   pydataset          (a') that same Dataset and those arguments given to conveyor.DataLoader:
+#                      the user's Python code run by the node's worker processes (issue 52)
 #   conveyor           (b) conveyor-node serving uint8 batches (config/default.toml with to_uint8
 #                      in place of its last step, normalize) over serve.socket; the trainer
 #                      attaches with the Python module as rank 0 of job 0, copies each batch to
@@ -28,7 +30,7 @@
 #
 # Usage: bench/gpu_train.sh [--device cuda|cpu] [--model resnet50] [--batch 128] [--steps 100]
 #          [--warmup 20] [--workers 16] [--amp bf16|off] [--images 5000]
-#          [--feeds "synthetic dataloader conveyor conveyor-gpu-norm"] [--out DIR]
+#          [--feeds "synthetic dataloader pydataset conveyor conveyor-gpu-norm"] [--out DIR]
 #   on a CPU (a check of the script): bench/gpu_train.sh --device cpu --steps 3 --warmup 1
 #                                     --batch 8 --model resnet18 --workers 2 --images 64
 #   in the GPU bundle (scripts/gpu-bundle): ./run-train [the same options]
@@ -46,7 +48,7 @@ fi
 source "$here/lib.sh"
 
 device=cuda model=resnet50 batch=128 steps=100 warmup=20 workers=16 amp=bf16 images=5000
-feeds="synthetic dataloader conveyor conveyor-gpu-norm"
+feeds="synthetic dataloader pydataset conveyor conveyor-gpu-norm"
 out=$LOG_DIR/gpu_train
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -87,6 +89,7 @@ use_tools() {
     PYTHON=${TRAIN_PYTHON:-$PYTHON}
     export PYTHONPATH=$BUILD_DIR/python
   fi
+  export CONVEYOR_NODE=$NODE_BIN  # conveyor.DataLoader's node (pydataset)
 }
 
 # recipe NAME SED_SCRIPT: config/default.toml edited by SED_SCRIPT, as $work/NAME.toml (--set
@@ -146,7 +149,7 @@ run_feed() {
   local topology
   case $1 in
     synthetic) train synthetic --feed synthetic ;;
-    dataloader) train dataloader --feed dataloader --data "$dataset" --workers "$workers" ;;
+    dataloader | pydataset) train "$1" --feed "$1" --data "$dataset" --workers "$workers" ;;
     conveyor)
       topology=$(recipe uint8 "$to_uint8")
       served conveyor "$topology" 1 ;;
@@ -188,7 +191,7 @@ main() {
     record gpu_train "feed=$feed" <<<"$line"
   done
   {
-    echo "# ResNet training fed four ways (bench/gpu_train.sh)"
+    echo "# ResNet training fed $(wc -w <<<"$feeds") ways (bench/gpu_train.sh)"
     echo
     where_measured
     echo
