@@ -420,7 +420,7 @@ def run(args):
         "steps": args.steps, "warmup": args.warmup, "amp": args.amp, "channels_last": True,
         "device": args.device, "device_name": device_name(device),
         "torch": torch.__version__, "cpus": os.cpu_count(),
-        "workers": args.workers if args.feed == "dataloader" else None,
+        "workers": args.workers if args.feed in ("dataloader", "pydataset") else None,
         "served_dtype": feed.info["dtype"] if isinstance(feed, ConveyorFeed) else None,
         "pinned": (feed.pinned is not None) if isinstance(feed, ConveyorFeed) else None,
         "wall_s": round(wall_s, 4), "images_per_s": round(args.steps * args.batch / wall_s, 2),
