@@ -6,13 +6,18 @@ import sys
 from prometheus_client.parser import text_string_to_metric_families
 
 
+def samples(text):
+    """Every sample of `text` as (family type, name, sorted (label, value) pairs, value); the
+    parser's ValueError when the text is not valid."""
+    return [(family.type, s.name, tuple(sorted(s.labels.items())), s.value)
+            for family in text_string_to_metric_families(text) for s in family.samples]
+
+
 def main(path):
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
-            print(family.type, sample.name, labels, sample.value)
+    for kind, name, labels, value in samples(text):
+        print(kind, name, ",".join(f"{k}={v}" for k, v in labels), value)
 
 
 if __name__ == "__main__":

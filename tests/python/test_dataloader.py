@@ -97,13 +97,12 @@ def free_port():
 
 
 def scrape(port):
-    """Every sample of the node's /metrics, parsed by Prometheus' own client: {(name, labels):
-    value}."""
-    from prometheus_client.parser import text_string_to_metric_families
+    """Every sample of the node's /metrics, parsed by Prometheus' own client
+    (parse_metrics.py): {(name, labels): value}."""
+    from parse_metrics import samples
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         text = r.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {(name, labels): value for _, name, labels, value in samples(text)}
 
 
 class DataLoaderTest(unittest.TestCase):
