@@ -1,35 +1,40 @@
 #!/usr/bin/env python3
-"""Trains a torchvision ResNet on one GPU for a fixed number of steps, fed one way, and prints
-one JSON line of figures. bench/gpu_train.sh runs every feed (each in a process of its own,
-starting the node where one is needed) and tabulates the lines with --table.
+"""Trains a model on one GPU for a fixed number of steps, fed one way, and prints one JSON line
+of figures. bench/gpu_train.sh runs every feed (each in a process of its own, starting the node
+where one is needed) and tabulates the lines with --table. What is trained (bench/train_tasks.py):
+a torchvision ResNet on an ImageFolder (--model resnet50, ...), or, with --model unet3d, a small
+3D U-Net on the MLPerf UNet3D reference's own Dataset (PytTrain) over a case directory.
 
 usage: gpu_train.py --feed FEED [--data DIR] [--socket PATH] [--device cuda|cpu]
                     [--model resnet50] [--batch 128] [--steps 100] [--warmup 20] [--workers 16]
                     [--amp bf16|off] [--attach-timeout 120]
        gpu_train.py --table RUNS.jsonl          the Markdown table of the JSON lines in RUNS
 
-FEED (the step is the same for all: bf16 autocast, channels_last, SGD, cross-entropy):
-  synthetic     random tensors made once on the device: the ceiling, no input pipeline at all
-  dataloader    PyTorch's DataLoader, --workers processes: torchvision ImageFolder over --data
-                (PIL decode), RandomResizedCrop(224) + RandomHorizontalFlip + ToTensor +
-                Normalize, pin_memory, .cuda(non_blocking=True) on the training stream
-  pydataset     the same user's Dataset (that ImageFolder, that recipe) and the same arguments
-                given to conveyor.DataLoader instead: the one line a user changes; its node
-                (CONVEYOR_NODE) runs dataset[i] in --workers worker processes and stragglers
-  conveyor      a conveyor-node serving --socket, attached with the Python module as rank 0 of
-                job 0. The feed's shared memory is pinned once (feed.memory(), cudaHostRegister;
-                "pinned" in the JSON line), each batch is copied to the device asynchronously on
-                a side stream and, when it comes as uint8, normalized there; the training stream
-                waits for that stream, and the batch is released with it at once
-                (b.release(stream=...)): the node hears of it when the copy is done. Where CUDA
-                refuses to pin the memory, the copies are pageable (they wait for their stream)
-                and each batch is held until its copy is done. float32 batches (the node
-                normalized them) are only copied.
+FEED (the step is the same for all: bf16 autocast, channels_last(_3d), SGD, cross-entropy):
+  synthetic     random tensors of the task's shapes made once on the device: the ceiling, no
+                input pipeline at all
+  dataloader    PyTorch's DataLoader, --workers processes, over the task's Dataset: torchvision
+                ImageFolder over --data (PIL decode), RandomResizedCrop(224) +
+                RandomHorizontalFlip + ToTensor + Normalize; or (unet3d) PytTrain over the
+                cases in --data; shuffle, drop_last, persistent workers, pin_memory,
+                .cuda(non_blocking=True) on the training stream
+  pydataset     the same user's Dataset and the same arguments given to conveyor.DataLoader
+                instead: the one line a user changes; its node (CONVEYOR_NODE) runs dataset[i]
+                in --workers worker processes and stragglers
+  conveyor      (the image task) a conveyor-node serving --socket, attached with the Python
+                module as rank 0 of job 0. The feed's shared memory is pinned once
+                (feed.memory(), cudaHostRegister; "pinned" in the JSON line), each batch is
+                copied to the device asynchronously on a side stream and, when it comes as
+                uint8, normalized there; the training stream waits for that stream, and the
+                batch is released with it at once (b.release(stream=...)): the node hears of it
+                when the copy is done. Where CUDA refuses to pin the memory, the copies are
+                pageable (they wait for their stream) and each batch is held until its copy is
+                done. float32 batches (the node normalized them) are only copied.
 Short batches (an epoch's last) are dropped by every feed, as drop_last does.
 
 Figures, over the timed steps only (after --warmup steps that are not timed; the device is
 synchronized once before and once after them, never in between):
-  images_per_s      steps x batch / wall seconds
+  samples_per_s     steps x batch / wall seconds (images, or UNet3D patches)
   fetch_wait_share  the share of the wall time spent taking the next batch (time.perf_counter
                     around the fetch, the copy and normalize calls included). The CPU may run
                     ahead of the GPU, so this is the trainer's wait, not the GPU's.
@@ -53,10 +58,10 @@ import time
 import warnings
 
 import torch
-import torch.nn.functional as F
 
-MEAN = [0.485, 0.456, 0.406]
-STD = [0.229, 0.224, 0.225]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from train_tasks import MEAN, STD, make_task  # noqa: E402
+
 FEEDS = ("synthetic", "dataloader", "pydataset", "conveyor")
 
 
@@ -65,10 +70,12 @@ def parse_args():
     p.add_argument("--feed", choices=FEEDS)
     p.add_argument("--label", help="the feed's name in the JSON line and the table "
                                    "(default: --feed)")
-    p.add_argument("--data", help="an ImageFolder directory (dataloader)")
+    p.add_argument("--data", help="an ImageFolder directory, or (unet3d) an MLPerf-layout "
+                                  "case directory (dataloader, pydataset)")
     p.add_argument("--socket", help="the node's serve.socket (conveyor)")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
-    p.add_argument("--model", default="resnet50", help="a torchvision.models constructor")
+    p.add_argument("--model", default="resnet50", help="a torchvision.models constructor, "
+                                                         "or unet3d")
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--steps", type=int, default=100, help="timed steps")
     p.add_argument("--warmup", type=int, default=20, help="untimed steps before them")
@@ -85,6 +92,8 @@ def parse_args():
             p.error(f"--feed {args.feed} needs --data")
         if args.feed == "conveyor" and not args.socket:
             p.error("--feed conveyor needs --socket")
+        if args.feed == "conveyor" and args.model == "unet3d":
+            p.error("--feed conveyor serves the image task's batches, not --model unet3d")
         if args.steps < 1 or args.warmup < 0 or args.batch < 1:
             p.error("--steps >= 1, --warmup >= 0 and --batch >= 1")
         if args.device == "cuda" and not torch.cuda.is_available():
@@ -92,18 +101,13 @@ def parse_args():
     return args
 
 
-# --- feeds: next() gives (images, labels) on the device, ready for the training stream ---------
-
-def to_channels_last(x):
-    return x.contiguous(memory_format=torch.channels_last)
-
+# --- feeds: next() gives (inputs, targets) on the device, ready for the training stream --------
 
 class SyntheticFeed:
     """The same random batch every step, made once on the device."""
 
-    def __init__(self, batch, device):
-        self.x = to_channels_last(torch.randn(batch, 3, 224, 224, device=device))
-        self.y = torch.randint(0, 1000, (batch,), device=device)
+    def __init__(self, task, batch, device):
+        self.x, self.y = task.on_device(*task.synthetic(batch, device))
 
     def next(self):
         return self.x, self.y
@@ -113,17 +117,14 @@ class SyntheticFeed:
 
 
 class LoaderFeed:
-    """torchvision's ImageFolder recipe in the workers of `loader` (torch's DataLoader, or
-    conveyor.DataLoader given the same arguments), epoch after epoch."""
+    """The task's Dataset in the workers of `loader` (torch's DataLoader, or conveyor.DataLoader
+    given the same arguments), epoch after epoch."""
 
-    def __init__(self, data, batch, workers, device, loader):
-        import torchvision
-        import torchvision.transforms as T
-        recipe = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.ToTensor(),
-                            T.Normalize(MEAN, STD)])
-        dataset = torchvision.datasets.ImageFolder(data, recipe)
+    def __init__(self, task, data, batch, workers, device, loader):
+        dataset = task.dataset(data)
         if len(dataset) < batch:
-            sys.exit(f"gpu_train: {data} has {len(dataset)} images, fewer than a batch of {batch}")
+            sys.exit(f"gpu_train: {data} has {len(dataset)} samples, fewer than a batch of {batch}")
+        self.task = task
         self.loader = loader(
             dataset, batch_size=batch, shuffle=True, num_workers=workers, drop_last=True,
             pin_memory=device.type == "cuda", persistent_workers=workers > 0)
@@ -136,8 +137,8 @@ class LoaderFeed:
 
     def next(self):
         x, y = next(self.batches)
-        x = x.to(self.device, non_blocking=True)
-        return to_channels_last(x), y.to(self.device, non_blocking=True)
+        return self.task.on_device(x.to(self.device, non_blocking=True),
+                                   y.to(self.device, non_blocking=True))
 
     def close(self):
         self.batches.close()
@@ -152,7 +153,7 @@ class ConveyorFeed:
     pageable memory it is held until the next fetch and released once its copy has completed:
     the device never reads released memory."""
 
-    def __init__(self, socket, batch, device, attach_timeout):
+    def __init__(self, task, socket, batch, device, attach_timeout):
         import conveyor
         # The node's memory is read-only to its clients: torch warns, once, that it cannot
         # protect it. Nothing here writes to it.
@@ -165,7 +166,7 @@ class ConveyorFeed:
         if self.info["dtype"] not in ("uint8", "float32"):
             sys.exit(f"gpu_train: the node serves {self.info['dtype']} images; this trainer "
                      "takes uint8 (to_uint8) or float32 (normalize on the CPU)")
-        self.batch, self.device = batch, device
+        self.task, self.batch, self.device = task, batch, device
         self.epoch = self.info["start_epoch"]
         self.batches = iter(self.feed.epoch(self.epoch))
         cuda = device.type == "cuda"
@@ -212,10 +213,10 @@ class ConveyorFeed:
 
     def _on_device(self, b):
         x = torch.from_numpy(b.images).to(self.device, non_blocking=True)
-        y = torch.from_numpy(b.labels).to(self.device, non_blocking=True).long()
+        y = torch.from_numpy(b.labels).to(self.device, non_blocking=True)
         if x.dtype == torch.uint8:
             x = (x.float() - self.mean255) * self.inv_std255
-        return to_channels_last(x), y
+        return self.task.on_device(x, y)
 
     def next(self):
         b = self._next_full_batch()
@@ -247,15 +248,17 @@ class ConveyorFeed:
         self.feed.close()
 
 
-def open_feed(args, device):
+def open_feed(args, task, device):
     if args.feed == "synthetic":
-        return SyntheticFeed(args.batch, device)
-    if args.feed == "dataloader":
-        return LoaderFeed(args.data, args.batch, args.workers, device, torch.utils.data.DataLoader)
-    if args.feed == "pydataset":
-        import conveyor
-        return LoaderFeed(args.data, args.batch, args.workers, device, conveyor.DataLoader)
-    return ConveyorFeed(args.socket, args.batch, device, args.attach_timeout)
+        return SyntheticFeed(task, args.batch, device)
+    if args.feed in ("dataloader", "pydataset"):
+        if args.feed == "dataloader":
+            loader = torch.utils.data.DataLoader
+        else:
+            import conveyor
+            loader = conveyor.DataLoader
+        return LoaderFeed(task, args.data, args.batch, args.workers, device, loader)
+    return ConveyorFeed(task, args.socket, args.batch, device, args.attach_timeout)
 
 
 # --- timing ------------------------------------------------------------------------------------
@@ -348,18 +351,14 @@ def start_sampler(device):
 
 # --- training ----------------------------------------------------------------------------------
 
-def make_model(name, device, batch):
-    import torchvision
-    model = getattr(torchvision.models, name)(weights=None)
-    model = model.to(device, memory_format=torch.channels_last).train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1 * batch / 256, momentum=0.9,
-                                weight_decay=1e-4)
-    return model, optimizer
+def make_model(task, device, batch):
+    model = task.model(device).to(memory_format=task.layout).train()
+    return model, task.optimizer(model, batch)
 
 
-def train_step(model, optimizer, x, y, autocast):
+def train_step(task, model, optimizer, x, y, autocast):
     with autocast():
-        loss = F.cross_entropy(model(x), y)
+        loss = task.loss(model(x), y)
     loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
@@ -371,9 +370,9 @@ def synchronize(device):
         torch.cuda.synchronize(device)
 
 
-def train(args, device, feed):
+def train(args, task, device, feed):
     """--warmup untimed steps, then --steps timed ones: the timed steps' raw figures."""
-    model, optimizer = make_model(args.model, device, args.batch)
+    model, optimizer = make_model(task, device, args.batch)
     autocast = functools.partial(torch.autocast, device_type=device.type, dtype=torch.bfloat16,
                                  enabled=args.amp == "bf16")
     timer = EventTimer() if device.type == "cuda" else ClockTimer()
@@ -392,7 +391,7 @@ def train(args, device, feed):
             sampler = start_sampler(device)
         if timed:
             timer.start()
-        loss = train_step(model, optimizer, x, y, autocast)
+        loss = train_step(task, model, optimizer, x, y, autocast)
         if timed:
             timer.stop()
     synchronize(device)
@@ -411,19 +410,22 @@ def run(args):
     if device.type == "cuda":
         device = torch.device("cuda", torch.cuda.current_device())
         torch.backends.cudnn.benchmark = True
-    feed = open_feed(args, device)
-    t = train(args, device, feed)
+    task = make_task(args.model)
+    feed = open_feed(args, task, device)
+    t = train(args, task, device, feed)
     feed.close()
+    task.close()
     wall_s = t["wall_s"]
     return {
-        "feed": args.label or args.feed, "model": args.model, "batch": args.batch,
-        "steps": args.steps, "warmup": args.warmup, "amp": args.amp, "channels_last": True,
+        "feed": args.label or args.feed, "model": args.model, "unit": task.unit,
+        "batch": args.batch, "steps": args.steps, "warmup": args.warmup, "amp": args.amp,
+        "channels_last": True,
         "device": args.device, "device_name": device_name(device),
         "torch": torch.__version__, "cpus": os.cpu_count(),
         "workers": args.workers if args.feed in ("dataloader", "pydataset") else None,
         "served_dtype": feed.info["dtype"] if isinstance(feed, ConveyorFeed) else None,
         "pinned": (feed.pinned is not None) if isinstance(feed, ConveyorFeed) else None,
-        "wall_s": round(wall_s, 4), "images_per_s": round(args.steps * args.batch / wall_s, 2),
+        "wall_s": round(wall_s, 4), "samples_per_s": round(args.steps * args.batch / wall_s, 2),
         "fetch_wait_s": round(t["fetch_s"], 4),
         "fetch_wait_share": round(t["fetch_s"] / wall_s, 4),
         "busy_s": round(t["busy_s"], 4), "busy_share": round(t["busy_s"] / wall_s, 4),
@@ -442,23 +444,25 @@ def device_name(device):
 # --- the table ---------------------------------------------------------------------------------
 
 def table(path):
-    """The Markdown table of the JSON lines in `path`: each feed against the synthetic one."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    """The Markdown table of the JSON lines in `path`: each feed's rate against the synthetic
+    one's, its data stall against the dataloader feed's."""
     from report_format import fmt, pct
     runs = [json.loads(line) for line in open(path) if line.strip()]
-    ceiling = next((r["images_per_s"] for r in runs if r["feed"] == "synthetic"), None)
+    ceiling = next((r["samples_per_s"] for r in runs if r["feed"] == "synthetic"), None)
+    torch_stall = next((r["fetch_wait_share"] for r in runs if r["feed"] == "dataloader"), None)
     first = runs[0]
     out = [f"{first['model']} on {first['device_name']} (torch {first['torch']}), batch "
            f"{first['batch']}, {first['steps']} timed steps after {first['warmup']}, "
            f"amp {first['amp']}, channels_last; busy by {first['busy_method']}", "",
-           "| feed | images/s | vs synthetic | data stall (fetch wait) | device busy | device idle "
-           "| GPU util (nvidia-smi) | served dtype |",
-           "|---|---|---|---|---|---|---|---|"]
+           f"| feed | {first['unit']}/s | vs synthetic | data stall (fetch wait) | vs dataloader "
+           "| device busy | device idle | GPU util (nvidia-smi) | served dtype |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
-        vs = fmt(r["images_per_s"] / ceiling, 3) if ceiling else "n/a"
+        vs = fmt(r["samples_per_s"] / ceiling, 3) if ceiling else "n/a"
+        vs_torch = fmt(r["fetch_wait_share"] / torch_stall, 3) if torch_stall else "n/a"
         util = "n/a" if r["gpu_util"] is None else f"{r['gpu_util']:.1f}% ({r['gpu_util_samples']})"
-        out.append(f"| {r['feed']} | {fmt(r['images_per_s'])} | {vs} | "
-                   f"{pct(r['fetch_wait_share'])} | {pct(r['busy_share'])} | "
+        out.append(f"| {r['feed']} | {fmt(r['samples_per_s'])} | {vs} | "
+                   f"{pct(r['fetch_wait_share'])} | {vs_torch} | {pct(r['busy_share'])} | "
                    f"{pct(1 - r['busy_share'])} | {util} | {r['served_dtype'] or '-'} |")
     return "\n".join(out)
 

@@ -20,7 +20,6 @@ import argparse
 import math
 import os
 import random
-import sys
 import tempfile
 import threading
 import time
@@ -115,20 +114,12 @@ def loaders(dataset, args):
 
 
 def unet3d_dataset(count, work):
-    """The MLPerf UNet3D reference's own training Dataset (PytTrain, its verbatim
-    pytorch_loader.py as tests/python/unet3d_reference.py holds it, written to `work` and
-    imported from there, as a user's module) over `count` generated cases: float32 images of
-    1 x D x H x W, D, H, W in 128..224, with kidney and tumour ellipsoids in the labels."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
-                                    "python"))
+    """The MLPerf UNet3D reference's own training Dataset (PytTrain, imported as a user's
+    module: unet3d_user_dataset) over `count` generated cases: float32 images of 1 x D x H x W,
+    D, H, W in 128..224, with kidney and tumour ellipsoids in the labels."""
     import numpy as np
-    import unet3d_reference as ref
-    if ref._git_blob_id(ref._REFERENCE_SOURCE) != ref.REFERENCE_BLOB:
-        raise SystemExit("the embedded MLPerf source is not the reference's blob")
-    with open(os.path.join(work, "mlperf_pytorch_loader.py"), "w") as f:
-        f.write(ref._REFERENCE_SOURCE)
-    sys.path.insert(0, work)  # the workers' sys.path too (spawn's preparation)
-    import mlperf_pytorch_loader
+    from unet3d_user_dataset import reference, reference_pyt_train
+    ref = reference()
     rng = np.random.default_rng(47)
     images, labels = [], []
     for i in range(count):
@@ -141,8 +132,8 @@ def unet3d_dataset(count, work):
         labels.append(os.path.join(work, f"case_{i:05d}_y.npy"))
         np.save(images[-1], image)
         np.save(labels[-1], label)
-    return mlperf_pytorch_loader.PytTrain(images, labels, patch_size=ref.PATCH_SIZE,
-                                          oversampling=ref.OVERSAMPLING)
+    return reference_pyt_train(work)(images, labels, patch_size=ref.PATCH_SIZE,
+                                     oversampling=ref.OVERSAMPLING)
 
 
 def image_dataset(count, work):

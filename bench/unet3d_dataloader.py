@@ -48,7 +48,6 @@ cores), each rank's trainer on its own (no all-reduce between the ranks, like co
 simulated trainers); samples_per_s is the ranks' samples together over the span from the first
 rank's first batch to the last rank's end.
 """
-import glob
 import importlib.util
 import json
 import os
@@ -64,6 +63,7 @@ from torch.utils.data.distributed import DistributedSampler
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dataloader_timing import (item_seconds, loader_arguments, loader_figures,  # noqa: E402
                                nearest_rank, run_ranks, time_rank)
+from unet3d_user_dataset import cases  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFERENCE_FILE = os.path.join(HERE, "..", "tests", "python", "unet3d_reference.py")
@@ -77,15 +77,6 @@ def load_reference():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module._load_reference_module()
-
-
-def list_cases(path):
-    """The reference's load_data: sorted *_x.npy and *_y.npy."""
-    images = sorted(glob.glob(os.path.join(path, "*_x.npy")))
-    labels = sorted(glob.glob(os.path.join(path, "*_y.npy")))
-    if not images or len(images) != len(labels):
-        sys.exit(f"{path}: {len(images)} *_x.npy, {len(labels)} *_y.npy: not an MLPerf-layout set")
-    return images, labels
 
 
 def seed_everything(seed):
@@ -148,7 +139,7 @@ def main():
         parser.error("--gpus, --epochs and --batch-size must be >= 1, --workers >= 0")
     warnings.simplefilter("ignore", DeprecationWarning)  # scipy.ndimage.measurements, in workers
     ref = load_reference()
-    images, labels = list_cases(args.dir)
+    images, labels = cases(args.dir)
     out = {"loader": "torch.utils.data.DataLoader", "torch": torch.__version__,
            "cases": len(images), "gpus": args.gpus, "workers_per_gpu": args.workers,
            "batch_size": args.batch_size, "epochs": args.epochs, "seed": args.seed,
