@@ -21,13 +21,20 @@
 #                  4b's node rate (trainer.step_ms = 64 x 1000 / (0.85 x samples/s), as
 #                  bench/contended.sh sets it): stall fraction and samples/s             (30)
 #   6  train       ./run-train --steps 50 --warmup 10 --images 3000 --workers $(nproc):
-#                  ResNet-50 fed five ways (a user's Dataset under torch's DataLoader and
-#                  under conveyor.DataLoader among them), its table                     (150)
-# The limits add up to 7 min 35 s, and each step gets 5 s more to die after its TERM: the run
-# stays under 8 min 15 s (on the H200 machine's 16 cores: under 4 minutes; the tests took 100 s
-# while test_normalize_kernel waited out its own kernel's minute). The Python module for step 6
-# is compiled (./build-python) in the background during steps 1 and 2, which measure no CPU
-# time; step 3 waits for it.
+#                  ResNet-50 fed six ways (a user's Dataset under torch's DataLoader and
+#                  under conveyor.DataLoader, the node decoding with nvJPEG too (decode.on =
+#                  "auto") against its CPU-only run, among them), its table             (180)
+#   7  train3d     ./run-train --model unet3d --steps 150 --warmup 10 --workers $(nproc)
+#                  --cases 40: a small 3D U-Net trained from the MLPerf UNet3D reference's
+#                  own PytTrain (a user's Dataset) under torch's DataLoader and under
+#                  conveyor.DataLoader, and from synthetic tensors, batch 2; its table     (75)
+# The limits add up to 9 min 20 s, and each step gets 5 s more to die after its TERM: the run
+# stays under 10 minutes (on the H200 machine's 16 cores steps 1-6 took under 4 minutes, 94 s
+# of them the training's four feeds; the tests took 100 s while test_normalize_kernel waited
+# out its own kernel's minute). Where one call may last 10 minutes at most, run it in two:
+# --only "tests sanitizer cuda-bench dataset node policies", then --only "train train3d" into
+# the same --out (gpu.md keeps the first call's steps). The Python module for steps 6 and 7 is compiled (./build-python)
+# in the background during steps 1 and 2, which measure no CPU time; step 3 waits for it.
 #
 # Usage: ./run-figures [--out DIR] [--quick] [--images N] [--rounds N] [--only "STEP..."]
 #   --out DIR      where gpu.md, logs/ (every program's output) and train/ go
@@ -37,8 +44,10 @@
 #   --only STEPS   run only these steps (names above, e.g. --only "node policies"; 4b and 5
 #                  bring 4a), keeping the other steps' results in --out's gpu.md
 #   --quick        a DRY RUN of the script, not a measurement: 256 images, 1 round, short
-#                  CUDA benchmarks, and step 6 on the CPU (--device cpu --model resnet18
-#                  --batch 8 --steps 3 --warmup 1 --workers 2). Where there is no GPU, with
+#                  CUDA benchmarks, step 6 on the CPU (--device cpu --model resnet18
+#                  --batch 8 --steps 3 --warmup 1 --workers 2) and step 7 too (--batch 1
+#                  --steps 1 --warmup 1 --workers 2 --cases 6 --amp off; a CPU takes about
+#                  25 s a step there, so its limit is 300 s). Where there is no GPU, with
 #                  CONVEYOR_REQUIRE_GPU=0 (or the CUDA tests fail): the CUDA steps fail or
 #                  skip, and gpu.md says which and why.
 # TRAIN_PYTHON: the interpreter with torch and torchvision (default python3), also the one
@@ -73,9 +82,11 @@ print(p.stdout.strip()[:-1] + ",\"cpu_s\":%.3f}" % (r.ru_utime + r.ru_stime))' "
   }
 fi
 
-all_steps=(tests sanitizer cuda-bench dataset node policies train)
+all_steps=(tests sanitizer cuda-bench dataset node policies train train3d)
 declare -A limit=([tests]=110 [sanitizer]=40 [cuda-bench]=30 [dataset]=30 [node]=65
-                  [policies]=30 [train]=150)
+                  [policies]=30 [train]=180 [train3d]=75)
+# quick_limits: a --quick run's (FIG_QUICK=1) step 7 trains on the CPU.
+quick_limits() { [[ ${FIG_QUICK:-0} != 1 ]] || limit[train3d]=300; }
 declare -A title=(
   [tests]="1. Tests (./run-tests)"
   [sanitizer]="2. compute-sanitizer (./run-sanitizer test_cuda_slot_ring test_cuda_feeder)"
@@ -83,7 +94,8 @@ declare -A title=(
   [dataset]="4a. The heavy-tailed image folder"
   [node]="4b. conveyor-node vs the bare loop (bench_ceiling)"
   [policies]="5. latency_aware vs in_order at 85% of the node's rate"
-  [train]="6. ResNet training fed five ways (./run-train)")
+  [train]="6. ResNet training fed six ways (./run-train)"
+  [train3d]="7. UNet3D training from the MLPerf reference's Dataset (./run-train --model unet3d)")
 
 # ---------------------------------------------------------------------------------------------
 # The steps. Each runs in a process of its own (this script with --step NAME, under timeout),
@@ -284,16 +296,8 @@ node_cmd() {
 # written once into the work folder; prints its path.
 gpu_decode_topology() {
   local path=$out/gpu-decode.toml
-  [[ -s $path ]] || sed 's/^op = "decode"$/op = "decode"\non = "auto"/' \
-    "$bundle/config/default.toml" >"$path"
+  [[ -s $path ]] || sed "$DECODE_AUTO_SED" "$bundle/config/default.toml" >"$path"
   echo "$path"
-}
-# gpu_decode_note LOG: how a decode.on = "auto" run shared its JPEGs, or why nvJPEG was not used.
-gpu_decode_note() {
-  local line
-  line=$(grep -o 'decode: [0-9]* JPEGs on .*' "$1" | tail -n 1)
-  [[ -n $line ]] || line=$(grep -o 'no GPU decoder for .*' "$1" | head -n 1 | cut -c1-160)
-  echo "${line:-no decode line in the log}" | tr '\t|`' '   '
 }
 # stood_in LOG: whether the node's log says host feeders stood in for the CUDA devices asked for.
 stood_in() { grep -q 'host feeders stand in' "$1"; }
@@ -501,41 +505,58 @@ policy_median() {
 }
 
 step_train() {
-  local args rc md=$out/train/gpu_train.md
+  local args
   if [[ $FIG_QUICK == 1 ]]; then
     args=(--device cpu --model resnet18 --batch 8 --steps 3 --warmup 1 --workers 2)
   else
     args=(--steps 50 --warmup 10 --workers "$(nproc)")
   fi
-  args+=(--images "$FIG_IMAGES" --out "$out/train")
-  rm -f "$md" "$out/train/runs.jsonl"
-  timeout -k 3 "$(remaining)" "$bundle/run-train" "${args[@]}" >"$logs/run-train.txt" 2>&1 </dev/null
+  run_train "${args[@]}" --images "$FIG_IMAGES"
+}
+
+step_train3d() {
+  local args
+  if [[ $FIG_QUICK == 1 ]]; then
+    args=(--device cpu --batch 1 --steps 1 --warmup 1 --workers 2 --cases 6 --amp off)
+  else
+    args=(--steps 150 --warmup 10 --workers "$(nproc)" --cases 40)
+  fi
+  run_train --model unet3d "${args[@]}"
+}
+
+# run_train ARGS...: ./run-train ARGS into $out/STEP (STEP: this step's name), its section and
+# verdict.
+run_train() {
+  local args=("$@" --out "$out/$current_step") rc md=$out/$current_step/gpu_train.md
+  local raw=$logs/run-$current_step.txt
+  rm -f "$md" "$out/$current_step/runs.jsonl"
+  timeout -k 3 "$(remaining)" "$bundle/run-train" "${args[@]}" >"$raw" 2>&1 </dev/null
   rc=$?
   {
-    echo "Command: \`./run-train ${args[*]/#$out/\$OUT}\` (exit $rc$( ((rc == 124)) && echo ": cut off at the step's limit")); \$OUT is --out. Its JSON lines: train/runs.jsonl; the node's logs: train/node-*.log."
+    echo "Command: \`./run-train ${args[*]/#$out/\$OUT}\` (exit $rc$( ((rc == 124)) && echo ": cut off at the step's limit")); \$OUT is --out. Its JSON lines: $current_step/runs.jsonl; the node's logs: $current_step/node-*.log."
     echo
     if [[ -s $md ]]; then
       sed '1,2d; s/^# /### /' "$md"
-    elif [[ -s $out/train/runs.jsonl ]]; then
+    elif [[ -s $out/$current_step/runs.jsonl ]]; then
       echo "The feeds that finished before it failed:"
       echo
-      "$PYTHON" "$here/gpu_train.py" --table "$out/train/runs.jsonl"
+      "$PYTHON" "$here/gpu_train.py" --table "$out/$current_step/runs.jsonl"
     else
       echo "No feed finished."
     fi
     if ((rc != 0)); then
       echo
-      echo "logs/run-train.txt ends:"
+      echo "logs/run-$current_step.txt ends:"
       echo
       echo '```'
-      grep -v '^\s*$' "$logs/run-train.txt" | tail -n 8 | cut -c1-300
+      grep -v '^\s*$' "$raw" | tail -n 8 | cut -c1-300
       echo '```'
     fi
   } | section
   if ((rc == 124 || rc == 137)); then
-    verdict "cut off at the step's limit (${limit[train]} s)"
+    verdict "cut off at the step's limit (${limit[$current_step]} s)"
   elif ((rc != 0)); then
-    verdict "failed (exit $rc): $(grep -v '^\s*$' "$logs/run-train.txt" | tail -n 1 | cut -c1-200)"
+    verdict "failed (exit $rc): $(grep -v '^\s*$' "$raw" | tail -n 1 | cut -c1-200)"
   fi
   return "$rc"
 }
@@ -543,6 +564,7 @@ step_train() {
 if [[ ${1:-} == --step ]]; then
   current_step=$2
   out=$FIG_OUT logs=$FIG_OUT/logs parts=$FIG_OUT/parts
+  quick_limits
   step_deadline=$(($(date +%s) + limit[$current_step]))
   "step_$current_step"
   exit
@@ -598,6 +620,7 @@ for s in "${steps[@]}"; do
 done
 kept=$(cut -f1 "$parts/summary.tsv" | paste -sd' ')
 export FIG_OUT=$out FIG_IMAGES=$images FIG_ROUNDS=$rounds FIG_QUICK=$quick
+quick_limits
 started=$(date +%s)
 
 # header: the machine and the bundle.
@@ -664,9 +687,10 @@ assemble() {
   } >"$out/gpu.md"
 }
 
-# The Python module for step 6, compiled meanwhile where it is missing (as run-train would).
+# The Python module for steps 6 and 7, compiled meanwhile where it is missing (as run-train
+# would).
 build_pid=""
-if [[ " ${steps[*]} " == *" train "* ]]; then
+if [[ " ${steps[*]} " =~ \ train(3d)?\  ]]; then
   suffix=$("$PYTHON" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
   if [[ -n $suffix && ! -f $bundle/python/conveyor/_native$suffix ]]; then
     log "compiling the Python module in the background (logs/build-python.log)"
@@ -685,7 +709,7 @@ wait_for_build() {
   if ((rc == 0)); then
     echo "./build-python (in the background): $(($(date +%s) - build_start)) s" >"$parts/build-python"
   else
-    echo "./build-python (in the background) **failed** (exit $rc; logs/build-python.log): step 6 tries again" >"$parts/build-python"
+    echo "./build-python (in the background) **failed** (exit $rc; logs/build-python.log): steps 6 and 7 try again" >"$parts/build-python"
   fi
 }
 

@@ -419,7 +419,7 @@ def run(args):
     return {
         "feed": args.label or args.feed, "model": args.model, "unit": task.unit,
         "batch": args.batch, "steps": args.steps, "warmup": args.warmup, "amp": args.amp,
-        "channels_last": True,
+        "memory_format": str(task.layout).replace("torch.", ""),
         "device": args.device, "device_name": device_name(device),
         "torch": torch.__version__, "cpus": os.cpu_count(),
         "workers": args.workers if args.feed in ("dataloader", "pydataset") else None,
@@ -453,7 +453,7 @@ def table(path):
     first = runs[0]
     out = [f"{first['model']} on {first['device_name']} (torch {first['torch']}), batch "
            f"{first['batch']}, {first['steps']} timed steps after {first['warmup']}, "
-           f"amp {first['amp']}, channels_last; busy by {first['busy_method']}", "",
+           f"amp {first['amp']}, {first['memory_format']}; busy by {first['busy_method']}", "",
            f"| feed | {first['unit']}/s | vs synthetic | data stall (fetch wait) | vs dataloader "
            "| device busy | device idle | GPU util (nvidia-smi) | served dtype |",
            "|---|---|---|---|---|---|---|---|---|"]
@@ -461,7 +461,8 @@ def table(path):
         vs = fmt(r["samples_per_s"] / ceiling, 3) if ceiling else "n/a"
         vs_torch = fmt(r["fetch_wait_share"] / torch_stall, 3) if torch_stall else "n/a"
         util = "n/a" if r["gpu_util"] is None else f"{r['gpu_util']:.1f}% ({r['gpu_util_samples']})"
-        out.append(f"| {r['feed']} | {fmt(r['samples_per_s'])} | {vs} | "
+        rate = fmt(r["samples_per_s"], 1 if r["samples_per_s"] >= 10 else 3)
+        out.append(f"| {r['feed']} | {rate} | {vs} | "
                    f"{pct(r['fetch_wait_share'])} | {vs_torch} | {pct(r['busy_share'])} | "
                    f"{pct(1 - r['busy_share'])} | {util} | {r['served_dtype'] or '-'} |")
     return "\n".join(out)

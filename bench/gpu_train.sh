@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Trains a torchvision ResNet-50 on one GPU (bf16 autocast, channels_last, SGD, batch 128) for a
-# fixed number of steps after untimed warm-up steps, fed five ways, each in a process of its own
+# fixed number of steps after untimed warm-up steps, fed six ways, each in a process of its own
 # (bench/gpu_train.py, whose header defines the figures), on a heavy-tailed synthetic JPEG set
 # (lib.sh's ensure_dataset: 10% of the images 1800-3200 px). Prints one JSON line per feed and
 # a Markdown table at the end:
@@ -27,12 +27,26 @@
 #                      node's CPU normalized, four times (b)'s bytes through shared memory and
 #                      over PCIe, copied as they are. The node's own GPU normalize is measured
 #                      only by bench_gpu_normalize and an embedded C++ trainer (example-libtorch).
+#   conveyor-gpu-decode (d) (b)'s node with decode on = "auto": its JPEGs shared between the CPU
+#                      and nvJPEG on device 0 by measured rates (config/default.toml's decode
+#                      step), served as uint8 like (b); against (b), the CPU-only node. Where
+#                      nvJPEG or the device is missing, "auto" decodes on the CPU and the
+#                      node's log says why (node-conveyor-gpu-decode.log).
+# With --model unet3d, a small 3D U-Net (bench/unet3d_model.py) is trained instead, on --cases
+# synthetic KiTS19-like cases (conveyor-pack --synthetic-volumes: heavy-tailed, depth 128..640,
+# sides 128..400) through the MLPerf UNet3D reference's own PytTrain (a user's Dataset: random
+# balanced crop to 128^3, flips, brightness, noise), fed three ways: synthetic, dataloader and
+# pydataset (the node serves no such batches to a trainer); batch 2 unless --batch says (MLPerf's
+# per GPU).
 #
-# Usage: bench/gpu_train.sh [--device cuda|cpu] [--model resnet50] [--batch 128] [--steps 100]
-#          [--warmup 20] [--workers 16] [--amp bf16|off] [--images 5000]
-#          [--feeds "synthetic dataloader pydataset conveyor conveyor-gpu-norm"] [--out DIR]
+# Usage: bench/gpu_train.sh [--device cuda|cpu] [--model resnet50|unet3d] [--batch 128]
+#          [--steps 100] [--warmup 20] [--workers 16] [--amp bf16|off] [--images 5000]
+#          [--cases 40] [--out DIR]
+#          [--feeds "synthetic dataloader pydataset conveyor conveyor-gpu-norm conveyor-gpu-decode"]
 #   on a CPU (a check of the script): bench/gpu_train.sh --device cpu --steps 3 --warmup 1
 #                                     --batch 8 --model resnet18 --workers 2 --images 64
+#                                     (unet3d: --model unet3d --batch 1 --steps 1 --warmup 1
+#                                     --workers 2 --cases 6 --amp off; a step takes ~25 s)
 #   in the GPU bundle (scripts/gpu-bundle): ./run-train [the same options]
 # In a source tree it builds conveyor-node, bench_ceiling and the Python module in BUILD_DIR
 # (lib.sh; default build-bench). TRAIN_PYTHON: the interpreter with torch and torchvision
@@ -47,8 +61,8 @@ if [[ -x $here/../run && -d $here/../tools ]]; then  # inside the GPU bundle: no
 fi
 source "$here/lib.sh"
 
-device=cuda model=resnet50 batch=128 steps=100 warmup=20 workers=16 amp=bf16 images=5000
-feeds="synthetic dataloader pydataset conveyor conveyor-gpu-norm"
+device=cuda model=resnet50 batch="" steps=100 warmup=20 workers=16 amp=bf16 images=5000 cases=40
+feeds=""
 out=$LOG_DIR/gpu_train
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -60,6 +74,7 @@ while [[ $# -gt 0 ]]; do
     --workers) workers=$2 ;;
     --amp) amp=$2 ;;
     --images) images=$2 ;;
+    --cases) cases=$2 ;;
     --feeds) feeds=$2 ;;
     --out) out=$2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -67,12 +82,19 @@ while [[ $# -gt 0 ]]; do
   esac
   shift 2
 done
-if ((images < batch)); then
-  echo "gpu_train.sh: --images $images is less than a batch of $batch" >&2
+if [[ $model == unet3d ]]; then
+  batch=${batch:-2} feeds=${feeds:-synthetic dataloader pydataset} samples=$cases
+  dataset="$DATA_DIR/volumes-$cases"
+else
+  batch=${batch:-128}
+  feeds=${feeds:-synthetic dataloader pydataset conveyor conveyor-gpu-norm conveyor-gpu-decode}
+  samples=$images dataset="$DATA_DIR/heavy-$images"
+fi
+if ((samples < batch)); then
+  echo "gpu_train.sh: --images or --cases ($samples) is less than a batch of $batch" >&2
   exit 2
 fi
 
-dataset="$DATA_DIR/heavy-$images"
 RUNS="$out/runs.jsonl"  # lib.sh's record appends here
 work=$(mktemp -d /tmp/gpu-train.XXXXXX)  # the sockets: a short path (at most 107 bytes)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -82,10 +104,11 @@ use_tools() {
   if [[ -n $bundle ]]; then
     NODE_BIN=$bundle/tools/conveyor-node
     CEILING_BIN=$bundle/tools/bench_ceiling
+    PACK_BIN=$bundle/tools/conveyor-pack
     PYTHON=${TRAIN_PYTHON:-python3}
     export PYTHONPATH=$bundle/python
   else
-    build_tools conveyor_python
+    build_tools conveyor_python conveyor-pack
     PYTHON=${TRAIN_PYTHON:-$PYTHON}
     export PYTHONPATH=$BUILD_DIR/python
   fi
@@ -106,6 +129,9 @@ recipe() {
 # The last step, normalize, up to the end of the file: replaced, or moved to the GPU in bf16.
 to_uint8='/^op = "normalize"$/,$c\op = "to_uint8"'
 on_gpu='/^op = "normalize"$/,$ { s/^on = .*/on = "gpu"/; s/^dtype = .*/dtype = "bfloat16"/ }'
+# The decode step shared with nvJPEG ("auto"), and the last step replaced as in to_uint8.
+gpu_decode="$DECODE_AUTO_SED
+$to_uint8"
 
 # train LABEL ARGS...: one gpu_train.py run; prints its JSON line.
 train() {
@@ -156,6 +182,9 @@ run_feed() {
     conveyor-gpu-norm)
       topology=$(recipe gpu-norm "$on_gpu")
       served conveyor-gpu-norm "$topology" "[0]" ;;
+    conveyor-gpu-decode)
+      topology=$(recipe gpu-decode "$gpu_decode")
+      served conveyor-gpu-decode "$topology" 1 ;;
     *) echo "gpu_train.sh: unknown feed $1" >&2; return 2 ;;
   esac
 }
@@ -170,11 +199,31 @@ where_measured() {
   if command -v nvidia-smi >/dev/null; then
     echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n 1)"
   fi
-  echo "- dataset: $images synthetic JPEGs (10% of them 1800-3200 px), an image folder;" \
-    "DataLoader workers: $workers; node preprocessors: auto ($(nproc))"
+  if [[ $model == unet3d ]]; then
+    echo "- dataset: $cases synthetic KiTS19-like cases (conveyor-pack --synthetic-volumes;" \
+      "depth 128..640, sides 128..400) through the MLPerf reference's PytTrain;" \
+      "DataLoader and conveyor.DataLoader workers: $workers"
+  else
+    echo "- dataset: $images synthetic JPEGs (10% of them 1800-3200 px), an image folder;" \
+      "DataLoader workers: $workers; node preprocessors: auto ($(nproc))"
+  fi
+  if [[ " $feeds " == *" conveyor-gpu-decode "* ]]; then
+    echo "- conveyor-gpu-decode's node: $(gpu_decode_note "$out/node-conveyor-gpu-decode.log")"
+  fi
   echo "- command: bench/gpu_train.sh --device $device --model $model --batch $batch" \
-    "--steps $steps --warmup $warmup --workers $workers --amp $amp --images $images" \
+    "--steps $steps --warmup $warmup --workers $workers --amp $amp" \
+    "$([[ $model == unet3d ]] && echo "--cases $cases" || echo "--images $images")" \
     "--feeds \"$feeds\""
+}
+
+# ensure_samples: the dataset the feeds read, made once.
+ensure_samples() {
+  if [[ $model == unet3d ]]; then
+    ensure_made "$dataset" "$cases synthetic UNet3D cases" "$PACK_BIN" --synthetic-volumes \
+      "$cases" --out
+  else
+    ensure_dataset "$dataset" "$images" 0.10
+  fi
 }
 
 main() {
@@ -182,7 +231,7 @@ main() {
   mkdir -p "$out"
   : >"$RUNS"
   use_tools
-  ensure_dataset "$dataset" "$images" 0.10
+  ensure_samples
   for feed in $feeds; do
     log "feed $feed"
     run_feed "$feed" >"$work/line.json"
@@ -191,7 +240,7 @@ main() {
     record gpu_train "feed=$feed" <<<"$line"
   done
   {
-    echo "# ResNet training fed $(wc -w <<<"$feeds") ways (bench/gpu_train.sh)"
+    echo "# $model training fed $(wc -w <<<"$feeds") ways (bench/gpu_train.sh)"
     echo
     where_measured
     echo

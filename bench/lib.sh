@@ -39,6 +39,18 @@ build_tools() {
   fi
 }
 
+# DECODE_AUTO_SED: a sed script that sets decode on = "auto" in config/default.toml (its JPEGs
+# shared between the CPU and nvJPEG by measured rates).
+DECODE_AUTO_SED='s/^op = "decode"$/op = "decode"\non = "auto"/'
+
+# gpu_decode_note LOG: how a decode.on = "auto" node shared its JPEGs, or why nvJPEG was not used.
+gpu_decode_note() {
+  local line
+  line=$(grep -o 'decode: [0-9]* JPEGs on .*' "$1" | tail -n 1)
+  [[ -n $line ]] || line=$(grep -o 'no GPU decoder for .*' "$1" | head -n 1 | cut -c1-160)
+  echo "${line:-no decode line in the log}" | tr '\t|`' '   '
+}
+
 # ensure_dataset DIR COUNT LARGE_FRACTION: an image folder of COUNT synthetic JPEGs
 # (core/synthetic_images.hpp), made once. Written aside and renamed, so that an interrupted
 # run never leaves a partial dataset behind that a later run would take for a whole one.
