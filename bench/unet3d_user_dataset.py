@@ -3,7 +3,9 @@ pytorch_loader.py (tests/python/unet3d_reference.py keeps it, checked against it
 written to a directory as the module `mlperf_pytorch_loader` and imported from there, so that a
 spawned worker process imports it the same way (the directory goes on sys.path, which spawn
 hands its children). Unlike bench/unet3d_dataloader.py, nothing is stubbed: the file imports
-torch's Dataset and torchvision's transforms, as it does in MLPerf.
+torch's Dataset and torchvision's transforms, as it does in MLPerf. Two lines go before it, for
+a SciPy that no longer has ndimage.measurements (deprecated since 1.8; the reference calls its
+label): they alias it to scipy.ndimage.label there, and do nothing where it is still present.
 
   reference()                        tests/python/unet3d_reference.py, its blob checked
   reference_pyt_train(work)          the reference's PytTrain class
@@ -21,6 +23,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The reference's copy: tests/python in a source tree and in the GPU bundle (scripts/gpu-bundle).
 REFERENCE_DIR = os.path.join(HERE, "..", "tests", "python")
 MODULE = "mlperf_pytorch_loader"
+SCIPY_SHIM = ("import scipy.ndimage, types  # noqa\n"
+              "if not hasattr(scipy.ndimage, 'measurements'):\n"
+              "    scipy.ndimage.measurements = types.SimpleNamespace(label=scipy.ndimage.label)\n")
 
 
 def reference():
@@ -36,7 +41,7 @@ def reference_pyt_train(work):
     """The reference's PytTrain, from its source written to `work`/mlperf_pytorch_loader.py."""
     ref = reference()
     with open(os.path.join(work, MODULE + ".py"), "w") as f:
-        f.write(ref._REFERENCE_SOURCE)
+        f.write(SCIPY_SHIM + ref._REFERENCE_SOURCE)
     sys.path.insert(0, work)  # the workers' sys.path too (spawn's preparation)
     return importlib.import_module(MODULE).PytTrain
 
