@@ -23,11 +23,11 @@
 #   6  train       ./run-train --steps 50 --warmup 10 --images 3000 --workers $(nproc):
 #                  ResNet-50 fed six ways (a user's Dataset under torch's DataLoader and
 #                  under conveyor.DataLoader, the node decoding with nvJPEG too (decode.on =
-#                  "auto") against its CPU-only run, among them), its table             (180)
+#                  "auto") against its CPU-only run, among them), its table             (165)
 #   7  train3d     ./run-train --model unet3d --steps 150 --warmup 10 --workers $(nproc)
 #                  --cases 40: a small 3D U-Net trained from the MLPerf UNet3D reference's
 #                  own PytTrain (a user's Dataset) under torch's DataLoader and under
-#                  conveyor.DataLoader, and from synthetic tensors, batch 2; its table     (75)
+#                  conveyor.DataLoader, and from synthetic tensors, batch 2; its table     (90)
 # The limits add up to 9 min 20 s, and each step gets 5 s more to die after its TERM: the run
 # stays under 10 minutes (on the H200 machine's 16 cores steps 1-6 took under 4 minutes, 94 s
 # of them the training's four feeds; the tests took 100 s while test_normalize_kernel waited
@@ -84,7 +84,7 @@ fi
 
 all_steps=(tests sanitizer cuda-bench dataset node policies train train3d)
 declare -A limit=([tests]=110 [sanitizer]=40 [cuda-bench]=30 [dataset]=30 [node]=65
-                  [policies]=30 [train]=180 [train3d]=75)
+                  [policies]=30 [train]=165 [train3d]=90)
 # quick_limits: a --quick run's (FIG_QUICK=1) step 7 trains on the CPU.
 quick_limits() { [[ ${FIG_QUICK:-0} != 1 ]] || limit[train3d]=300; }
 declare -A title=(

@@ -46,8 +46,8 @@ DECODE_AUTO_SED='s/^op = "decode"$/op = "decode"\non = "auto"/'
 # gpu_decode_note LOG: how a decode.on = "auto" node shared its JPEGs, or why nvJPEG was not used.
 gpu_decode_note() {
   local line
-  line=$(grep -o 'decode: [0-9]* JPEGs on .*' "$1" | tail -n 1)
-  [[ -n $line ]] || line=$(grep -o 'no GPU decoder for .*' "$1" | head -n 1 | cut -c1-160)
+  line=$(grep -o 'decode: [0-9]* JPEGs on .*' "$1" | tail -n 1) || true  # none: grep fails
+  [[ -n $line ]] || line=$(grep -o 'no GPU decoder for .*' "$1" | head -n 1 | cut -c1-160) || true
   echo "${line:-no decode line in the log}" | tr '\t|`' '   '
 }
 
