@@ -12,6 +12,8 @@
 #include <cstring>
 #include <filesystem>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "core/serving/fd_passing.hpp"
 #include "core/serving/shared_region.hpp"
@@ -133,6 +135,28 @@ TEST(FdPassing, APeerThatDiesIsAnErrorNotAHang) {
   auto sent = send_message(node.get(), late, sizeof(late));
   ASSERT_FALSE(sent) << "no SIGPIPE, an error";
   EXPECT_EQ(sent.error().code(), errc::disconnected);
+}
+
+// A peer that closes its end with a message of ours unread (a client killed with a batch
+// announced) makes Linux report a reset on our end once, before the messages the peer had
+// sent (its releases): the reset is an error of its own, and each message still arrives, whole.
+TEST(FdPassing, APeerClosedWithOurMessageUnreadLosesNoneOfItsOwn) {
+  auto [node, client] = socket_pair();
+  const char announced[] = "announced";
+  ASSERT_TRUE(send_message(node.get(), announced, sizeof(announced)));  // never read
+  const char released[] = "released";
+  ASSERT_TRUE(send_message(client.get(), released, sizeof(released)));
+  client.reset();
+  std::vector<std::string> arrived;
+  for (int i = 0; i < 4; ++i) {
+    auto got = receive_message(node.get(), 64, 1s);
+    if (got) {
+      arrived.emplace_back(got->bytes.begin(), got->bytes.end());
+    } else {
+      EXPECT_EQ(got.error().code(), errc::disconnected) << got.error().what();
+    }
+  }
+  EXPECT_EQ(arrived, std::vector<std::string>{std::string(released, sizeof(released))});
 }
 
 // Sends "x" with `count` descriptors of /dev/null on `socket`.

@@ -640,6 +640,9 @@ bool server::on_sign_state(client_session& s, const serve::sign_state& m, unique
 // The reset comes first only when nothing read it yet: the first "gone" is read past (it may be
 // the reset, with the releases behind it), the second one is the end (CI lost a release this way:
 // 1 run in 6 of Serving.AClientKilledMidEpochLosesNothing gave its batch to the heir again).
+// receive_message reports the reset as an error of its own: its size peek took the reset, and a
+// receive into 0 bytes then swallowed the release behind it as "gone" (the same test, under
+// ASan, until that was mended; FdPassing.APeerClosedWithOurMessageUnreadLosesNoneOfItsOwn).
 void server::take_last_releases(client_session& s) {
   const auto most = static_cast<std::size_t>(feeds_.slots()) * 2 + 8;
   bool gone_once = false;

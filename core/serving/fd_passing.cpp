@@ -71,13 +71,18 @@ void take_descriptors(msghdr& m, std::vector<unique_fd>& into) {
 }
 
 // The length of the next message on the SOCK_SEQPACKET `socket`, capped at `max_size` (a longer
-// one is then read to that length and refused as cut short); 0 when none can be told (the
-// receive that follows says why).
-std::size_t next_message_size(int socket, std::size_t max_size) {
+// one is then read to that length and refused as cut short); 0 at the end of the stream, or
+// where no message is there after all (the receive that follows says which). A socket error is
+// returned as it is: the peek has taken it (Linux reports a reset once, before the messages the
+// peer sent), so a receive into a buffer of 0 bytes would take the next message with it, lost.
+expected<std::size_t> next_message_size(int socket, std::size_t max_size) {
   ssize_t size = 0;
   do {
     size = ::recv(socket, nullptr, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
   } while (size < 0 && errno == EINTR);
+  if (size < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+    return socket_error("recv", errno);
+  }
   return size > 0 ? std::min(static_cast<std::size_t>(size), max_size) : 0;
 }
 
@@ -114,10 +119,14 @@ expected<received_message> receive_message(int socket, std::size_t max_size,
   if (auto ready = wait_readable(socket, timeout); !ready) {
     return std::move(ready).error();
   }
+  auto size = next_message_size(socket, max_size);
+  if (!size) {
+    return std::move(size).error();
+  }
   received_message out;
   // As long as the message is, not max_size: a buffer of max_size (1 MiB for a worker's reply)
   // zero-filled for every message of a few hundred bytes cost its time and kept a MiB dirty.
-  out.bytes.resize(next_message_size(socket, max_size));
+  out.bytes.resize(*size);
   iovec io{out.bytes.data(), out.bytes.size()};
   receive_control control{};
   msghdr m{};
