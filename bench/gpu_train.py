@@ -251,13 +251,12 @@ class ConveyorFeed:
 def open_feed(args, task, device):
     if args.feed == "synthetic":
         return SyntheticFeed(task, args.batch, device)
-    if args.feed in ("dataloader", "pydataset"):
-        if args.feed == "dataloader":
-            loader = torch.utils.data.DataLoader
-        else:
-            import conveyor
-            loader = conveyor.DataLoader
-        return LoaderFeed(task, args.data, args.batch, args.workers, device, loader)
+    if args.feed == "dataloader":
+        return LoaderFeed(task, args.data, args.batch, args.workers, device,
+                          torch.utils.data.DataLoader)
+    if args.feed == "pydataset":
+        import conveyor
+        return LoaderFeed(task, args.data, args.batch, args.workers, device, conveyor.DataLoader)
     return ConveyorFeed(task, args.socket, args.batch, device, args.attach_timeout)
 
 

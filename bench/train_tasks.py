@@ -65,7 +65,6 @@ class ImageTask:
 class Unet3dTask:
     unit = "samples"
     layout = torch.channels_last_3d
-    model_name = "unet3d"
 
     def __init__(self):
         # Where the reference's module is written for the workers to import; removed by close().

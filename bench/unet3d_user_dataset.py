@@ -14,6 +14,7 @@ label): they alias it to scipy.ndimage.label there, and do nothing where it is s
   pyt_train(path, work)              PytTrain over the cases in `path`, as the reference's
                                      get_data_loaders makes it (patch 128^3, oversampling 0.4)
 """
+import functools
 import glob
 import importlib
 import os
@@ -28,6 +29,7 @@ SCIPY_SHIM = ("import scipy.ndimage, types  # noqa\n"
               "    scipy.ndimage.measurements = types.SimpleNamespace(label=scipy.ndimage.label)\n")
 
 
+@functools.lru_cache(maxsize=None)  # checked once per process
 def reference():
     sys.path.insert(0, REFERENCE_DIR)
     import unet3d_reference as ref
