@@ -122,8 +122,7 @@ expected<python_chain> resolve_python_chain(const topology& t) {
   for (auto& f : out.schema.fields) {
     if (f.type.kind == field_kind::bytes) {
       f.collate.mode = collate_mode::ragged;
-      f.collate.max_values =
-          static_cast<std::int64_t>(t.python.max_text_bytes) * t.pipeline.batch_size;
+      f.collate.max_values = static_cast<std::int64_t>(t.python.max_text_bytes);
     }
   }
   return out;

@@ -185,6 +185,38 @@ TEST(BatchBlob, RaggedFieldsLieRowAfterRowWithOffsets) {
   EXPECT_EQ(c.values<float>(0)[19], 61.0F);
 }
 
+// max_values bounds one sample: a batch whose every sample has that many rows (each fits, so
+// none was quarantined) lies inside the layout. Per batch, four such samples ran 3x past the
+// field's room into the next field and the slot's end (a crafted set's boxes, a Python
+// dataset's long strings).
+TEST(BatchBlob, ABatchOfSamplesAtTheirMostRaggedRowsFitsItsLayout) {
+  collate_spec ragged;
+  ragged.mode = collate_mode::ragged;
+  ragged.max_values = 3;
+  sample_schema schema{
+      {field("boxes", dtype::float32, {varies, 4}, ragged), field("label", dtype::int32, {})}};
+  std::vector<prepared_ptr> samples;
+  for (int i = 0; i < 4; ++i) {
+    auto boxes = counting(dtype::float32, {3, 4}, 100 * i);
+    ASSERT_FALSE(unfit_for_batch(schema.fields[0], boxes));
+    samples.push_back(sample(static_cast<std::uint64_t>(i), {std::move(boxes), label(7 + i)}));
+  }
+  auto one_more_row = counting(dtype::float32, {4, 4}, 0);
+  auto why = unfit_for_batch(schema.fields[0], one_more_row);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("max_values 3"), std::string::npos) << *why;
+
+  auto layout = blob_layout::make(schema, 4);  // checked before anything is written into it
+  ASSERT_TRUE(layout) << layout.error().what();
+  const auto& room = layout->fields[0];
+  ASSERT_GE(room.value_bytes, 4u * 3u * 4u * sizeof(float)) << "room for every sample's rows";
+  ASSERT_LE(room.values + room.value_bytes, layout->fields[1].values);
+  auto c = collate(schema, plan_of(std::move(samples)), 4);
+  EXPECT_EQ(c.fields[0].shape[0], 12) << "rows of all samples";
+  EXPECT_EQ(c.values<float>(0)[47], 311.0F) << "the last sample's last value, in its place";
+  EXPECT_EQ(c.values<std::int32_t>(1)[3], 10) << "the next field, not overwritten";
+}
+
 TEST(BatchBlob, AnEmptyPlanDescribesEmptyFields) {
   sample_schema schema{{field("label", dtype::int32, {})}};
   auto marker = plan_of({});

@@ -102,8 +102,8 @@ std::optional<std::string> unfit_for_batch(const field_spec& f, const host_array
         break;
       case collate_mode::ragged:
         if (i == 0 && got > c.max_values) {
-          return what() + ", more rows than a ragged batch of max_values " +
-                 std::to_string(c.max_values) + " holds";
+          return what() + ", more rows than the max_values " + std::to_string(c.max_values) +
+                 " a sample of this ragged field may have";
         }
         if (i > 0 && got != f.type.shape[axis]) {
           return what() + ", but its rows are " + describe(f.type) +

@@ -57,7 +57,8 @@ field_type type_of(const host_array& a, field_kind kind = field_kind::tensor) no
 ///   multiple of `multiple`) with `value`, up to `max_shape`; an int32 `lengths` tensor
 ///   [N, padded axes] gives each sample's own extents.
 /// - ragged: the samples' values one after another along their first axis, [total, ...rest],
-///   and int64 `offsets` [N + 1]: sample i is rows offsets[i] .. offsets[i + 1].
+///   and int64 `offsets` [N + 1]: sample i is rows offsets[i] .. offsets[i + 1]; each sample
+///   has at most `max_values` rows.
 enum class collate_mode : std::uint8_t { stack = 0, pad = 1, ragged = 2 };
 
 std::string_view to_string(collate_mode mode) noexcept;
@@ -70,7 +71,9 @@ struct collate_spec {
   /// beyond it is quarantined, never a reallocation. (Ragged fields vary in their first axis
   /// only; the others are the field's fixed extents.)
   host_array::shape_type max_shape{};
-  /// ragged: rows (first-axis entries) of all the batch's samples together, at most.
+  /// ragged: rows (first-axis entries) of one sample, at most. A batch has room for
+  /// batch_size times as many, so that any batch of samples that fit fits: a sample beyond it
+  /// is quarantined, as past a padded field's max_shape.
   std::int64_t max_values = 0;
 };
 
@@ -92,7 +95,8 @@ struct sample_schema {
 
 /// Why `a` (the value a sample's chain left in field `f`) cannot go into a batch as `f` is
 /// carried (a shape a stack field cannot take, an extent past a padded field's max_shape, more
-/// rows than a ragged field's max_values); nullopt when it can.
+/// rows than a ragged field's max_values); nullopt when it can. A batch of samples that each
+/// fit fits its blob_layout (core/delivery/batch_blob.hpp).
 std::optional<std::string> unfit_for_batch(const field_spec& f, const host_array& a);
 
 }  // namespace conveyor

@@ -74,7 +74,7 @@ expected<std::size_t> lay_out(const field_spec& f, std::uint64_t batch_size, std
   const auto& c = f.collate;
   if (c.mode == collate_mode::ragged && (f.type.rank == 0 || c.max_values <= 0)) {
     return unfit(f, f.type.rank == 0 ? "a scalar cannot be ragged"
-                                     : "ragged needs max_values (rows per batch at most)");
+                                     : "ragged needs max_values (rows per sample at most)");
   }
   auto shape = room_shape(f, out.padded_axes);
   if (!shape) {
@@ -82,10 +82,10 @@ expected<std::size_t> lay_out(const field_spec& f, std::uint64_t batch_size, std
   }
   const auto item = size_of(f.type.type);
   out.values = round_up(at, cache_line);
-  out.value_bytes =
-      c.mode == collate_mode::ragged
-          ? static_cast<std::size_t>(c.max_values) * elements_of(f.type.rank, *shape, 1) * item
-          : batch_size * elements_of(f.type.rank, *shape) * item;
+  out.value_bytes = c.mode == collate_mode::ragged
+                        ? batch_size * static_cast<std::size_t>(c.max_values) *
+                              elements_of(f.type.rank, *shape, 1) * item
+                        : batch_size * elements_of(f.type.rank, *shape) * item;
   auto end = out.values + out.value_bytes;
   if (c.mode == collate_mode::pad) {
     out.lengths = round_up(end, cache_line);

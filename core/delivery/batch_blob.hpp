@@ -3,7 +3,7 @@
 /// body of a shared-memory slot), and the collate that writes them there. The layout is fixed
 /// at start from the schema and the batch size, so that a buffer never grows (shared memory a
 /// client has mapped cannot): each field has room for batch_size samples at their largest
-/// (stack: the fixed shape; pad: max_shape; ragged: max_values rows), plus its lengths (pad)
+/// (stack: the fixed shape; pad: max_shape; ragged: max_values rows each), plus its lengths (pad)
 /// or offsets (ragged). Each batch then says, per field, what it holds: its shape and where
 /// (batch_field).
 
