@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "core/delivery/host_batch.hpp"
@@ -248,6 +249,10 @@ TEST(BatchBlob, FieldsThatCannotBeLaidOutAreNamed) {
   ragged.max_values = 8;
   expect_refused(field("id", dtype::int32, {}, ragged), "a scalar cannot be ragged");
   expect_refused(field("x", dtype::float32, {varies, varies}, ragged), "first axis only");
+  ragged.max_values = std::numeric_limits<std::int64_t>::max();  // times 4 samples: wraps
+  expect_refused(field("boxes", dtype::float32, {varies, 4}, ragged), "past 1 TiB");
+  pad.max_shape = {std::int64_t{1} << 40, 80};
+  expect_refused(field("audio", dtype::float32, {varies, 80}, pad), "past 1 TiB");
 }
 
 TEST(BatchBlob, ASampleThatDoesNotFitItsFieldIsNamedBeforeItIsBatched) {

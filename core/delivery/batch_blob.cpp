@@ -68,6 +68,30 @@ std::size_t elements_of(int rank, const host_array::shape_type& shape, int from 
   return n;
 }
 
+// A field's room at most: past it a topology's bounds (max_values, max_shape, batch_size) are
+// a mistake, not a batch; it keeps every sum and product below from wrapping.
+constexpr std::size_t max_room = std::size_t{1} << 40;
+
+// n * by, or nullopt past max_room.
+std::optional<std::size_t> times(std::optional<std::size_t> n, std::uint64_t by) {
+  std::size_t out = 0;
+  if (!n || __builtin_mul_overflow(*n, by, &out) || out > max_room) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+// `count` items of `item` bytes times each extent of `shape` from axis `from` to `rank`, or
+// nullopt past max_room.
+std::optional<std::size_t> room_bytes(std::uint64_t count, std::size_t item, int rank,
+                                      const host_array::shape_type& shape, int from) {
+  auto n = times(item, count);
+  for (int i = from; i < rank; ++i) {
+    n = times(n, static_cast<std::uint64_t>(shape[static_cast<std::size_t>(i)]));
+  }
+  return n;
+}
+
 // Lays out field `f`, its region from `at` on; the end of what it takes.
 expected<std::size_t> lay_out(const field_spec& f, std::uint64_t batch_size, std::size_t at,
                               field_region& out) {
@@ -81,11 +105,16 @@ expected<std::size_t> lay_out(const field_spec& f, std::uint64_t batch_size, std
     return std::move(shape).error();
   }
   const auto item = size_of(f.type.type);
+  const auto room = c.mode == collate_mode::ragged
+                        ? times(room_bytes(batch_size, item, f.type.rank, *shape, 1),
+                                static_cast<std::uint64_t>(c.max_values))
+                        : room_bytes(batch_size, item, f.type.rank, *shape, 0);
+  if (!room) {
+    return unfit(f, "room for " + std::to_string(batch_size) +
+                        " samples at their largest is past 1 TiB (max_values, max_shape)");
+  }
   out.values = round_up(at, cache_line);
-  out.value_bytes = c.mode == collate_mode::ragged
-                        ? batch_size * static_cast<std::size_t>(c.max_values) *
-                              elements_of(f.type.rank, *shape, 1) * item
-                        : batch_size * elements_of(f.type.rank, *shape) * item;
+  out.value_bytes = *room;
   auto end = out.values + out.value_bytes;
   if (c.mode == collate_mode::pad) {
     out.lengths = round_up(end, cache_line);
