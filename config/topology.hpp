@@ -64,8 +64,9 @@ struct python_config {
   std::string worker;                            ///< required: the path of conveyor_worker.py
   double start_timeout_s = 120;                  ///< > 0: a worker's start (imports, unpickling)
   double hang_timeout_s = 300;                   ///< > 0: one dataset[i] at most, then killed
-  /// > 0: bytes of a str, bytes or pickled element of one sample at most (a batch's slot holds
-  /// batch_size times this for each such element).
+  /// 1 .. 2^30: bytes of a str, bytes or pickled element of one sample at most (a batch's slot
+  /// holds batch_size times this for each such element, in shared memory that only what
+  /// samples write takes). conveyor.DataLoader's max_object_bytes.
   std::uint64_t max_text_bytes = 4096;
   /// Where the node writes the first sample's layout (JSON: its structure and fields) once it
   /// has it, for the loader that rebuilds samples from batches; "" for nowhere.

@@ -13,7 +13,9 @@ other half:
          multiprocessing.spawn.get_preparation_data(...) (or None), applied first, as spawn
          does (sys.path, the working directory, the main module as __mp_main__), and the
          pickle of {"dataset": the Dataset, "worker_init_fn": a callable or None,
-         "worker_info": what torch.utils.data.get_worker_info() says (optional)}
+         "worker_info": what torch.utils.data.get_worker_info() says (optional),
+         "whole_samples": each sample goes as one pickled leaf (optional: a loader's
+         collate_fn is given the samples as __getitem__ returned them, of any shape)}
   ready / failed (zygote -> owner): once the dataset is unpickled (its modules imported: every
          worker shares them); or the exception that stopped it.
   fork   (owner -> zygote): a worker id and the worker's end of its socket. The zygote forks;
@@ -44,6 +46,7 @@ themselves when their owner is gone (their socket hangs up).
 
 import array
 import gc
+import io
 import json
 import mmap
 import os
@@ -167,8 +170,7 @@ def flatten(value, leaves, name):
         return {"tuple" if isinstance(value, tuple) else "list": items}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: flatten(v, leaves, f"{name}.{k}") for k, v in value.items()}}
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    return {"f": leaves.add(PICKLED, "uint8", (len(data),), data, name)}
+    return whole(value, leaves, name)
 
 
 def layout(fields):
@@ -244,12 +246,37 @@ def seed_everything(seed):
         torch.manual_seed(seed)
 
 
-def run_sample(sock, dataset, message):
+class SamplePickler(pickle.Pickler):
+    """pickle, with a plain CPU tensor reduced to torch.from_numpy of its NumPy array (its bytes
+    copied once, and unpickled as an array is: a third of torch's own reduction's cost, which
+    goes through torch.save). Tensors of a subclass, with requires_grad, or of a dtype NumPy
+    has not (bfloat16) keep torch's reduction. Views of one storage come back as copies."""
+
+    def reducer_override(self, obj):
+        torch = torch_module()
+        if torch is None or type(obj) is not torch.Tensor or obj.requires_grad:
+            return NotImplemented
+        try:
+            return torch.from_numpy, (obj.numpy(),)
+        except (TypeError, RuntimeError):  # bfloat16, sparse, on a device, conjugate bit set
+            return NotImplemented
+
+
+def whole(value, leaves, name):
+    """The structure of `value` carried as one pickled leaf: samples whose shapes or structure
+    vary from one to the next (a collate_fn's to batch) lie in one batch as they are."""
+    out = io.BytesIO()
+    SamplePickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    data = out.getbuffer()
+    return {"f": leaves.add(PICKLED, "uint8", (len(data),), data, name)}
+
+
+def run_sample(sock, dataset, message, whole_samples=False):
     _, epoch, index, seed = struct.unpack("<BxxxxxxxQQQ", message)
     seed_everything(seed)
     try:
         leaves = Leaves()
-        structure = flatten(dataset[index], leaves, "sample")
+        structure = (whole if whole_samples else flatten)(dataset[index], leaves, "sample")
         offsets, size = layout(leaves.fields)
         fd = write_region(leaves.fields, offsets, size)
     except Exception as exc:  # the sample's failure, the parent's to retry or quarantine
@@ -477,7 +504,7 @@ def serve_worker(sock, setup, worker_id):
             if not message or message[0] == STOP:
                 return
             if message[0] == SAMPLE:
-                run_sample(sock, setup["dataset"], message)
+                run_sample(sock, setup["dataset"], message, setup.get("whole_samples", False))
             elif message[0] == APPLY:
                 run_step(sock, setup["steps"], message, fds)
         finally:

@@ -14,7 +14,8 @@ same epoch while other workers take the next samples. Batches are collated as
 torch.utils.data.default_collate does (tensors and arrays stacked into tensors, ints to int64,
 floats to float64, bools to bool, str and bytes to lists, tuples to lists, dicts and namedtuples
 kept), over the node's shared memory without a copy: a batch's tensors are valid while any of
-them lives.
+them lives. With a collate_fn each sample travels pickled, whole, and the collate_fn gets the
+samples as __getitem__ returned them, whatever their shapes.
 """
 
 import atexit
@@ -43,6 +44,7 @@ _UNSUPPORTED = {
 
 _DTYPE_VIEWS = {"bfloat16": "int16"}  # NumPy has no bfloat16: its bits travel as uint16
 
+_MAX_OBJECT_BYTES = 1 << 30  # [python] max_text_bytes at most
 _START_TIMEOUT_S = 120  # a worker's start ([python] start_timeout_s)
 _EPOCHS = 1000000  # the node's run: as many epochs as a trainer asks for
 
@@ -137,7 +139,15 @@ class DataLoader:
     (worker processes that finish slow samples; default num_workers // 2, at least 1),
     `hang_timeout` (seconds one dataset[i] may take before its worker is killed),
     `max_sample_retries`, `metrics` ("host:port": its node serves /metrics for Prometheus and
-    its live page there while it runs; docs/node.md "Watching a node").
+    its live page there while it runs; docs/node.md "Watching a node"), `max_object_bytes`
+    (the bytes one sample's str, bytes or other object may take, pickled: 1 MiB by default;
+    with a collate_fn, the whole sample pickled: 16 MiB by default; a sample past it is
+    quarantined. Each batch slot reserves batch_size times as much shared memory for each such
+    element, of which only what samples write is used).
+
+    Without a collate_fn every sample must have the first sample's structure, dtypes and
+    shapes (default_collate would refuse the batch; here such a sample is quarantined, named in
+    report()); with one, samples may differ as torch allows: each goes pickled, whole.
 
     DDP: `rank` of `world_size` (default torch.distributed's when it is initialised, else 0 of
     1) takes the positions p of each epoch's order with p % world_size == rank, a disjoint share
@@ -158,7 +168,8 @@ class DataLoader:
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=2, persistent_workers=False, pin_memory_device="", seed=None,
                  policy="latency_aware", stragglers=None, hang_timeout=300.0,
-                 max_sample_retries=2, rank=None, world_size=None, metrics=None):
+                 max_sample_retries=2, rank=None, world_size=None, metrics=None,
+                 max_object_bytes=None):
         given = dict(sampler=sampler, batch_sampler=batch_sampler, generator=generator,
                      pin_memory_device=pin_memory_device)
         for name, default in _UNSUPPORTED.items():
@@ -206,9 +217,19 @@ class DataLoader:
             raise TypeError(f"conveyor.DataLoader: metrics must be a 'host:port' string, not "
                             f"{metrics!r}")
         self.metrics = metrics
+        if max_object_bytes is None:
+            max_object_bytes = 1 << 20 if collate_fn is None else 1 << 24
+        if not isinstance(max_object_bytes, int) or \
+                not 1 <= max_object_bytes <= _MAX_OBJECT_BYTES:
+            raise TypeError(f"conveyor.DataLoader: max_object_bytes must be an int in 1 .. 2**30, "
+                            f"not {max_object_bytes!r}")
+        self.max_object_bytes = max_object_bytes
         self.multiprocessing_context = multiprocessing_context
         self.seed = self._base_seed() if seed is None else int(seed) & (2**63 - 1)
         self._length = len(dataset)
+        if self._length < 1:
+            raise ValueError(f"conveyor.DataLoader: the dataset has no samples (len(dataset) is "
+                             f"{self._length})")
         self.rank, self.world_size = _distributed(rank, world_size, self._length)
         self._setup = _setup_of(self._worker_setup())
         self._epoch = 0  # the epoch the next iteration begins
@@ -339,6 +360,7 @@ class DataLoader:
             f"hang_timeout_s = {self.hang_timeout}",
             f"start_timeout_s = {_START_TIMEOUT_S}",
             f"layout_file = {_toml_text(os.path.join(d, 'layout.json'))}",
+            f"max_text_bytes = {self.max_object_bytes}",
         ] + ([f"zygote_socket = {zygote_fds[0]}", f"zygote_pidfd = {zygote_fds[1]}"]
              if zygote_fds else []) + [
             "[pipeline]",
@@ -424,10 +446,12 @@ class DataLoader:
     def _worker_setup(self):
         """What the workers start from (conveyor_worker.py): the dataset, worker_init_fn and
         what their get_worker_info() says: num_workers counts every process that runs
-        dataset[i] (num_workers, then the stragglers' ids), its seed is seed + id, as torch's."""
+        dataset[i] (num_workers, then the stragglers' ids), its seed is seed + id, as torch's;
+        with a collate_fn, samples go whole (pickled) and may differ in shape and structure."""
         return {"dataset": self.dataset, "worker_init_fn": self.worker_init_fn,
                 "worker_info": {"num_workers": self.num_workers + self.stragglers,
-                                "seed": self.seed}}
+                                "seed": self.seed},
+                "whole_samples": self.collate_fn is not None}
 
     def _fork_zygote(self):
         """The zygote forked from this process (its socket and a pidfd, for the node), or ()
@@ -671,15 +695,18 @@ def _distributed(rank, world_size, length):
     return rank, world_size
 
 
-def _build(structure, leaves, batched):
+def _build(structure, leaves, batched, in_sequence=False):
     """The object `structure` (python/conveyor_worker.py's flatten) describes over `leaves`:
-    collated as default_collate collates (batched: a tuple becomes a list), or one sample as
-    __getitem__ returned it."""
+    collated as default_collate collates (batched: a tuple becomes a list; the samples' str,
+    bytes or objects of one place are a list, a tuple inside a tuple, list or namedtuple,
+    where default_collate transposes them with zip), or one sample as __getitem__ returned
+    it."""
     if "f" in structure:
-        return leaves[structure["f"]]
+        leaf = leaves[structure["f"]]
+        return tuple(leaf) if batched and in_sequence and isinstance(leaf, list) else leaf
     if "dict" in structure:
         return {k: _build(v, leaves, batched) for k, v in structure["dict"].items()}
-    items = [_build(v, leaves, batched) for v in
+    items = [_build(v, leaves, batched, in_sequence=True) for v in
              structure.get("items", structure.get("tuple", structure.get("list", [])))]
     if "namedtuple" in structure:
         cls = leaves[structure["namedtuple"]]

@@ -5,8 +5,8 @@ import torch
 
 
 class Mixed(torch.utils.data.Dataset):
-    """Every kind of leaf default_collate knows: arrays, tensors, ints, floats, bools, str,
-    nested in a tuple and a dict."""
+    """Every kind of leaf default_collate knows: arrays, tensors, ints, floats, bools, str and
+    bytes, nested in a tuple, a dict and a list (a str in a sequence collates to a tuple)."""
 
     def __init__(self, n):
         self.n = n
@@ -16,7 +16,8 @@ class Mixed(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         return (np.full((2, 3), i, np.float32), torch.arange(3, dtype=torch.int64) + i,
-                {"n": i, "x": i / 4, "even": i % 2 == 0, "name": f"s{i}"})
+                {"n": i, "x": i / 4, "even": i % 2 == 0, "name": f"s{i}"},
+                [f"t{i}", bytes([i]), i])
 
 
 class Indexed(torch.utils.data.Dataset):
@@ -93,3 +94,53 @@ class Faulty(torch.utils.data.Dataset):
         if i in self.hangs:
             threading.Event().wait()
         return {"index": i}
+
+
+class Detection(torch.utils.data.Dataset):
+    """As torchvision's detection datasets: an image of its own size and a target dict with
+    as many boxes as the image has objects (0 to 3), for a collate_fn to batch."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        image = torch.full((3, 20 + i, 30 - i % 7), float(i))
+        k = i % 4
+        target = {"boxes": torch.arange(4 * k, dtype=torch.float32).reshape(k, 4) + i,
+                  "labels": torch.arange(k), "image_id": i}
+        return image, target
+
+
+class Tokens(torch.utils.data.Dataset):
+    """Token lists of i tokens and texts of 5000 * i characters: a collate_fn pads them."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return list(range(100, 100 + i)), "x" * (5000 * i)
+
+
+def pad_tokens(samples):
+    tokens, texts = zip(*samples)
+    longest = max(len(t) for t in tokens)
+    return torch.tensor([t + [0] * (longest - len(t)) for t in tokens]), list(texts)
+
+
+class Texts(torch.utils.data.Dataset):
+    """Strings of `size` characters, one of `long` characters at index `at`."""
+
+    def __init__(self, n, size, at=None, long=0):
+        self.n, self.size, self.at, self.long = n, size, at, long
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return chr(65 + i % 26) * (self.long if i == self.at else self.size), i

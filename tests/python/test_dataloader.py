@@ -25,7 +25,8 @@ except ImportError as missing:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conveyor  # noqa: E402
-from loader_datasets import Mixed, Indexed, PerWorker, open_per_worker  # noqa: E402
+from loader_datasets import (Mixed, Indexed, PerWorker, open_per_worker, Detection,  # noqa: E402
+                             Tokens, pad_tokens, Texts)
 
 
 # A training script as many are written: its Dataset defined in it, no `if __name__ ==
@@ -133,13 +134,50 @@ class DataLoaderTest(unittest.TestCase):
         for i, s in enumerate(got):
             self.assertTrue(same(dataset[i], s), f"sample {i}: {dataset[i]} != {s}")
 
+    def test_a_collate_fn_batches_samples_of_any_shape_as_torchs_does(self):
+        # Images of their own sizes with 0 to 3 boxes (torchvision's detection recipe), token
+        # lists of their own lengths with texts up to 45000 characters: with the first
+        # sample's shapes alone, two in three of them were quarantined.
+        for dataset, collate in [(Detection(11), lambda s: tuple(zip(*s))),
+                                 (Tokens(10), pad_tokens)]:
+            want = list(torch.utils.data.DataLoader(dataset, batch_size=3, num_workers=2,
+                                                    collate_fn=collate))
+            with conveyor.DataLoader(dataset, batch_size=3, num_workers=2, collate_fn=collate,
+                                     policy="in_order") as loader:
+                got = list(loader)
+                self.assertEqual(loader.report()["quarantined"], 0, loader.report())
+            self.assertEqual(len(got), len(want))
+            for i, (a, b) in enumerate(zip(want, got)):
+                self.assertTrue(same(a, b), f"{type(dataset).__name__} batch {i}")
+
+    def test_strings_up_to_max_object_bytes_are_batched_and_one_past_it_is_quarantined(self):
+        # Every sample at the most a batch slot holds for it, and one a byte past it: batches
+        # of such samples once ran past their slot and killed the node.
+        dataset = Texts(13, 4096, at=5, long=4097)
+        with conveyor.DataLoader(dataset, batch_size=4, num_workers=2, policy="in_order",
+                                 max_object_bytes=4096) as loader:
+            got = {int(i): s for texts, indices in loader for s, i in zip(texts, indices)}
+            report = loader.report()
+        self.assertEqual(sorted(got), [i for i in range(13) if i != 5])
+        self.assertTrue(all(got[i] == dataset[i][0] for i in got))
+        [quarantined] = [q for q in report["quarantined_samples"] if q["epoch"] == 0]
+        self.assertEqual(quarantined["index"], 5)
+        self.assertIn("4097", quarantined["reason"])
+        self.assertIn("max_values 4096", quarantined["reason"])
+        with conveyor.DataLoader(Texts(9, 20000), batch_size=4, policy="in_order") as loader:
+            self.assertEqual([len(s) for texts, _ in loader for s in texts], [20000] * 9)
+
     def test_arguments_it_cannot_honour_are_type_errors_naming_them(self):
         for kwargs, name in [({"sampler": [0, 1]}, "sampler"),
                              ({"batch_sampler": [[0]]}, "batch_sampler"),
                              ({"multiprocessing_context": "threads"}, "multiprocessing_context"),
-                             ({"policy": "fastest"}, "policy")]:
+                             ({"policy": "fastest"}, "policy"),
+                             ({"max_object_bytes": 0}, "max_object_bytes"),
+                             ({"max_object_bytes": 2**30 + 1}, "max_object_bytes")]:
             with self.assertRaisesRegex(TypeError, name):
                 conveyor.DataLoader(Indexed(4), **kwargs)
+        with self.assertRaisesRegex(ValueError, r"no samples \(len\(dataset\) is 0\)"):
+            conveyor.DataLoader(Indexed(0))
 
     def test_pin_memory_without_cuda_warns_and_changes_nothing(self):
         if torch.cuda.is_available():
