@@ -36,7 +36,6 @@ import weakref
 
 _UNSUPPORTED = {
     # argument: the value torch treats as "not given"
-    "sampler": None,
     "batch_sampler": None,
     "generator": None,
     "pin_memory_device": "",
@@ -155,7 +154,11 @@ class DataLoader:
     give them the same number (the smaller shares a multiple of batch_size), a rank with the
     smaller share ends the epoch with a batch of one repeated sample, its epoch's first one
     drawn again as its worker drew it (DistributedSampler pads with repeated samples too); with
-    drop_last, a rank with the larger share drops its last full batch.
+    drop_last, a rank with the larger share drops its last full batch. A script's
+    `sampler=DistributedSampler(dataset)` is honoured: its rank, num_replicas, shuffle and seed
+    are the loader's, and each iteration begins at the epoch its set_epoch set (where a script
+    never calls it, each epoch is the next one, newly shuffled, where torch's would repeat the
+    first). RandomSampler and SequentialSampler over the dataset are shuffle True and False.
 
     state_dict() / load_state_dict() as torchdata's StatefulDataLoader: taken between batches
     (in the loop's body, or between epochs), saved with the model; a new loader over the same
@@ -170,7 +173,7 @@ class DataLoader:
                  policy="latency_aware", stragglers=None, hang_timeout=300.0,
                  max_sample_retries=2, rank=None, world_size=None, metrics=None,
                  max_object_bytes=None):
-        given = dict(sampler=sampler, batch_sampler=batch_sampler, generator=generator,
+        given = dict(batch_sampler=batch_sampler, generator=generator,
                      pin_memory_device=pin_memory_device)
         for name, default in _UNSUPPORTED.items():
             if given[name] != default:
@@ -184,6 +187,11 @@ class DataLoader:
         if multiprocessing_context not in (None, "fork", "spawn", "forkserver"):
             raise TypeError(f"conveyor.DataLoader: multiprocessing_context must be None, 'fork', "
                             f"'spawn' or 'forkserver', not {multiprocessing_context!r}")
+        self._sampler = None  # a DistributedSampler whose set_epoch each iteration follows
+        if sampler is not None:
+            shuffle, seed, rank, world_size = _honoured_sampler(sampler, dataset, shuffle, seed,
+                                                                rank, world_size)
+            self._sampler = sampler if hasattr(sampler, "num_replicas") else None
         if batch_size is None or int(batch_size) < 1:
             raise TypeError("conveyor.DataLoader: batch_size must be a positive int "
                             "(batch_size=None, unbatched loading, is not supported)")
@@ -518,6 +526,8 @@ class DataLoader:
     # --- batches ----------------------------------------------------------------------------
 
     def __iter__(self):
+        if self._sampler is not None and self._sampler.epoch >= self._epoch:
+            self.set_epoch(self._sampler.epoch)  # its set_epoch, as torch's loader follows it
         progress = self._resumed or {"epoch": self._epoch, "yielded": 0, "pad": None}
         if self._feed is None:
             self._start(progress["epoch"])
@@ -673,6 +683,34 @@ class DataLoader:
             samples.append(_build(structure, leaves, batched=False))
         batch.release()  # every sample was copied out
         return self.collate_fn(samples)
+
+
+def _honoured_sampler(sampler, dataset, shuffle, seed, rank, world_size):
+    """(shuffle, seed, rank, world_size) for a sampler of torch's that Conveyor's own order
+    honours, over `dataset`: a DistributedSampler (its shuffle, seed, rank and num_replicas;
+    each iteration begins at its epoch, set by its set_epoch, unless that epoch is past),
+    a RandomSampler (shuffle) or a SequentialSampler. Any other sampler, and arguments that
+    contradict it, are a TypeError or ValueError naming them."""
+    from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler
+    if shuffle:
+        raise ValueError("conveyor.DataLoader: sampler option is mutually exclusive with shuffle")
+    kind = type(sampler)
+    if kind is SequentialSampler and sampler.data_source is dataset:
+        return False, seed, rank, world_size
+    if kind is RandomSampler and sampler.data_source is dataset and not sampler.replacement \
+            and sampler._num_samples is None and sampler.generator is None:
+        return True, seed, rank, world_size
+    if kind is DistributedSampler and sampler.dataset is dataset and not sampler.drop_last:
+        for name, given, its in (("rank", rank, sampler.rank),
+                                 ("world_size", world_size, sampler.num_replicas)):
+            if given is not None and given != its:
+                raise ValueError(f"conveyor.DataLoader: {name}={given}, its sampler's is {its}")
+        return sampler.shuffle, sampler.seed if seed is None else seed, sampler.rank, \
+            sampler.num_replicas
+    raise TypeError(f"conveyor.DataLoader: sampler {kind.__name__} is not supported (Conveyor "
+                    f"orders each epoch itself from seed and shuffle): DistributedSampler "
+                    f"(drop_last=False), RandomSampler (without replacement, num_samples or "
+                    f"generator) and SequentialSampler over the loader's dataset are")
 
 
 def _distributed(rank, world_size, length):

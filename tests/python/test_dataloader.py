@@ -167,6 +167,52 @@ class DataLoaderTest(unittest.TestCase):
         with conveyor.DataLoader(Texts(9, 20000), batch_size=4, policy="in_order") as loader:
             self.assertEqual([len(s) for texts, _ in loader for s in texts], [20000] * 9)
 
+    def test_a_distributed_sampler_gives_its_rank_its_share_of_the_epoch_it_sets(self):
+        # A DDP script's sampler=DistributedSampler(dataset), with sampler.set_epoch(e) before
+        # each epoch (here epoch 1 skipped, as a resumed script does).
+        dataset, shares = Indexed(11), {}
+        for rank in range(2):
+            sampler = torch.utils.data.DistributedSampler(dataset, num_replicas=2, rank=rank,
+                                                          shuffle=True, seed=4)
+            with conveyor.DataLoader(dataset, batch_size=2, sampler=sampler, num_workers=1,
+                                     policy="in_order") as loader:
+                self.assertEqual((loader.rank, loader.world_size, loader.seed, loader.shuffle),
+                                 (rank, 2, 4, True))
+                for epoch in (0, 2):
+                    sampler.set_epoch(epoch)
+                    shares[rank, epoch] = [int(i) for b in loader for i in b["index"]]
+            with conveyor.DataLoader(dataset, batch_size=2, shuffle=True, seed=4, rank=rank,
+                                     world_size=2, num_workers=1, policy="in_order") as plain:
+                plain.set_epoch(2)
+                self.assertEqual([int(i) for b in plain for i in b["index"]], shares[rank, 2])
+        for epoch in (0, 2):
+            a, b = shares[0, epoch], shares[1, epoch]
+            self.assertEqual((len(a), len(b)), (6, 5))
+            self.assertEqual(sorted(a + b), list(range(11)), f"epoch {epoch}")
+        self.assertNotEqual(shares[0, 0], shares[0, 2])
+
+    def test_samplers_that_say_shuffle_or_not_are_honoured_and_others_are_named(self):
+        dataset = Indexed(5)
+        data = torch.utils.data
+        for sampler, shuffled in [(data.SequentialSampler(dataset), False),
+                                  (data.RandomSampler(dataset), True)]:
+            with conveyor.DataLoader(dataset, sampler=sampler, batch_size=5, seed=2) as loader:
+                self.assertEqual(loader.shuffle, shuffled)
+                self.assertEqual(sorted(int(i) for b in loader for i in b["index"]),
+                                 list(range(5)))
+        for sampler in [data.WeightedRandomSampler([1.0] * 5, 5),
+                        data.RandomSampler(dataset, replacement=True),
+                        data.SequentialSampler(Indexed(5)),
+                        data.DistributedSampler(dataset, num_replicas=2, rank=0,
+                                                drop_last=True)]:
+            with self.assertRaisesRegex(TypeError, f"sampler {type(sampler).__name__} is not"):
+                conveyor.DataLoader(dataset, sampler=sampler)
+        with self.assertRaisesRegex(ValueError, "mutually exclusive with shuffle"):
+            conveyor.DataLoader(dataset, sampler=data.SequentialSampler(dataset), shuffle=True)
+        with self.assertRaisesRegex(ValueError, "rank=1, its sampler's is 0"):
+            conveyor.DataLoader(dataset, rank=1, world_size=2, sampler=data.DistributedSampler(
+                dataset, num_replicas=2, rank=0))
+
     def test_arguments_it_cannot_honour_are_type_errors_naming_them(self):
         for kwargs, name in [({"sampler": [0, 1]}, "sampler"),
                              ({"batch_sampler": [[0]]}, "batch_sampler"),
