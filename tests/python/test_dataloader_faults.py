@@ -5,6 +5,7 @@ datasets (tests/python/loader_datasets.py). Environment: PYTHONPATH (the built p
 CONVEYOR_NODE. Exits 77 where torch or psutil is missing. Run with Debian's python3."""
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -47,6 +48,20 @@ def read_line(proc, timeout):
 
 
 class FaultsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        # The loaders here, and the scripts' loaders, make their directories in a temporary
+        # directory of this test's own: a loader's start removes the directories of loaders
+        # whose process is gone, and one of another test running beside this one removed the
+        # killed script's before this test could see that the kill left it.
+        cls.tmp = tempfile.mkdtemp(prefix="conveyor-faults-")
+        tempfile.tempdir = cls.tmp
+
+    @classmethod
+    def tearDownClass(cls):
+        tempfile.tempdir = None
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
     def test_exceptions_deaths_and_hangs_are_retried_then_quarantined_by_index(self):
         with tempfile.TemporaryDirectory() as marks:
             dataset = Faulty(12, marks, raises=[3], dies=[5], hangs=[7])
@@ -100,7 +115,7 @@ class FaultsTest(unittest.TestCase):
             with open(script, "w") as f:
                 f.write(TRAINING_SCRIPT.format(here=HERE, marks=marks))
             proc = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True,
-                                    env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                                    env=dict(os.environ, PYTHONUNBUFFERED="1", TMPDIR=self.tmp))
             try:
                 line = read_line(proc, WAIT_S)
                 self.assertIsNotNone(line, "no first batch")
