@@ -217,6 +217,12 @@ class DataLoader:
         self.worker_init_fn = worker_init_fn
         self.prefetch_factor = int(prefetch_factor or 2)
         self.persistent_workers = persistent_workers
+        self.pin_memory = bool(pin_memory)
+        # What torch's loader has here, for scripts that read it (len(loader.sampler),
+        # loader.sampler.set_epoch(e)): the sampler given, else the one torch would make. The
+        # order is the loader's own; a DistributedSampler's epoch is followed.
+        self.sampler = sampler if sampler is not None else _torch().utils.data.RandomSampler(
+            dataset) if self.shuffle else _torch().utils.data.SequentialSampler(dataset)
         self.policy = policy
         self.stragglers = max(1, self.num_workers // 2) if stragglers is None else int(stragglers)
         self.hang_timeout = float(hang_timeout)

@@ -178,8 +178,9 @@ class DataLoaderTest(unittest.TestCase):
                                      policy="in_order") as loader:
                 self.assertEqual((loader.rank, loader.world_size, loader.seed, loader.shuffle),
                                  (rank, 2, 4, True))
+                self.assertIs(loader.sampler, sampler)
                 for epoch in (0, 2):
-                    sampler.set_epoch(epoch)
+                    loader.sampler.set_epoch(epoch)  # as scripts write it, or sampler.set_epoch
                     shares[rank, epoch] = [int(i) for b in loader for i in b["index"]]
             with conveyor.DataLoader(dataset, batch_size=2, shuffle=True, seed=4, rank=rank,
                                      world_size=2, num_workers=1, policy="in_order") as plain:
@@ -198,6 +199,7 @@ class DataLoaderTest(unittest.TestCase):
                                   (data.RandomSampler(dataset), True)]:
             with conveyor.DataLoader(dataset, sampler=sampler, batch_size=5, seed=2) as loader:
                 self.assertEqual(loader.shuffle, shuffled)
+                self.assertIs(loader.sampler, sampler)
                 self.assertEqual(sorted(int(i) for b in loader for i in b["index"]),
                                  list(range(5)))
         for sampler in [data.WeightedRandomSampler([1.0] * 5, 5),
@@ -207,6 +209,9 @@ class DataLoaderTest(unittest.TestCase):
                                                 drop_last=True)]:
             with self.assertRaisesRegex(TypeError, f"sampler {type(sampler).__name__} is not"):
                 conveyor.DataLoader(dataset, sampler=sampler)
+        self.assertIsInstance(conveyor.DataLoader(dataset, shuffle=True).sampler,
+                              data.RandomSampler)  # as torch's loader makes it
+        self.assertEqual(len(conveyor.DataLoader(dataset).sampler), 5)
         with self.assertRaisesRegex(ValueError, "mutually exclusive with shuffle"):
             conveyor.DataLoader(dataset, sampler=data.SequentialSampler(dataset), shuffle=True)
         with self.assertRaisesRegex(ValueError, "rank=1, its sampler's is 0"):
