@@ -303,6 +303,17 @@ class DataLoader:
         report["quarantined_samples"] = self._quarantined()
         return report
 
+    def _warn_of_quarantined(self, epoch):
+        """Warns at the end of an epoch whose samples were set aside (where torch's loader would
+        have raised at the first): how many, and the first one's index and reason. The node
+        wrote each before the epoch could end."""
+        these = [q for q in self._quarantined() if q["epoch"] == epoch]
+        if these:
+            warnings.warn(f"conveyor.DataLoader: epoch {epoch}: {len(these)} of "
+                          f"{self._length} samples quarantined, the first dataset"
+                          f"[{these[0]['index']}]: {these[0]['reason']} (report() names each)",
+                          stacklevel=3)
+
     def _quarantined(self):
         try:
             with open(os.path.join(self._dir, "quarantine.tsv"), errors="replace") as f:
@@ -562,6 +573,7 @@ class DataLoader:
                 progress["yielded"] += 1
                 yield self._pinned(self._collate(batch))
             self._node_epoch = epoch + 1
+            self._warn_of_quarantined(epoch)
         while progress["yielded"] < len(self):
             progress["yielded"] += 1
             yield self._pinned(self._pad(epoch, progress["pad"]))

@@ -66,7 +66,9 @@ class FaultsTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as marks:
             dataset = Faulty(12, marks, raises=[3], dies=[5], hangs=[7])
             with conveyor.DataLoader(dataset, batch_size=4, num_workers=2, hang_timeout=2,
-                                     max_sample_retries=1, policy="in_order") as loader:
+                                     max_sample_retries=1, policy="in_order") as loader, \
+                    self.assertWarnsRegex(UserWarning, r"epoch 0: 2 of 12 samples quarantined, "
+                                                       r"the first dataset\[[37]\]: "):
                 got = sorted(int(i) for b in loader for i in b["index"])
                 report = loader.report()
             self.assertTrue(os.path.exists(os.path.join(marks, "died-5")))
