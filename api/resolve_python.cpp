@@ -80,6 +80,15 @@ expected<std::shared_ptr<worker_zygote>> inherited_zygote(const topology& t,
   return z;
 }
 
+const field_spec* find_field(const python_sample_layout& layout, const std::string& name) {
+  for (const auto& f : layout.fields) {
+    if (f.name == name) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 expected<python_chain> resolve_python_chain(const topology& t) {
@@ -104,6 +113,14 @@ expected<python_chain> resolve_python_chain(const topology& t) {
   if (!layout) {
     return bad(t, "dataset.path", "the first sample: " + layout.error().message());
   }
+  for (std::size_t i = 0; i < layout->fields.size(); ++i) {
+    auto& f = layout->fields[i];
+    if (f.type.kind == field_kind::bytes) {
+      f.collate.mode = collate_mode::ragged;
+      f.collate.max_values = static_cast<std::int64_t>(
+          python_text_room(t.python.max_text_bytes, layout->first_bytes[i]));
+    }
+  }
   if (auto written = write_layout(t, *layout); !written) {
     return written.error();
   }
@@ -120,9 +137,8 @@ expected<python_chain> resolve_python_chain(const topology& t) {
   }
   python_chain out{*chain, chain->schema()};
   for (auto& f : out.schema.fields) {
-    if (f.type.kind == field_kind::bytes) {
-      f.collate.mode = collate_mode::ragged;
-      f.collate.max_values = static_cast<std::int64_t>(t.python.max_text_bytes);
+    if (const auto* leaf = find_field(*layout, f.name)) {
+      f.collate = leaf->collate;
     }
   }
   return out;

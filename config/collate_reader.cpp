@@ -3,16 +3,20 @@
 namespace conveyor::config_detail {
 namespace {
 
+// An extent, multiple or row count at most: 2^40 (a batch's room is refused past 1 TiB anyway;
+// this keeps rounding an extent up to a multiple from overflowing).
+constexpr double max_extent = 1099511627776.0;
+
 // One field's [collate.<name>], for a field of type `type`.
 collate_spec read_field(table_reader& table, const field_type& type) {
   collate_spec c;
   c.mode =
       table.choice("mode", c.mode, {collate_mode::stack, collate_mode::pad, collate_mode::ragged});
-  c.multiple = table.integer<std::int64_t>("multiple", c.multiple, at_least(1));
+  c.multiple = table.integer<std::int64_t>("multiple", c.multiple, closed(1, max_extent));
   c.value = table.number("value", c.value, any_number());
-  c.max_values = table.integer<std::int64_t>("max_values", c.max_values, at_least(1));
+  c.max_values = table.integer<std::int64_t>("max_values", c.max_values, closed(1, max_extent));
   if (const auto* value = table.find("max_shape")) {
-    auto extents = table.integers("max_shape", {}, at_least(1), host_array::max_rank);
+    auto extents = table.integers("max_shape", {}, closed(1, max_extent), host_array::max_rank);
     if (extents.size() != static_cast<std::size_t>(type.rank)) {
       table.fail(*value, "max_shape",
                  "needs one extent per axis of the field (" + describe(type) + ")");

@@ -142,7 +142,8 @@ pipeline_config read_pipeline(table_reader& section) {
   out.preprocessors =
       section.auto_or_integer("preprocessors", out.preprocessors, auto_count, at_least(1));
   out.readers = section.auto_or_integer("readers", out.readers, auto_count, at_least(1));
-  out.prefetch_batches = section.integer("prefetch_batches", out.prefetch_batches, at_least(1));
+  out.prefetch_batches =
+      section.integer("prefetch_batches", out.prefetch_batches, closed(1, 1 << 16));
   out.stragglers = section.auto_or_integer("stragglers", out.stragglers, auto_count, at_least(0));
   out.per_worker_limit =
       section.auto_or_integer("per_worker_limit", out.per_worker_limit, auto_count, at_least(1));
@@ -273,7 +274,7 @@ python_config read_python(table_reader& section) {
   }
   out.start_timeout_s = section.number("start_timeout_s", out.start_timeout_s, above(0));
   out.hang_timeout_s = section.number("hang_timeout_s", out.hang_timeout_s, above(0));
-  out.max_text_bytes = section.integer("max_text_bytes", out.max_text_bytes, closed(1, 1 << 30));
+  out.max_text_bytes = section.integer("max_text_bytes", out.max_text_bytes, closed(0, 1 << 30));
   out.layout_file = section.string("layout_file", out.layout_file);
   out.zygote_socket = section.integer("zygote_socket", out.zygote_socket, closed(0, 1 << 20));
   out.zygote_pidfd = section.integer("zygote_pidfd", out.zygote_pidfd, closed(0, 1 << 20));

@@ -64,10 +64,12 @@ struct python_config {
   std::string worker;                            ///< required: the path of conveyor_worker.py
   double start_timeout_s = 120;                  ///< > 0: a worker's start (imports, unpickling)
   double hang_timeout_s = 300;                   ///< > 0: one dataset[i] at most, then killed
-  /// 1 .. 2^30: bytes of a str, bytes or pickled element of one sample at most (a batch's slot
-  /// holds batch_size times this for each such element, in shared memory that only what
-  /// samples write takes). conveyor.DataLoader's max_object_bytes.
-  std::uint64_t max_text_bytes = 4096;
+  /// 0 .. 2^30: bytes of a str, bytes or pickled element of one sample at most; 0: 4 times the
+  /// first sample's, at least 1 MiB (python_text_room). A batch's slot has room for batch_size
+  /// times this for each such element (served to a host feeder, shared memory that only what
+  /// samples write takes; a GPU's slot holds and copies all of it). conveyor.DataLoader's
+  /// max_object_bytes.
+  std::uint64_t max_text_bytes = 0;
   /// Where the node writes the first sample's layout (JSON: its structure and fields) once it
   /// has it, for the loader that rebuilds samples from batches; "" for nowhere.
   std::string layout_file;
@@ -86,7 +88,7 @@ struct pipeline_config {
   int batch_size = 64;             ///< >= 1
   int preprocessors = auto_count;  ///< auto_count (one per core) or >= 1
   int readers = auto_count;        ///< auto_count (auto_readers, api/resolve_topology.hpp) or >= 1
-  int prefetch_batches = 2;        ///< >= 1: batches ready ahead of the trainer, per GPU
+  int prefetch_batches = 2;        ///< 1 .. 65536: batches ready ahead of the trainer, per GPU
   int stragglers = auto_count;  ///< auto_count or >= 0 (0: none, latency_aware hands nothing off)
   /// auto_count (auto_per_worker_limit, api/resolve_topology.hpp) or >= 1: samples queued at
   /// one preprocessor

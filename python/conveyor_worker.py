@@ -247,16 +247,19 @@ def seed_everything(seed):
 
 
 class SamplePickler(pickle.Pickler):
-    """pickle, with a plain CPU tensor reduced to torch.from_numpy of its NumPy array (its bytes
-    copied once, and unpickled as an array is: a third of torch's own reduction's cost, which
-    goes through torch.save). Tensors of a subclass, with requires_grad, or of a dtype NumPy
-    has not (bfloat16) keep torch's reduction. Views of one storage come back as copies."""
+    """pickle, with a plain contiguous CPU tensor reduced to torch.from_numpy of its NumPy
+    array (its bytes copied once, and unpickled as an array is: a third of torch's own
+    reduction's cost, which goes through torch.save). Tensors of a subclass, with
+    requires_grad, names, other strides (channels_last, expanded) or a dtype NumPy has not
+    (bfloat16) keep torch's reduction. Views of one storage come back as copies."""
 
     def reducer_override(self, obj):
         torch = torch_module()
         if torch is None or type(obj) is not torch.Tensor or obj.requires_grad:
             return NotImplemented
         try:
+            if obj.layout != torch.strided or not obj.is_contiguous() or obj.has_names():
+                return NotImplemented
             return torch.from_numpy, (obj.numpy(),)
         except (TypeError, RuntimeError):  # bfloat16, sparse, on a device, conjugate bit set
             return NotImplemented

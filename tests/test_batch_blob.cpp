@@ -253,6 +253,12 @@ TEST(BatchBlob, FieldsThatCannotBeLaidOutAreNamed) {
   expect_refused(field("boxes", dtype::float32, {varies, 4}, ragged), "past 1 TiB");
   pad.max_shape = {std::int64_t{1} << 40, 80};
   expect_refused(field("audio", dtype::float32, {varies, 80}, pad), "past 1 TiB");
+  ragged.max_values = std::int64_t{1} << 33;  // 512 GiB of boxes for 4 samples: each fits
+  auto half = field("boxes", dtype::float32, {varies, 4}, ragged);
+  auto two = blob_layout::make({{half, half}}, 4);
+  ASSERT_FALSE(two);
+  EXPECT_NE(two.error().message().find("together take more than 1 TiB"), std::string::npos)
+      << two.error().what();
 }
 
 TEST(BatchBlob, ASampleThatDoesNotFitItsFieldIsNamedBeforeItIsBatched) {

@@ -604,6 +604,11 @@ TEST(Topology, CollateNamesFieldsOfTheChain) {
                  {"collate.image.mode: must be one of \"stack\", \"pad\", \"ragged\""});
   expect_invalid(load_after("[collate.image]\nmax_shape = [3, 4]\n"),
                  {"collate.image.max_shape: needs one extent per axis of the field"});
+  // Past 2^40, rounding an extent up to a multiple overflowed before the room was refused.
+  expect_invalid(load_after("[collate.image]\nmode = \"pad\"\nmultiple = 4611686018427387904\n"),
+                 {"collate.image.multiple"});
+  expect_invalid(load_after("[collate.image]\nmax_shape = [3, 4, 2199023255552]\n"),
+                 {"collate.image.max_shape"});
 }
 
 /// A chain of an audio field and an image, batched by `batching` (a [batching] table's keys).

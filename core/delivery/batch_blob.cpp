@@ -302,6 +302,10 @@ expected<blob_layout> blob_layout::make(const sample_schema& schema, std::uint64
       return std::move(end).error();
     }
     at = *end;
+    if (at > max_room) {
+      return error{errc::invalid_config,
+                   "the batch's fields together take more than 1 TiB, at field '" + f.name + "'"};
+    }
     out.fields.push_back(std::move(region));
   }
   out.bytes = round_up(std::max<std::size_t>(at, 1), cache_line);

@@ -65,6 +65,15 @@ class python_step final : public worker_step {
                             std::size_t i) const {
     const auto& want = layout_.fields[i];
     auto type = type_of_leaf(got);
+    if (want.type.kind == field_kind::bytes && got.kind == layout_.leaf_kinds[i] &&
+        got.shape.size() == 1 &&
+        got.shape[0] > static_cast<std::uint64_t>(want.collate.max_values)) {
+      return error{errc::transform_error,
+                   sample.key + ": element " + got.name + " takes " + std::to_string(got.shape[0]) +
+                       " bytes, past the " + std::to_string(want.collate.max_values) +
+                       " a sample's may (python.max_text_bytes; conveyor.DataLoader's "
+                       "max_object_bytes)"};
+    }
     if (got.name != want.name || got.kind != layout_.leaf_kinds[i] || !type ||
         (want.type.kind == field_kind::tensor && *type != want.type)) {
       return error{errc::transform_error,
@@ -129,8 +138,18 @@ expected<python_sample_layout> probe_python_dataset(worker_pool& pool, std::uint
     spec.type = *type;
     layout.fields.push_back(std::move(spec));
     layout.leaf_kinds.push_back(f.kind);
+    layout.first_bytes.push_back(f.bytes);
   }
   return layout;
+}
+
+std::uint64_t python_text_room(std::uint64_t max_text_bytes, std::uint64_t first_bytes) {
+  constexpr std::uint64_t floor = std::uint64_t{1} << 20;
+  constexpr std::uint64_t ceiling = std::uint64_t{1} << 30;
+  if (max_text_bytes > 0) {
+    return std::min(max_text_bytes, ceiling);
+  }
+  return first_bytes >= ceiling / 4 ? ceiling : std::max(floor, 4 * first_bytes);
 }
 
 built_step_spec python_step_spec(std::shared_ptr<worker_pool> pool, python_sample_layout layout,

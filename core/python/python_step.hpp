@@ -9,7 +9,9 @@
 /// The sample's fields are those of the first sample (probe_python_dataset): each later sample
 /// must have the same structure, and each array the same dtype and shape; one that has not is
 /// refused naming its index, the element and both types (it is quarantined, as a sample that
-/// cannot go into a batch is). The label field is dropped: a Python sample carries its own.
+/// cannot go into a batch is), and so is a str, bytes or pickled element past its field's
+/// collate.max_values bytes, naming python.max_text_bytes. The label field is dropped: a Python
+/// sample carries its own.
 
 #include <chrono>
 #include <memory>
@@ -30,8 +32,14 @@ struct python_sample_layout {
   /// dtype and shape of its first sample (a str, bytes or pickled leaf is a byte string whose
   /// extent varies).
   std::vector<field_spec> fields;
-  std::vector<leaf_kind> leaf_kinds;  ///< per field: what it was in Python (worker_protocol)
+  std::vector<leaf_kind> leaf_kinds;       ///< per field: what it was in Python (worker_protocol)
+  std::vector<std::uint64_t> first_bytes;  ///< per field: the first sample's bytes of it
 };
+
+/// The bytes a str, bytes or pickled element of one sample may take: `max_text_bytes`
+/// (python.max_text_bytes) where it is set, else 4 times the first sample's `first_bytes`, at
+/// least 1 MiB; at most 2^30.
+std::uint64_t python_text_room(std::uint64_t max_text_bytes, std::uint64_t first_bytes);
 
 /// Runs dataset[index] in a worker of `pool`, seeded with `seed`, waiting at most `timeout`,
 /// and reads its layout (the worker goes back to the pool, warm). Errors: the worker's (it did

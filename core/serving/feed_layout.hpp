@@ -57,9 +57,15 @@ struct feed_layout {
   /// `batch_size` samples with `key_bytes` of room for their keys.
   static feed_layout make(std::uint64_t batch_size, std::uint32_t fields, std::size_t blob_bytes,
                           std::uint32_t key_bytes);
-  /// The region's size for `slots` slots.
+  /// The region's size for `slots` slots; SIZE_MAX where it would wrap (a header that says
+  /// so is refused: no region is that large).
   std::size_t region_bytes(std::uint32_t slots) const noexcept {
-    return header_bytes + slots * slot_bytes;
+    std::size_t n = 0;
+    if (__builtin_mul_overflow(static_cast<std::size_t>(slots), slot_bytes, &n) ||
+        __builtin_add_overflow(n, header_bytes, &n)) {
+      return SIZE_MAX;
+    }
+    return n;
   }
 };
 

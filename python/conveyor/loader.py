@@ -12,8 +12,8 @@ spawns the zygote instead (posix_spawn), which imports the main module as spawn 
 whose zygote died spawns a new one. A sample past its latency budget keeps its worker and joins a later batch of the
 same epoch while other workers take the next samples. Batches are collated as
 torch.utils.data.default_collate does (tensors and arrays stacked into tensors, ints to int64,
-floats to float64, bools to bool, str and bytes to lists, tuples to lists, dicts and namedtuples
-kept), over the node's shared memory without a copy: a batch's tensors are valid while any of
+floats to float64, bools to bool, str and bytes to lists (tuples inside a tuple, list or
+namedtuple, as default_collate's zip makes them), tuples to lists, dicts and namedtuples kept), over the node's shared memory without a copy: a batch's tensors are valid while any of
 them lives. With a collate_fn each sample travels pickled, whole, and the collate_fn gets the
 samples as __getitem__ returned them, whatever their shapes.
 """
@@ -139,10 +139,10 @@ class DataLoader:
     `hang_timeout` (seconds one dataset[i] may take before its worker is killed),
     `max_sample_retries`, `metrics` ("host:port": its node serves /metrics for Prometheus and
     its live page there while it runs; docs/node.md "Watching a node"), `max_object_bytes`
-    (the bytes one sample's str, bytes or other object may take, pickled: 1 MiB by default;
-    with a collate_fn, the whole sample pickled: 16 MiB by default; a sample past it is
-    quarantined. Each batch slot reserves batch_size times as much shared memory for each such
-    element, of which only what samples write is used).
+    (the bytes one sample's str, bytes or other object may take, pickled; with a collate_fn,
+    the whole sample pickled; by default 4 times the first sample's, at least 1 MiB; a sample
+    past it is quarantined, naming it. Each batch slot reserves batch_size times as much shared
+    memory for each such element, of which only what samples write is used).
 
     Without a collate_fn every sample must have the first sample's structure, dtypes and
     shapes (default_collate would refuse the batch; here such a sample is quarantined, named in
@@ -156,9 +156,10 @@ class DataLoader:
     drawn again as its worker drew it (DistributedSampler pads with repeated samples too); with
     drop_last, a rank with the larger share drops its last full batch. A script's
     `sampler=DistributedSampler(dataset)` is honoured: its rank, num_replicas, shuffle and seed
-    are the loader's, and each iteration begins at the epoch its set_epoch set (where a script
-    never calls it, each epoch is the next one, newly shuffled, where torch's would repeat the
-    first). RandomSampler and SequentialSampler over the dataset are shuffle True and False.
+    are the loader's, and an iteration begins at the epoch its set_epoch set unless the loader
+    is past it (where a script never calls it, each epoch is the next one, newly shuffled,
+    where torch's would repeat the first; a loader iterated twice after one set_epoch(e) goes
+    on at e + 1 and later). RandomSampler and SequentialSampler over the dataset are shuffle True and False.
 
     state_dict() / load_state_dict() as torchdata's StatefulDataLoader: taken between batches
     (in the loop's body, or between epochs), saved with the model; a new loader over the same
@@ -207,6 +208,9 @@ class DataLoader:
         if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
             raise TypeError("conveyor.DataLoader: the dataset must be map-style "
                             "(__getitem__ and __len__); IterableDataset is not supported")
+        if len(dataset) < 1:
+            raise ValueError(f"conveyor.DataLoader: the dataset has no samples (len(dataset) is "
+                             f"{len(dataset)})")
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
@@ -231,19 +235,14 @@ class DataLoader:
             raise TypeError(f"conveyor.DataLoader: metrics must be a 'host:port' string, not "
                             f"{metrics!r}")
         self.metrics = metrics
-        if max_object_bytes is None:
-            max_object_bytes = 1 << 20 if collate_fn is None else 1 << 24
-        if not isinstance(max_object_bytes, int) or \
-                not 1 <= max_object_bytes <= _MAX_OBJECT_BYTES:
+        if max_object_bytes is not None and (not isinstance(max_object_bytes, int) or
+                                             not 1 <= max_object_bytes <= _MAX_OBJECT_BYTES):
             raise TypeError(f"conveyor.DataLoader: max_object_bytes must be an int in 1 .. 2**30, "
                             f"not {max_object_bytes!r}")
         self.max_object_bytes = max_object_bytes
         self.multiprocessing_context = multiprocessing_context
         self.seed = self._base_seed() if seed is None else int(seed) & (2**63 - 1)
         self._length = len(dataset)
-        if self._length < 1:
-            raise ValueError(f"conveyor.DataLoader: the dataset has no samples (len(dataset) is "
-                             f"{self._length})")
         self.rank, self.world_size = _distributed(rank, world_size, self._length)
         self._setup = _setup_of(self._worker_setup())
         self._epoch = 0  # the epoch the next iteration begins
@@ -310,7 +309,7 @@ class DataLoader:
         these = [q for q in self._quarantined() if q["epoch"] == epoch]
         if these:
             warnings.warn(f"conveyor.DataLoader: epoch {epoch}: {len(these)} of "
-                          f"{self._length} samples quarantined, the first dataset"
+                          f"{self._share(self.rank)} samples quarantined, the first dataset"
                           f"[{these[0]['index']}]: {these[0]['reason']} (report() names each)",
                           stacklevel=3)
 
@@ -385,7 +384,7 @@ class DataLoader:
             f"hang_timeout_s = {self.hang_timeout}",
             f"start_timeout_s = {_START_TIMEOUT_S}",
             f"layout_file = {_toml_text(os.path.join(d, 'layout.json'))}",
-            f"max_text_bytes = {self.max_object_bytes}",
+            f"max_text_bytes = {self.max_object_bytes or 0}",  # 0: the node sizes it
         ] + ([f"zygote_socket = {zygote_fds[0]}", f"zygote_pidfd = {zygote_fds[1]}"]
              if zygote_fds else []) + [
             "[pipeline]",
@@ -575,6 +574,9 @@ class DataLoader:
             self._node_epoch = epoch + 1
             self._warn_of_quarantined(epoch)
         while progress["yielded"] < len(self):
+            if progress["pad"] is None:
+                raise RuntimeError(f"conveyor.DataLoader: epoch {epoch} delivered no sample: "
+                                   f"each was quarantined (report() says why)")
             progress["yielded"] += 1
             yield self._pinned(self._pad(epoch, progress["pad"]))
         if self._live is progress:

@@ -144,3 +144,13 @@ class Texts(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         return chr(65 + i % 26) * (self.long if i == self.at else self.size), i
+
+
+class Large(torch.utils.data.Dataset):
+    """Samples of 20 MB (a volume's size), the first one like the others."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.full((5 * 1024 * 1024,), float(i)), i

@@ -26,7 +26,7 @@ except ImportError as missing:
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conveyor  # noqa: E402
 from loader_datasets import (Mixed, Indexed, PerWorker, open_per_worker, Detection,  # noqa: E402
-                             Tokens, pad_tokens, Texts)
+                             Tokens, pad_tokens, Texts, Large)
 
 
 # A training script as many are written: its Dataset defined in it, no `if __name__ ==
@@ -150,6 +150,16 @@ class DataLoaderTest(unittest.TestCase):
             for i, (a, b) in enumerate(zip(want, got)):
                 self.assertTrue(same(a, b), f"{type(dataset).__name__} batch {i}")
 
+    def test_a_collate_fn_gets_samples_larger_than_a_fixed_bound_would_allow(self):
+        # Whole samples of 20 MB: the room of each is sized from the first (4 times its bytes).
+        collate = torch.utils.data.default_collate
+        with conveyor.DataLoader(Large(), batch_size=2, collate_fn=collate,
+                                 policy="in_order") as loader:
+            got = [(tuple(x.shape), [int(i) for i in y], float(x[1, -1])) for x, y in loader]
+            self.assertEqual(loader.report()["quarantined"], 0, loader.report())
+        self.assertEqual(got, [((2, 5 * 1024 * 1024), [0, 1], 1.0),
+                               ((2, 5 * 1024 * 1024), [2, 3], 3.0)])
+
     def test_strings_up_to_max_object_bytes_are_batched_and_one_past_it_is_quarantined(self):
         # Every sample at the most a batch slot holds for it, and one a byte past it: batches
         # of such samples once ran past their slot and killed the node.
@@ -162,8 +172,9 @@ class DataLoaderTest(unittest.TestCase):
         self.assertTrue(all(got[i] == dataset[i][0] for i in got))
         [quarantined] = [q for q in report["quarantined_samples"] if q["epoch"] == 0]
         self.assertEqual(quarantined["index"], 5)
-        self.assertIn("4097", quarantined["reason"])
-        self.assertIn("max_values 4096", quarantined["reason"])
+        self.assertIn("element sample.0 takes 4097 bytes, past the 4096 a sample's may "
+                      "(python.max_text_bytes; conveyor.DataLoader's max_object_bytes)",
+                      quarantined["reason"])
         with conveyor.DataLoader(Texts(9, 20000), batch_size=4, policy="in_order") as loader:
             self.assertEqual([len(s) for texts, _ in loader for s in texts], [20000] * 9)
 
