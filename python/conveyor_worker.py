@@ -253,9 +253,14 @@ class SamplePickler(pickle.Pickler):
     requires_grad, names, other strides (channels_last, expanded) or a dtype NumPy has not
     (bfloat16) keep torch's reduction. Views of one storage come back as copies."""
 
+    def __init__(self, file):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.torch = torch_module()  # once, not for every object pickled
+        self.tensor = self.torch.Tensor if self.torch is not None else None
+
     def reducer_override(self, obj):
-        torch = torch_module()
-        if torch is None or type(obj) is not torch.Tensor or obj.requires_grad:
+        torch = self.torch
+        if type(obj) is not self.tensor or obj.requires_grad:
             return NotImplemented
         try:
             if obj.layout != torch.strided or not obj.is_contiguous() or obj.has_names():
@@ -269,7 +274,7 @@ def whole(value, leaves, name):
     """The structure of `value` carried as one pickled leaf: samples whose shapes or structure
     vary from one to the next (a collate_fn's to batch) lie in one batch as they are."""
     out = io.BytesIO()
-    SamplePickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    SamplePickler(out).dump(value)
     data = out.getbuffer()
     return {"f": leaves.add(PICKLED, "uint8", (len(data),), data, name)}
 

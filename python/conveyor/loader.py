@@ -13,7 +13,8 @@ whose zygote died spawns a new one. A sample past its latency budget keeps its w
 same epoch while other workers take the next samples. Batches are collated as
 torch.utils.data.default_collate does (tensors and arrays stacked into tensors, ints to int64,
 floats to float64, bools to bool, str and bytes to lists (tuples inside a tuple, list or
-namedtuple, as default_collate's zip makes them), tuples to lists, dicts and namedtuples kept), over the node's shared memory without a copy: a batch's tensors are valid while any of
+namedtuple, as default_collate's zip makes them), tuples to lists, dicts and namedtuples
+kept), over the node's shared memory without a copy: a batch's tensors are valid while any of
 them lives. With a collate_fn each sample travels pickled, whole, and the collate_fn gets the
 samples as __getitem__ returned them, whatever their shapes.
 """
@@ -159,7 +160,8 @@ class DataLoader:
     are the loader's, and an iteration begins at the epoch its set_epoch set unless the loader
     is past it (where a script never calls it, each epoch is the next one, newly shuffled,
     where torch's would repeat the first; a loader iterated twice after one set_epoch(e) goes
-    on at e + 1 and later). RandomSampler and SequentialSampler over the dataset are shuffle True and False.
+    on at e + 1 and later). RandomSampler and SequentialSampler over the dataset are shuffle
+    True and False.
 
     state_dict() / load_state_dict() as torchdata's StatefulDataLoader: taken between batches
     (in the loop's body, or between epochs), saved with the model; a new loader over the same
@@ -188,11 +190,9 @@ class DataLoader:
         if multiprocessing_context not in (None, "fork", "spawn", "forkserver"):
             raise TypeError(f"conveyor.DataLoader: multiprocessing_context must be None, 'fork', "
                             f"'spawn' or 'forkserver', not {multiprocessing_context!r}")
-        self._sampler = None  # a DistributedSampler whose set_epoch each iteration follows
         if sampler is not None:
             shuffle, seed, rank, world_size = _honoured_sampler(sampler, dataset, shuffle, seed,
                                                                 rank, world_size)
-            self._sampler = sampler if hasattr(sampler, "num_replicas") else None
         if batch_size is None or int(batch_size) < 1:
             raise TypeError("conveyor.DataLoader: batch_size must be a positive int "
                             "(batch_size=None, unbatched loading, is not supported)")
@@ -208,9 +208,10 @@ class DataLoader:
         if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
             raise TypeError("conveyor.DataLoader: the dataset must be map-style "
                             "(__getitem__ and __len__); IterableDataset is not supported")
-        if len(dataset) < 1:
+        self._length = len(dataset)
+        if self._length < 1:
             raise ValueError(f"conveyor.DataLoader: the dataset has no samples (len(dataset) is "
-                             f"{len(dataset)})")
+                             f"{self._length})")
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
@@ -242,7 +243,6 @@ class DataLoader:
         self.max_object_bytes = max_object_bytes
         self.multiprocessing_context = multiprocessing_context
         self.seed = self._base_seed() if seed is None else int(seed) & (2**63 - 1)
-        self._length = len(dataset)
         self.rank, self.world_size = _distributed(rank, world_size, self._length)
         self._setup = _setup_of(self._worker_setup())
         self._epoch = 0  # the epoch the next iteration begins
@@ -542,8 +542,9 @@ class DataLoader:
     # --- batches ----------------------------------------------------------------------------
 
     def __iter__(self):
-        if self._sampler is not None and self._sampler.epoch >= self._epoch:
-            self.set_epoch(self._sampler.epoch)  # its set_epoch, as torch's loader follows it
+        set_by_sampler = getattr(self.sampler, "epoch", None)  # a DistributedSampler's
+        if set_by_sampler is not None and set_by_sampler >= self._epoch:
+            self.set_epoch(set_by_sampler)  # its set_epoch, as torch's loader follows it
         progress = self._resumed or {"epoch": self._epoch, "yielded": 0, "pad": None}
         if self._feed is None:
             self._start(progress["epoch"])
