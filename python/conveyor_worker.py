@@ -36,9 +36,10 @@ other half:
          (made once, not sealed: its owner copies them out before it asks again), or raised.
   stop   (owner -> either): it exits.
 
-A zygote spawned for a topology's Python steps (`python -c "from conveyor import conveyor_worker; conveyor_worker.main()"`) gets a
-JSON setup instead of a pickle: {"steps": [{"where", "function", "reads", "makes"}]}; it
-imports every step's function before it says ready.
+A zygote spawned for a topology's Python steps
+(`python -c "from conveyor import conveyor_worker; conveyor_worker.main()"`) gets a JSON setup
+instead of a pickle: {"steps": [{"where", "function", "reads", "makes"}]}; it imports every
+step's function before it says ready.
 
 Both ignore SIGINT (Ctrl-C is the owner's to handle: it stops its workers) and exit by
 themselves when their owner is gone (their socket hangs up).
@@ -67,6 +68,9 @@ SOCKET_FD = 3  # a spawned zygote's socket
 # Set in a spawned zygote and its workers: conveyor.DataLoader refuses to start there (a
 # trainer's main module without `if __name__ == "__main__":` re-runs its training on import).
 BOOTSTRAPPING = "CONVEYOR_WORKER_BOOTSTRAPPING"
+# The key of a setup that holds no dataset, only why it cannot be pickled (a trainer forked its
+# zygote without pickling it): a zygote started from it fails with that reason.
+UNPICKLABLE = "unpicklable"
 MAX_MESSAGE = 1 << 20
 
 # Message kinds (core/python/worker_protocol.hpp).
@@ -442,7 +446,10 @@ def start(message, fds):
     if preparation:
         import multiprocessing.spawn
         multiprocessing.spawn.prepare(preparation)
-    return pickle.loads(setup)
+    setup = pickle.loads(setup)
+    if UNPICKLABLE in setup:
+        raise RuntimeError(setup[UNPICKLABLE])
+    return setup
 
 
 def watch_owner(sock):

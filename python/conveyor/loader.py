@@ -9,8 +9,10 @@ first epoch starts, as torch's DataLoader forks its workers (multiprocessing_con
 "fork"): they share its modules and dataset copy-on-write and re-run nothing; this process runs
 none of the runtime's threads (they run in the node). With "spawn" or "forkserver" the node
 spawns the zygote instead (posix_spawn), which imports the main module as spawn does. A node
-whose zygote died spawns a new one. A sample past its latency budget keeps its worker and joins a later batch of the
-same epoch while other workers take the next samples. Batches are collated as
+whose zygote died spawns a new one (from the dataset pickled: one that cannot be pickled, a
+lambda in its transforms, is allowed forked, as torch allows it, and then quarantines what is
+left of the epoch naming why). A sample past its latency budget keeps its worker and joins a
+later batch of the same epoch while other workers take the next samples. Batches are collated as
 torch.utils.data.default_collate does (tensors and arrays stacked into tensors, ints to int64,
 floats to float64, bools to bool, str and bytes to lists (tuples inside a tuple, list or
 namedtuple, as default_collate's zip makes them), tuples to lists, dicts and namedtuples
@@ -22,7 +24,6 @@ samples as __getitem__ returned them, whatever their shapes.
 import atexit
 import collections
 import json
-import math
 import os
 import pickle
 import select
@@ -38,7 +39,6 @@ import weakref
 _UNSUPPORTED = {
     # argument: the value torch treats as "not given"
     "batch_sampler": None,
-    "generator": None,
     "pin_memory_device": "",
 }
 
@@ -55,7 +55,8 @@ _SAME_RUN = {"batch_size": "batch_size", "shuffle": "shuffle", "drop_last": "dro
 # python/conveyor_worker.py's leaf kinds
 from .conveyor_worker import (BOOTSTRAPPING as _BOOTSTRAPPING, BOOL as _BOOL, BYTES as _BYTES,
                               FLOAT as _FLOAT, INT as _INT, NDARRAY as _NDARRAY,
-                              PICKLED as _PICKLED, STR as _STR, TENSOR as _TENSOR, fork_zygote)
+                              PICKLED as _PICKLED, STR as _STR, TENSOR as _TENSOR,
+                              UNPICKLABLE as _UNPICKLABLE, fork_zygote)
 
 
 def _torch():
@@ -74,9 +75,13 @@ def _node_binary():
     return node
 
 
-def _setup_of(setup):
+def _setup_of(setup, forked):
     """The bytes a spawned zygote starts from: spawn's preparation of this process, then the
-    pickled `setup` (conveyor_worker.py's). An object that cannot be pickled is named."""
+    pickled `setup` (conveyor_worker.py's). `forked`: the zygote is forked from this process
+    (as torch's fork context, nothing is pickled for it), and this setup only starts another
+    if it dies: a dataset that cannot be pickled (a lambda in its transforms) is then allowed,
+    and its setup names why a zygote cannot be started from it. Otherwise an object that
+    cannot be pickled is a TypeError naming it."""
     import multiprocessing.spawn
     preparation = multiprocessing.spawn.get_preparation_data("conveyor-worker")
     preparation.pop("authkey", None)  # multiprocessing's own secret: never written out
@@ -84,8 +89,12 @@ def _setup_of(setup):
     try:
         inner = pickle.dumps(setup)
     except Exception as exc:
-        raise TypeError(f"conveyor.DataLoader: the dataset ({type(dataset).__name__}) or "
-                        f"worker_init_fn cannot be pickled for its worker processes: {exc}") from exc
+        why = (f"the dataset ({type(dataset).__name__}) or worker_init_fn cannot be pickled "
+               f"for its worker processes: {exc}")
+        if not forked:
+            raise TypeError(f"conveyor.DataLoader: {why}") from exc
+        inner = pickle.dumps({_UNPICKLABLE: f"the zygote forked from the trainer died, and "
+                                            f"another cannot be started: {why}"})
     return pickle.dumps((preparation, inner))
 
 
@@ -134,8 +143,11 @@ def _toml_text(value):
 class DataLoader:
     """torch.utils.data.DataLoader for a map-style Dataset (__getitem__, __len__), run under
     Conveyor. Arguments torch has keep torch's meaning where Conveyor can honour them; one it
-    cannot is a TypeError naming it. Conveyor's own: `seed` (draws per (seed, epoch, index):
-    the same for any num_workers), `policy` ("latency_aware" or "in_order"), `stragglers`
+    cannot is a TypeError naming it. Conveyor's own: `seed` (the epochs' order and draws per
+    (seed, epoch, index): the same for any num_workers; where not given, drawn as torch draws
+    its base seed, from `generator` (or a RandomSampler's) where one is given, so that a
+    seeded generator gives the same batches every run, else from torch's global generator),
+    `policy` ("latency_aware" or "in_order"), `stragglers`
     (worker processes that finish slow samples; default num_workers // 2, at least 1),
     `hang_timeout` (seconds one dataset[i] may take before its worker is killed),
     `max_sample_retries`, `metrics` ("host:port": its node serves /metrics for Prometheus and
@@ -160,8 +172,8 @@ class DataLoader:
     are the loader's, and an iteration begins at the epoch its set_epoch set unless the loader
     is past it (where a script never calls it, each epoch is the next one, newly shuffled,
     where torch's would repeat the first; a loader iterated twice after one set_epoch(e) goes
-    on at e + 1 and later). RandomSampler and SequentialSampler over the dataset are shuffle
-    True and False.
+    on at e + 1 and later). RandomSampler (without replacement or num_samples) and
+    SequentialSampler over the dataset are shuffle True and False.
 
     state_dict() / load_state_dict() as torchdata's StatefulDataLoader: taken between batches
     (in the loop's body, or between epochs), saved with the model; a new loader over the same
@@ -176,8 +188,7 @@ class DataLoader:
                  policy="latency_aware", stragglers=None, hang_timeout=300.0,
                  max_sample_retries=2, rank=None, world_size=None, metrics=None,
                  max_object_bytes=None):
-        given = dict(batch_sampler=batch_sampler, generator=generator,
-                     pin_memory_device=pin_memory_device)
+        given = dict(batch_sampler=batch_sampler, pin_memory_device=pin_memory_device)
         for name, default in _UNSUPPORTED.items():
             if given[name] != default:
                 raise TypeError(f"conveyor.DataLoader: {name} is not supported (Conveyor orders "
@@ -190,9 +201,12 @@ class DataLoader:
         if multiprocessing_context not in (None, "fork", "spawn", "forkserver"):
             raise TypeError(f"conveyor.DataLoader: multiprocessing_context must be None, 'fork', "
                             f"'spawn' or 'forkserver', not {multiprocessing_context!r}")
+        if generator is not None and not isinstance(generator, _torch().Generator):
+            raise TypeError(f"conveyor.DataLoader: generator must be a torch.Generator, not "
+                            f"{type(generator).__name__}")
         if sampler is not None:
-            shuffle, seed, rank, world_size = _honoured_sampler(sampler, dataset, shuffle, seed,
-                                                                rank, world_size)
+            shuffle, seed, rank, world_size, generator = _honoured_sampler(
+                sampler, dataset, shuffle, seed, rank, world_size, generator)
         if batch_size is None or int(batch_size) < 1:
             raise TypeError("conveyor.DataLoader: batch_size must be a positive int "
                             "(batch_size=None, unbatched loading, is not supported)")
@@ -242,9 +256,10 @@ class DataLoader:
                             f"not {max_object_bytes!r}")
         self.max_object_bytes = max_object_bytes
         self.multiprocessing_context = multiprocessing_context
-        self.seed = self._base_seed() if seed is None else int(seed) & (2**63 - 1)
+        self.generator = generator
+        self.seed = self._base_seed(generator) if seed is None else int(seed) & (2**63 - 1)
         self.rank, self.world_size = _distributed(rank, world_size, self._length)
-        self._setup = _setup_of(self._worker_setup())
+        self._setup = _setup_of(self._worker_setup(), self._forks())
         self._epoch = 0  # the epoch the next iteration begins
         self._live = None  # the epoch being iterated: {"epoch", "yielded", "pad"}
         self._resumed = None  # a saved epoch in progress (load_state_dict), continued next
@@ -258,9 +273,13 @@ class DataLoader:
         self._held = collections.deque()  # per batch yielded: weak references to its tensors
 
     @staticmethod
-    def _base_seed():
-        import torch  # as torch's DataLoader draws its base seed
-        return int(torch.empty((), dtype=torch.int64).random_().item()) & (2**63 - 1)
+    def _base_seed(generator):
+        """Drawn as torch's DataLoader draws its base seed: from `generator` where one is
+        given (the same generator state gives the same seed, order and draws), else from
+        torch's global generator."""
+        import torch
+        draw = torch.empty((), dtype=torch.int64).random_(generator=generator)
+        return int(draw.item()) & (2**63 - 1)
 
     def __len__(self):
         """Batches per epoch for every rank (the same for each)."""
@@ -291,9 +310,9 @@ class DataLoader:
         """What this loader's node did so far (empty before the first iteration): delivered,
         quarantined, duplicates, lost (the samples of the epochs begun that are neither
         delivered nor quarantined: in flight while `finished` is False, lost once it is True;
-        the node runs ahead into the next epoch), retries (samples issued again after an exception or a
-        worker's death), restarts, hangs, handoffs (samples finished by a straggler worker),
-        sample_ms (one dataset[i]'s time over the last ones: samples, p50, p90, p99, max), and
+        the node runs ahead into the next epoch), retries (samples issued again after an
+        exception or a worker's death), restarts, hangs, handoffs (samples finished by a
+        straggler worker), sample_ms (one dataset[i]'s time over the last ones: samples, p50, p90, p99, max), and
         quarantined_samples: per sample set aside, {"epoch", "index", "reason"} (the
         exception's type, message and last frame, or how its workers died)."""
         if self._feed is None:
@@ -358,7 +377,8 @@ class DataLoader:
         self.close()
         if int(state["seed"]) != self.seed:
             self.seed = int(state["seed"])
-            self._setup = _setup_of(self._worker_setup())  # its workers' get_worker_info().seed
+            # its workers' get_worker_info().seed
+            self._setup = _setup_of(self._worker_setup(), self._forks())
         self._epoch = int(state["epoch"])
         self._live = None
         self._resumed = {"epoch": self._epoch, "yielded": int(state["yielded"]),
@@ -477,10 +497,14 @@ class DataLoader:
                                 "seed": self.seed},
                 "whole_samples": self.collate_fn is not None}
 
+    def _forks(self):
+        """Whether this process forks the zygote (multiprocessing_context None or "fork")."""
+        return self.multiprocessing_context in (None, "fork")
+
     def _fork_zygote(self):
         """The zygote forked from this process (its socket and a pidfd, for the node), or ()
         where the node is to spawn it."""
-        if self.multiprocessing_context not in (None, "fork"):
+        if not self._forks():
             return ()
         pid, sock = fork_zygote(self._worker_setup())
         self._zygote = (pid, os.pidfd_open(pid))
@@ -706,32 +730,33 @@ class DataLoader:
         return self.collate_fn(samples)
 
 
-def _honoured_sampler(sampler, dataset, shuffle, seed, rank, world_size):
-    """(shuffle, seed, rank, world_size) for a sampler of torch's that Conveyor's own order
-    honours, over `dataset`: a DistributedSampler (its shuffle, seed, rank and num_replicas;
-    each iteration begins at its epoch, set by its set_epoch, unless that epoch is past),
-    a RandomSampler (shuffle) or a SequentialSampler. Any other sampler, and arguments that
-    contradict it, are a TypeError or ValueError naming them."""
+def _honoured_sampler(sampler, dataset, shuffle, seed, rank, world_size, generator):
+    """(shuffle, seed, rank, world_size, generator) for a sampler of torch's that Conveyor's
+    own order honours, over `dataset`: a DistributedSampler (its shuffle, seed, rank and
+    num_replicas; each iteration begins at its epoch, set by its set_epoch, unless that epoch
+    is past), a RandomSampler (shuffle; its generator seeds the loader unless the loader has
+    one) or a SequentialSampler. Any other sampler, and arguments that contradict it, are a
+    TypeError or ValueError naming them."""
     from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler
     if shuffle:
         raise ValueError("conveyor.DataLoader: sampler option is mutually exclusive with shuffle")
     kind = type(sampler)
     if kind is SequentialSampler and sampler.data_source is dataset:
-        return False, seed, rank, world_size
+        return False, seed, rank, world_size, generator
     if kind is RandomSampler and sampler.data_source is dataset and not sampler.replacement \
-            and sampler._num_samples is None and sampler.generator is None:
-        return True, seed, rank, world_size
+            and sampler._num_samples is None:
+        return True, seed, rank, world_size, generator or sampler.generator
     if kind is DistributedSampler and sampler.dataset is dataset and not sampler.drop_last:
         for name, given, its in (("rank", rank, sampler.rank),
                                  ("world_size", world_size, sampler.num_replicas)):
             if given is not None and given != its:
                 raise ValueError(f"conveyor.DataLoader: {name}={given}, its sampler's is {its}")
         return sampler.shuffle, sampler.seed if seed is None else seed, sampler.rank, \
-            sampler.num_replicas
+            sampler.num_replicas, generator
     raise TypeError(f"conveyor.DataLoader: sampler {kind.__name__} is not supported (Conveyor "
                     f"orders each epoch itself from seed and shuffle): DistributedSampler "
-                    f"(drop_last=False), RandomSampler (without replacement, num_samples or "
-                    f"generator) and SequentialSampler over the loader's dataset are")
+                    f"(drop_last=False), RandomSampler (without replacement or num_samples) "
+                    f"and SequentialSampler over the loader's dataset are")
 
 
 def _distributed(rank, world_size, length):

@@ -154,3 +154,12 @@ class Large(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         return torch.full((5 * 1024 * 1024,), float(i)), i
+
+
+def seed_worker(worker_id):
+    """torch's reproducibility recipe's worker_init_fn (docs: "Randomness in multi-process data
+    loading")."""
+    import random
+    worker_seed = torch.initial_seed() % 2**32
+    np.random.seed(worker_seed)
+    random.seed(worker_seed)

@@ -25,8 +25,8 @@ except ImportError as missing:
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conveyor  # noqa: E402
-from loader_datasets import (Mixed, Indexed, PerWorker, open_per_worker, Detection,  # noqa: E402
-                             Tokens, pad_tokens, Texts, Large)
+from loader_datasets import (Mixed, Indexed, Drawn, PerWorker, open_per_worker,  # noqa: E402
+                             Detection, Tokens, pad_tokens, Texts, Large, seed_worker)
 
 
 # A training script as many are written: its Dataset defined in it, no `if __name__ ==
@@ -270,11 +270,48 @@ class DataLoaderTest(unittest.TestCase):
                 self.assertEqual(s["seed"], 11 + s["id"], f"{context}: {s}")
         self.assertIsNone(torch.utils.data.get_worker_info())  # none in the trainer
 
-    def test_an_unpicklable_dataset_is_named(self):
-        dataset = Indexed(4)
+    def test_a_dataset_that_cannot_be_pickled_runs_forked_as_torchs_and_is_named_spawned(self):
+        # A lambda in a dataset's transforms (torchvision's transforms.Lambda): torch's forked
+        # workers never pickle it, and neither does a zygote forked from the trainer.
+        dataset = Mixed(7)
+        dataset.transform = lambda x: x
         dataset.lock = threading.Lock()
-        with self.assertRaisesRegex(TypeError, "Indexed.*cannot be pickled.*lock"):
-            conveyor.DataLoader(dataset)
+        want = list(torch.utils.data.DataLoader(dataset, batch_size=3))
+        with conveyor.DataLoader(dataset, batch_size=3, policy="in_order") as loader:
+            got = list(loader)
+        self.assertEqual(len(got), len(want))
+        for a, b in zip(want, got):
+            self.assertTrue(same(a, b), f"{a} != {b}")
+        for context in ("spawn", "forkserver"):
+            with self.assertRaisesRegex(TypeError, "Mixed.*cannot be pickled.*lambda"):
+                conveyor.DataLoader(dataset, multiprocessing_context=context)
+
+    def test_a_seeded_generator_gives_the_same_batches_every_run(self):
+        # torch's reproducibility recipe: generator=torch.Generator().manual_seed(0), and a
+        # worker_init_fn seeding numpy and random from torch.initial_seed(). (Batches as
+        # latency_aware fills them depend on which samples are ready first; their samples,
+        # draws included, do not.)
+        def batches(seed):
+            with conveyor.DataLoader(Drawn(23), batch_size=4, shuffle=True, num_workers=2,
+                                     worker_init_fn=seed_worker, policy="in_order",
+                                     generator=torch.Generator().manual_seed(seed)) as loader:
+                self.assertIsInstance(loader.generator, torch.Generator)
+                return [b for epoch in range(2) for b in loader]
+
+        first, again, other = batches(0), batches(0), batches(1)
+        self.assertEqual(len(first), 12)
+        for a, b in zip(first, again):
+            self.assertTrue(same(a, b), f"{a} != {b}")
+        self.assertFalse(all(same(a, b) for a, b in zip(first, other)))
+        data = torch.utils.data
+        sampled = data.RandomSampler(Drawn(23), generator=torch.Generator().manual_seed(0))
+        with conveyor.DataLoader(sampled.data_source, batch_size=4, sampler=sampled,
+                                 num_workers=2, policy="in_order") as loader:
+            by_sampler = [b for epoch in range(2) for b in loader]
+        for a, b in zip(first, by_sampler):
+            self.assertTrue(same(a, b), f"{a} != {b}")
+        with self.assertRaisesRegex(TypeError, "generator must be a torch.Generator, not int"):
+            conveyor.DataLoader(Drawn(3), generator=0)
 
     def test_the_same_batches_from_a_spawned_zygote_as_from_the_trainers_fork(self):
         dataset = Mixed(7)

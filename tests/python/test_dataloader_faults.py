@@ -108,6 +108,36 @@ class FaultsTest(unittest.TestCase):
             report = loader.report()
         self.assertEqual(sorted(got), list(range(48)), report)
 
+    def test_a_killed_zygote_of_a_dataset_that_cannot_be_pickled_is_named_in_each_quarantine(self):
+        # Forked from the trainer, such a dataset runs (as in torch's forked workers); a zygote
+        # killed from outside cannot be started anew from it, and what is left of the epoch is
+        # quarantined naming why. Samples 2 to 5 hang until their workers are killed.
+        with tempfile.TemporaryDirectory() as marks:
+            dataset = Faulty(6, marks, hangs=[2, 3, 4, 5])
+            dataset.transform = lambda x: x
+            with conveyor.DataLoader(dataset, batch_size=2, num_workers=2, policy="in_order",
+                                     max_sample_retries=1) as loader, \
+                    self.assertWarnsRegex(UserWarning, "epoch 0: 4 of 6 samples quarantined"):
+                batches = iter(loader)
+                got = [int(i) for i in next(batches)["index"]]
+                zygote = psutil.Process(loader._zygote[0])
+                workers = zygote.children()
+                zygote.kill()
+                for w in workers:
+                    w.kill()
+                _, alive = psutil.wait_procs([zygote] + workers, timeout=WAIT_S)
+                self.assertEqual(alive, [])
+                rest = list(batches)
+                report = loader.report()
+        self.assertEqual(got, [0, 1])
+        self.assertEqual(len(rest), 2)  # the epoch's first sample again, as a rank's pads
+        reasons = {q["index"]: q["reason"] for q in report["quarantined_samples"]
+                   if q["epoch"] == 0}
+        self.assertEqual(sorted(reasons), [2, 3, 4, 5], report)
+        for index, reason in reasons.items():
+            self.assertRegex(reason, r"another cannot be started: the dataset \(Faulty\) or "
+                                     r"worker_init_fn cannot be pickled .*lambda", index)
+
     def stop_the_script(self, sig):
         """Runs a training script until its first batch (sample 5 then holds a worker), sends
         it `sig`; returns its exit code, the processes its loader started (the node, the zygote
