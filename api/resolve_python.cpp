@@ -3,10 +3,9 @@
 #include <fstream>
 
 #include "api/resolve_topology.hpp"
-#include "core/base/bounded_file.hpp"
 #include "core/base/log.hpp"
-#include "core/base/memory_bound.hpp"
 #include "core/base/quoted_string.hpp"
+#include "core/base/regular_file.hpp"
 #include "core/batching/epoch_order.hpp"
 #include "core/python/child_process.hpp"
 #include "core/python/draw_seed.hpp"
@@ -24,15 +23,18 @@ std::chrono::milliseconds seconds_of(double s) {
   return std::chrono::ceil<std::chrono::milliseconds>(std::chrono::duration<double>(s));
 }
 
+// The setup stays in its file, read when a zygote is spawned (worker_launch::setup_file): at
+// once when the node spawns its own, only if it dies when the trainer forked it.
 expected<worker_launch> launch_of(const topology& t) {
-  auto setup = read_bounded_file(t.dataset.path, machine_memory_bytes());
-  if (!setup) {
-    return bad(t, "dataset.path", setup.error().message());
+  if (auto file = identify_file(t.dataset.path); !file) {
+    return bad(t, "dataset.path", file.error().message());
+  } else if (file->size == 0) {
+    return bad(t, "dataset.path", t.dataset.path + " is empty (no pickled dataset)");
   }
   worker_launch launch;
   launch.python = t.python.interpreter;
   launch.script = t.python.worker;
-  launch.setup = std::make_shared<std::vector<std::uint8_t>>(setup->begin(), setup->end());
+  launch.setup_file = t.dataset.path;
   launch.start_timeout = seconds_of(t.python.start_timeout_s);
   return launch;
 }

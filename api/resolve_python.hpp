@@ -17,7 +17,10 @@ struct python_chain {
 };
 
 /// Starts a worker (the first of the pool) and makes the first sample of epoch 0 in it.
-/// invalid_config naming the topology and the key: the setup (dataset.path) does not read; a
+/// The setup (dataset.path) is read only when a zygote is spawned: at once where the topology
+/// hands the node no zygote (python.zygote_socket), else only if that one dies.
+/// invalid_config naming the topology and the key: the setup (dataset.path) is no regular file
+/// or empty; a
 /// worker does not start (the exception its start raised: an import, unpickling or
 /// worker_init_fn error); the first sample raised or has an element no batch can carry; the
 /// layout file cannot be written.

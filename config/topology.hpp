@@ -54,7 +54,8 @@ struct dataset_config {
 };
 
 /// [python]: a Python Dataset (dataset.format = "python"; dataset.path is the setup its loader
-/// wrote: the pickled dataset and worker_init_fn, python/conveyor_worker.py's format). Its
+/// wrote: the pickled dataset and worker_init_fn, python/conveyor_worker.py's write_setup;
+/// read only when the node spawns a zygote, api/resolve_python.hpp). Its
 /// samples are made by worker processes the preprocessors and straggler actors lease
 /// (core/python/worker_pool.hpp); their fields are those of the first sample. With a step of
 /// op "python" (and any other dataset format): interpreter and the timeouts, its workers'.

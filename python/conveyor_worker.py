@@ -9,10 +9,10 @@ forked from a process that runs the runtime's threads. Each worker is a fork of 
 which runs no thread. The protocol is core/python/worker_protocol.hpp's; this file is its
 other half:
 
-  start  (owner -> spawned zygote): a sealed memfd holding the pickle of a pair:
+  start  (owner -> spawned zygote): a sealed memfd holding two pickles (write_setup's):
          multiprocessing.spawn.get_preparation_data(...) (or None), applied first, as spawn
-         does (sys.path, the working directory, the main module as __mp_main__), and the
-         pickle of {"dataset": the Dataset, "worker_init_fn": a callable or None,
+         does (sys.path, the working directory, the main module as __mp_main__), then
+         {"dataset": the Dataset, "worker_init_fn": a callable or None,
          "worker_info": what torch.utils.data.get_worker_info() says (optional),
          "whole_samples": each sample goes as one pickled leaf (optional: a loader's
          collate_fn is given the samples as __getitem__ returned them, of any shape)}
@@ -439,17 +439,35 @@ def start(message, fds):
     if magic != MAGIC or version != PROTOCOL or len(fds) != 1:
         raise RuntimeError(f"a start message this zygote cannot read (protocol {version})")
     with mmap.mmap(fds[0], size, prot=mmap.PROT_READ) as region:
-        setup = bytes(region)
-    if setup.startswith(b"{"):
-        return steps_setup(setup)
-    preparation, setup = pickle.loads(setup)
-    if preparation:
-        import multiprocessing.spawn
-        multiprocessing.spawn.prepare(preparation)
-    setup = pickle.loads(setup)
+        if region[:1] == b"{":
+            return steps_setup(bytes(region))
+        preparation = pickle.load(region)  # read from the mapping: no copy of it all
+        if preparation:
+            import multiprocessing.spawn
+            multiprocessing.spawn.prepare(preparation)
+        setup = pickle.load(region)
     if UNPICKLABLE in setup:
         raise RuntimeError(setup[UNPICKLABLE])
     return setup
+
+
+def write_setup(f, setup):
+    """Writes what a spawned zygote starts from (start reads it) to the binary file `f`:
+    spawn's preparation of this process, then `setup` pickled with protocol 5, which writes a
+    NumPy array's or tensor's buffer to `f` as it is, never first into one large bytes object.
+    An object that cannot be pickled raises as pickle.dump does, and `f` then holds the
+    preparation only."""
+    import multiprocessing.spawn
+    preparation = multiprocessing.spawn.get_preparation_data("conveyor-worker")
+    preparation.pop("authkey", None)  # multiprocessing's own secret: never written out
+    pickle.dump(preparation, f, protocol=5)
+    start = f.tell()
+    try:
+        pickle.dump(setup, f, protocol=5)
+    except BaseException:
+        f.seek(start)
+        f.truncate()
+        raise
 
 
 def watch_owner(sock):

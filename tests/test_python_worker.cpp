@@ -280,6 +280,24 @@ TEST_F(PythonWorker, AStartThatRaisesIsRefusedNamingTheException) {
       << w.error().message();
 }
 
+TEST_F(PythonWorker, ASetupFileIsReadWhenItsZygoteIsSpawnedAndOneMissingIsNamed) {
+  auto launch = testing::python_worker_launch(dir_, "datasets", datasets_py, "Fields", "");
+  launch.setup.reset();  // read from the file the launch was read from
+  launch.setup_file =
+      testing::write_python_setup(dir_, "datasets", datasets_py, "Fields", "").string();
+  auto z = worker_zygote::start(launch);
+  ASSERT_TRUE(z) << z.error().what();
+  auto w = (*z)->fork_worker(0);
+  ASSERT_TRUE(w) << w.error().what();
+  EXPECT_TRUE(sample(*w, 1));
+  launch.setup_file = (dir_ / "none.setup").string();
+  auto missing = worker_zygote::start(launch);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code(), errc::worker_failed);
+  EXPECT_NE(missing.error().message().find("its setup: " + launch.setup_file), std::string::npos)
+      << missing.error().message();
+}
+
 TEST_F(PythonWorker, ADestroyedWorkerIsStoppedAndReaped) {
   pid_t pid = -1;
   {

@@ -31,9 +31,14 @@ struct worker_launch {
   /// The path of conveyor_worker.py; "": the installed package's (python_worker_command,
   /// child_process.hpp: the interpreter must import conveyor).
   std::string script;
-  /// pickle.dumps((preparation, pickle.dumps({"dataset": ..., "worker_init_fn": ...}))), as
-  /// python/conveyor_worker.py reads it; made once by the loader, unpickled by the zygote.
+  /// What a spawned zygote starts from, as python/conveyor_worker.py's start reads it (the
+  /// loader's write_setup: spawn's preparation, then {"dataset": ..., "worker_init_fn": ...}
+  /// pickled; or a topology's Python steps as JSON).
   std::shared_ptr<const std::vector<std::uint8_t>> setup;
+  /// Where the setup is when `setup` is empty: the regular file read (at most the machine's
+  /// memory) each time a zygote is spawned, so that a node whose zygote the trainer forked,
+  /// which spawns one only if that dies, keeps no copy of a large pickled dataset meanwhile.
+  std::string setup_file;
   /// How long the zygote may take to import and unpickle the dataset, and a worker to fork and
   /// run worker_init_fn.
   std::chrono::milliseconds start_timeout{std::chrono::seconds(120)};

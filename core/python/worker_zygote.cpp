@@ -6,6 +6,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/base/bounded_file.hpp"
+#include "core/base/memory_bound.hpp"
 #include "core/python/child_process.hpp"
 #include "core/serving/shared_region.hpp"
 
@@ -37,7 +39,7 @@ worker_zygote::worker_zygote(const worker_launch& launch, pid_t pid, unique_fd p
       child_(child) {}
 
 expected<std::shared_ptr<worker_zygote>> worker_zygote::start(const worker_launch& launch) {
-  if (!launch.setup || launch.setup->empty()) {
+  if ((!launch.setup || launch.setup->empty()) && launch.setup_file.empty()) {
     return error{errc::invalid_argument, "a Python worker needs its setup (the pickled dataset)"};
   }
   auto pair = socket_pair();
@@ -89,13 +91,31 @@ expected<std::shared_ptr<worker_zygote>> worker_zygote::adopt(const worker_launc
 }
 
 expected<void> worker_zygote::send_setup() {
-  auto setup = shared_region::create("conveyor-worker-setup", launch_.setup->size(),
-                                     shared_region::writers::creator_only);
+  std::string from_file;
+  const void* bytes = nullptr;
+  std::size_t size = 0;
+  if (launch_.setup && !launch_.setup->empty()) {
+    bytes = launch_.setup->data();
+    size = launch_.setup->size();
+  } else {
+    auto read = read_bounded_file(launch_.setup_file, machine_memory_bytes());
+    if (!read) {
+      return failed("its setup: " + read.error().message());
+    }
+    from_file = std::move(*read);
+    bytes = from_file.data();
+    size = from_file.size();
+  }
+  if (size == 0) {
+    return failed("its setup " + launch_.setup_file + " is empty");
+  }
+  auto setup =
+      shared_region::create("conveyor-worker-setup", size, shared_region::writers::creator_only);
   if (!setup) {
     return setup.error();
   }
-  std::memcpy(setup->data(), launch_.setup->data(), launch_.setup->size());
-  const auto hello = start_message(launch_.setup->size());
+  std::memcpy(setup->data(), bytes, size);
+  const auto hello = start_message(size);
   if (auto sent = send_message(socket_.get(), hello.data(), hello.size(), setup->fd()); !sent) {
     return failed("it took no start message (" + sent.error().message() + ")");
   }

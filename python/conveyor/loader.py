@@ -56,7 +56,7 @@ _SAME_RUN = {"batch_size": "batch_size", "shuffle": "shuffle", "drop_last": "dro
 from .conveyor_worker import (BOOTSTRAPPING as _BOOTSTRAPPING, BOOL as _BOOL, BYTES as _BYTES,
                               FLOAT as _FLOAT, INT as _INT, NDARRAY as _NDARRAY,
                               PICKLED as _PICKLED, STR as _STR, TENSOR as _TENSOR,
-                              UNPICKLABLE as _UNPICKLABLE, fork_zygote)
+                              UNPICKLABLE as _UNPICKLABLE, fork_zygote, write_setup)
 
 
 def _torch():
@@ -73,29 +73,6 @@ def _node_binary():
         raise RuntimeError("conveyor.DataLoader needs the conveyor-node program: set "
                            "CONVEYOR_NODE to its path or put it on PATH")
     return node
-
-
-def _setup_of(setup, forked):
-    """The bytes a spawned zygote starts from: spawn's preparation of this process, then the
-    pickled `setup` (conveyor_worker.py's). `forked`: the zygote is forked from this process
-    (as torch's fork context, nothing is pickled for it), and this setup only starts another
-    if it dies: a dataset that cannot be pickled (a lambda in its transforms) is then allowed,
-    and its setup names why a zygote cannot be started from it. Otherwise an object that
-    cannot be pickled is a TypeError naming it."""
-    import multiprocessing.spawn
-    preparation = multiprocessing.spawn.get_preparation_data("conveyor-worker")
-    preparation.pop("authkey", None)  # multiprocessing's own secret: never written out
-    dataset = setup["dataset"]
-    try:
-        inner = pickle.dumps(setup)
-    except Exception as exc:
-        why = (f"the dataset ({type(dataset).__name__}) or worker_init_fn cannot be pickled "
-               f"for its worker processes: {exc}")
-        if not forked:
-            raise TypeError(f"conveyor.DataLoader: {why}") from exc
-        inner = pickle.dumps({_UNPICKLABLE: f"the zygote forked from the trainer died, and "
-                                            f"another cannot be started: {why}"})
-    return pickle.dumps((preparation, inner))
 
 
 _DIR_PREFIX = "conveyor-loader-"
@@ -259,7 +236,6 @@ class DataLoader:
         self.generator = generator
         self.seed = self._base_seed(generator) if seed is None else int(seed) & (2**63 - 1)
         self.rank, self.world_size = _distributed(rank, world_size, self._length)
-        self._setup = _setup_of(self._worker_setup(), self._forks())
         self._epoch = 0  # the epoch the next iteration begins
         self._live = None  # the epoch being iterated: {"epoch", "yielded", "pad"}
         self._resumed = None  # a saved epoch in progress (load_state_dict), continued next
@@ -312,8 +288,8 @@ class DataLoader:
         delivered nor quarantined: in flight while `finished` is False, lost once it is True;
         the node runs ahead into the next epoch), retries (samples issued again after an
         exception or a worker's death), restarts, hangs, handoffs (samples finished by a
-        straggler worker), sample_ms (one dataset[i]'s time over the last ones: samples, p50, p90, p99, max), and
-        quarantined_samples: per sample set aside, {"epoch", "index", "reason"} (the
+        straggler worker), sample_ms (one dataset[i]'s time over the last ones: samples, p50,
+        p90, p99, max), and quarantined_samples: per sample set aside, {"epoch", "index", "reason"} (the
         exception's type, message and last frame, or how its workers died)."""
         if self._feed is None:
             return {}
@@ -378,8 +354,7 @@ class DataLoader:
         if int(state["seed"]) != self.seed:
             self.seed = int(state["seed"])
             # its workers' get_worker_info().seed
-            self._setup = _setup_of(self._worker_setup(), self._forks())
-        self._epoch = int(state["epoch"])
+            self._epoch = int(state["epoch"])
         self._live = None
         self._resumed = {"epoch": self._epoch, "yielded": int(state["yielded"]),
                          "pad": state.get("pad")}
@@ -440,10 +415,11 @@ class DataLoader:
         self._dir = tempfile.mkdtemp(prefix=_DIR_PREFIX)
         with open(os.path.join(self._dir, "owner"), "w") as f:
             f.write(str(os.getpid()))
-        setup = os.path.join(self._dir, "dataset.setup")
-        fd = os.open(setup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(self._setup)
+        try:
+            self._write_setup(os.path.join(self._dir, "dataset.setup"))
+        except BaseException:
+            self.close()
+            raise
         node = _node_binary()
         zygote_fds = self._fork_zygote()
         topology = os.path.join(self._dir, "node.toml")
@@ -486,6 +462,25 @@ class DataLoader:
                     raise RuntimeError(f"it exited with code {self._node.returncode}") from None
                 if time.monotonic() > deadline:
                     raise
+
+    def _write_setup(self, path):
+        """Writes the setup a zygote the node spawns starts from (conveyor_worker.py's
+        write_setup), at `path`. Forked from this process (as torch's fork context, nothing is
+        pickled for it), the zygote needs it only to be started anew if it dies: a dataset
+        that cannot be pickled (a lambda in its transforms) is then allowed, and its setup
+        names why no zygote can start from it. Otherwise such a dataset is a TypeError naming
+        it."""
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            try:
+                write_setup(f, self._worker_setup())
+            except Exception as exc:
+                why = (f"the dataset ({type(self.dataset).__name__}) or worker_init_fn cannot "
+                       f"be pickled for its worker processes: {exc}")
+                if not self._forks():
+                    raise TypeError(f"conveyor.DataLoader: {why}") from exc
+                pickle.dump({_UNPICKLABLE: f"the zygote forked from the trainer died, and "
+                                           f"another cannot be started: {why}"}, f)
 
     def _worker_setup(self):
         """What the workers start from (conveyor_worker.py): the dataset, worker_init_fn and

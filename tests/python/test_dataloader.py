@@ -282,9 +282,11 @@ class DataLoaderTest(unittest.TestCase):
         self.assertEqual(len(got), len(want))
         for a, b in zip(want, got):
             self.assertTrue(same(a, b), f"{a} != {b}")
-        for context in ("spawn", "forkserver"):
+        for context in ("spawn", "forkserver"):  # raised as its workers start, as torch's is
+            loader = conveyor.DataLoader(dataset, multiprocessing_context=context)
             with self.assertRaisesRegex(TypeError, "Mixed.*cannot be pickled.*lambda"):
-                conveyor.DataLoader(dataset, multiprocessing_context=context)
+                iter(loader)
+            self.assertIsNone(loader._dir)  # nothing left behind
 
     def test_a_seeded_generator_gives_the_same_batches_every_run(self):
         # torch's reproducibility recipe: generator=torch.Generator().manual_seed(0), and a

@@ -8,9 +8,11 @@ Usage: worker_setup.py MODULE_DIR MODULE CLASS OUT [INIT_FN]
   INIT_FN     a function of MODULE to run as worker_init_fn(worker_id)
 """
 
-import multiprocessing.spawn
-import pickle
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+from conveyor_worker import write_setup  # noqa: E402
 
 
 def main(module_dir, module, cls, out, init_fn=None):
@@ -18,10 +20,8 @@ def main(module_dir, module, cls, out, init_fn=None):
     mod = __import__(module)
     inner = {"dataset": getattr(mod, cls)(),
              "worker_init_fn": getattr(mod, init_fn) if init_fn else None}
-    preparation = multiprocessing.spawn.get_preparation_data("conveyor-worker")
-    preparation.pop("authkey", None)  # multiprocessing's own secret: never pickled
     with open(out, "wb") as f:
-        f.write(pickle.dumps((preparation, pickle.dumps(inner))))
+        write_setup(f, inner)
 
 
 if __name__ == "__main__":
