@@ -289,8 +289,8 @@ class DataLoader:
         the node runs ahead into the next epoch), retries (samples issued again after an
         exception or a worker's death), restarts, hangs, handoffs (samples finished by a
         straggler worker), sample_ms (one dataset[i]'s time over the last ones: samples, p50,
-        p90, p99, max), and quarantined_samples: per sample set aside, {"epoch", "index", "reason"} (the
-        exception's type, message and last frame, or how its workers died)."""
+        p90, p99, max), and quarantined_samples: per sample set aside, {"epoch", "index",
+        "reason"} (the exception's type, message and last frame, or how its workers died)."""
         if self._feed is None:
             return {}
         report = self._feed.report()
