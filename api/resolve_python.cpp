@@ -11,6 +11,7 @@
 #include "core/python/draw_seed.hpp"
 #include "core/python/python_step.hpp"
 #include "core/python/python_transform.hpp"
+#include "core/python/sampler_order.hpp"
 
 namespace conveyor {
 namespace {
@@ -82,6 +83,27 @@ expected<std::shared_ptr<worker_zygote>> inherited_zygote(const topology& t,
   return z;
 }
 
+// Sample `id` of epoch 0's first position and the dataset index it stands for (the trainer's
+// sampler's order gives it where python.order_file is set).
+struct first_of_epoch {
+  std::uint64_t id = 0;
+  std::uint64_t index = 0;
+};
+
+expected<first_of_epoch> first_sample(const topology& t) {
+  if (!t.python.order_file.empty()) {  // shuffle is false: position 0
+    auto order = read_sampler_order(t.python.order_file, t.python.length);
+    if (!order) {
+      return bad(t, "python.order_file", order.error().message());
+    }
+    return first_of_epoch{0, order->front()};
+  }
+  const auto id =
+      epoch_order(t.python.length, t.dataset.seed, 0, sample_order{t.dataset.shuffle, 0, 0})
+          .front();
+  return first_of_epoch{id, id};
+}
+
 const field_spec* find_field(const python_sample_layout& layout, const std::string& name) {
   for (const auto& f : layout.fields) {
     if (f.name == name) {
@@ -107,11 +129,13 @@ expected<python_chain> resolve_python_chain(const topology& t) {
                                 static_cast<std::size_t>(counts.preprocessors + counts.stragglers),
                                 std::move(*inherited));
   // The first sample of epoch 0 (its draws as that epoch gives them): its worker stays warm.
-  const auto first =
-      epoch_order(t.python.length, t.dataset.seed, 0, sample_order{t.dataset.shuffle, 0, 0})
-          .front();
-  auto layout = probe_python_dataset(*pool, first, python_draw_seed(t.dataset.seed, 0, first),
-                                     seconds_of(t.python.hang_timeout_s));
+  auto first = first_sample(t);
+  if (!first) {
+    return first.error();
+  }
+  auto layout =
+      probe_python_dataset(*pool, first->index, python_draw_seed(t.dataset.seed, 0, first->id),
+                           seconds_of(t.python.hang_timeout_s));
   if (!layout) {
     return bad(t, "dataset.path", "the first sample: " + layout.error().message());
   }
@@ -131,7 +155,7 @@ expected<python_chain> resolve_python_chain(const topology& t) {
     return bad(t, "dataset.path", started.error().message());
   }
   log("node")->info("Python dataset: {} workers at most; the first sample (dataset[{}]) has {}",
-                    pool->live(), first, layout->structure.substr(0, 200));
+                    pool->live(), first->index, layout->structure.substr(0, 200));
   auto chain = transform_chain::build(
       {python_step_spec(pool, *layout, seconds_of(t.python.hang_timeout_s))});
   if (!chain) {

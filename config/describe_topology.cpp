@@ -304,7 +304,8 @@ std::string describe(const topology& node) {
         << " worker=" << py.worker << " start_timeout_s=" << number_text(py.start_timeout_s)
         << " hang_timeout_s=" << number_text(py.hang_timeout_s)
         << " max_text_bytes=" << (py.max_text_bytes ? std::to_string(py.max_text_bytes) : "auto")
-        << " layout_file=" << (py.layout_file.empty() ? "none" : py.layout_file) << " zygote="
+        << " layout_file=" << (py.layout_file.empty() ? "none" : py.layout_file)
+        << " order_file=" << (py.order_file.empty() ? "none" : py.order_file) << " zygote="
         << (py.zygote_socket < 0 ? std::string("spawned")
                                  : "inherited (socket " + std::to_string(py.zygote_socket) +
                                        ", pidfd " + std::to_string(py.zygote_pidfd) + ")")

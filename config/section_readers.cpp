@@ -276,6 +276,7 @@ python_config read_python(table_reader& section) {
   out.hang_timeout_s = section.number("hang_timeout_s", out.hang_timeout_s, above(0));
   out.max_text_bytes = section.integer("max_text_bytes", out.max_text_bytes, closed(0, 1 << 30));
   out.layout_file = section.string("layout_file", out.layout_file);
+  out.order_file = section.string("order_file", out.order_file);
   out.zygote_socket = section.integer("zygote_socket", out.zygote_socket, closed(0, 1 << 20));
   out.zygote_pidfd = section.integer("zygote_pidfd", out.zygote_pidfd, closed(0, 1 << 20));
   if (const auto* given = section.find("zygote_socket");

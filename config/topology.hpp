@@ -71,6 +71,11 @@ struct python_config {
   /// samples write takes; a GPU's slot holds and copies all of it). conveyor.DataLoader's
   /// max_object_bytes.
   std::uint64_t max_text_bytes = 0;
+  /// The order the trainer's own sampler gave the node's epochs (core/python/sampler_order.hpp:
+  /// little-endian uint64 dataset indices, each below length, repeats allowed): sample j of
+  /// an epoch is dataset[order[j]], and an epoch has as many samples as the file indices
+  /// (dataset.shuffle must be false: the sampler ordered them). "": sample j is dataset[j].
+  std::string order_file;
   /// Where the node writes the first sample's layout (JSON: its structure and fields) once it
   /// has it, for the loader that rebuilds samples from batches; "" for nowhere.
   std::string layout_file;

@@ -74,6 +74,11 @@ topology read_topology(const toml::table& document, report& errors) {
   if (node.dataset.format == dataset_format::python) {
     node.python = read_section(root, "python", config_detail::read_python);
     refuse_for_python(root, node.batching);
+    if (!node.python.order_file.empty() && node.dataset.shuffle != shuffle_mode::none) {
+      root.fail(*root.find("python"), "python.order_file",
+                "is the order the trainer's sampler gave each epoch: dataset.shuffle must be "
+                "false");
+    }
   } else {
     auto transforms = config_detail::read_transforms(root);
     if (has_python_step(transforms.specs)) {

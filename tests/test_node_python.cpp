@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/base/little_endian.hpp"
+
 #include <set>
 
 #include "support/app_process.hpp"
@@ -74,6 +76,47 @@ TEST_F(NodePython, EveryIndexOncePerEpochTheBadOneQuarantinedAndTheLayoutWritten
   EXPECT_NE(layout.find("\"sample.x\""), std::string::npos) << layout;
   EXPECT_NE(layout.find("\"sample.name\""), std::string::npos) << layout;
   EXPECT_NE(layout.find("\"dict\""), std::string::npos) << layout;
+}
+
+// A trainer's sampler's order (python.order_file): each position once per epoch, the bad
+// index quarantined wherever it stands and named by its index.
+TEST_F(NodePython, InASamplersOrderEachPositionOnceAndTheBadIndexNamedWhereverItStands) {
+  const std::vector<std::uint64_t> order = {2, 7, 2, 22, 0, 7};
+  std::vector<std::uint8_t> bytes(order.size() * 8);
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    little_endian::store(bytes.data() + 8 * j, order[j]);
+  }
+  testing::write_file(dir_ / "epoch.order", bytes);
+  const auto keys = "order_file = \"" + (dir_ / "epoch.order").string() + "\"\n";
+  const auto ordered = [&](const std::string& shuffle) {
+    auto text = topology();
+    text.insert(text.find("length = 23\n"), keys);
+    text.replace(text.find("seed = 3\n"), 9, "seed = 3\nshuffle = " + shuffle + "\n");
+    return text;
+  };
+  auto r = run(ordered("false"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto seen = testing::read_ids_file(dir_ / "ids.txt");
+  ASSERT_EQ(seen.size(), 2u);
+  for (std::uint64_t e = 0; e < 2; ++e) {
+    EXPECT_EQ(seen[e], (std::multiset<std::uint64_t>{0, 2, 3, 4})) << e;  // positions
+  }
+  EXPECT_EQ(testing::json_number(r.out, "quarantined"), 4u);  // positions 1 and 5, twice
+  EXPECT_NE(r.err.find("dataset[7] raised KeyError"), std::string::npos) << r.err;
+
+  r = run(ordered("true"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("python.order_file: is the order the trainer's sampler gave"),
+            std::string::npos)
+      << r.err;
+  little_endian::store(bytes.data() + 8 * 3, std::uint64_t{23});
+  testing::write_file(dir_ / "epoch.order", bytes);
+  r = run(ordered("false"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("python.order_file: " + (dir_ / "epoch.order").string() +
+                       ": position 3 holds 23, past the dataset"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST_F(NodePython, ATopologyThatCannotWorkStopsStartUpNamingTheKey) {

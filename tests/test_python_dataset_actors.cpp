@@ -63,7 +63,7 @@ class PythonPipeline : public ::testing::Test {
     auto chain = transform_chain::build({python_step_spec(pool_, *layout, 120s)});
     EXPECT_TRUE(chain) << chain.error().what();
     auto schema = std::make_shared<const sample_schema>(chain->schema());
-    pipeline_spec spec{std::make_shared<python_dataset>(samples),
+    pipeline_spec spec{std::make_shared<python_dataset>(samples, order_),
                        *chain,
                        schema,
                        schema,
@@ -102,8 +102,9 @@ class PythonPipeline : public ::testing::Test {
         std::memcpy(&v, batch->host() + array.values + (i * 6 + 5) * sizeof v, sizeof v);
         std::int64_t n = 0;
         std::memcpy(&n, batch->host() + index.values + i * sizeof n, sizeof n);
-        EXPECT_EQ(v, static_cast<float>(id));
-        EXPECT_EQ(n, static_cast<std::int64_t>(id));
+        const auto want = order_.empty() ? id : order_.at(id);  // the dataset index
+        EXPECT_EQ(v, static_cast<float>(want));
+        EXPECT_EQ(n, static_cast<std::int64_t>(want));
       }
       epoch += batch->last_in_epoch ? 1 : 0;
       rt.release(0, batch->slot);
@@ -115,6 +116,7 @@ class PythonPipeline : public ::testing::Test {
   static constexpr int stragglers = 1;
   testing::temp_dir dir_;
   std::shared_ptr<worker_pool> pool_;
+  std::vector<std::uint64_t> order_;  ///< a trainer's sampler's order; empty: the dataset's
 };
 
 TEST_F(PythonPipeline, EverySampleOnceAsItsGetitemMadeItAndItsLayoutFromTheFirst) {
@@ -132,6 +134,25 @@ TEST_F(PythonPipeline, EverySampleOnceAsItsGetitemMadeItAndItsLayoutFromTheFirst
   for (std::uint64_t e = 0; e < 2; ++e) {
     for (std::uint64_t i = 0; i < samples; ++i) {
       want.insert({e, i});
+    }
+  }
+  EXPECT_EQ(seen, want);
+}
+
+// A trainer's sampler's order (a WeightedRandomSampler's: repeats, a subset): each position of
+// each epoch once, made by dataset[order[position]].
+TEST_F(PythonPipeline, InASamplersOrderEachPositionIsDatasetOfItsIndexOnce) {
+  order_ = {7, 7, 0, 22, 3, 7, 11};
+  auto spec = make("Values", 2);
+  std::multiset<std::pair<std::uint64_t, std::uint64_t>> seen;
+  {
+    pipeline_runtime rt(std::move(spec));
+    seen = drain(rt, 2);
+  }
+  std::multiset<std::pair<std::uint64_t, std::uint64_t>> want;
+  for (std::uint64_t e = 0; e < 2; ++e) {
+    for (std::uint64_t j = 0; j < order_.size(); ++j) {
+      want.insert({e, j});
     }
   }
   EXPECT_EQ(seen, want);

@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/base/little_endian.hpp"
 #include "core/python/worker_step.hpp"
 #include "core/transforms/chain_fields.hpp"
 
@@ -56,9 +57,17 @@ class python_step final : public worker_step {
   std::string_view name() const noexcept override { return "python"; }
 
  private:
+  // The dataset index is what its reader read (python_dataset.hpp): the sample's position in
+  // an order the trainer's sampler gave, or the index itself.
   expected<void> ask(worker_process& worker, const sample_state& sample,
                      std::uint64_t seed) const override {
-    return worker.ask(sample.epoch_seed, sample.sample_id, seed);
+    if (sample.multipart || sample.encoded.size() != 8) {
+      return error{errc::transform_error, sample.key + ": its record holds " +
+                                              std::to_string(sample.encoded.size()) +
+                                              " bytes, not a Python dataset's index"};
+    }
+    return worker.ask(sample.epoch_seed, little_endian::load<std::uint64_t>(sample.encoded.data()),
+                      seed);
   }
 
   expected<void> check_leaf(const sample_state& sample, const worker_field& got,
