@@ -181,9 +181,14 @@ class DataLoader:
         if generator is not None and not isinstance(generator, _torch().Generator):
             raise TypeError(f"conveyor.DataLoader: generator must be a torch.Generator, not "
                             f"{type(generator).__name__}")
+        self._ordering = None  # a sampler whose own order each epoch takes (_draw_order)
         if sampler is not None:
-            shuffle, seed, rank, world_size, generator = _honoured_sampler(
-                sampler, dataset, shuffle, seed, rank, world_size, generator)
+            honoured = _honoured_sampler(sampler, dataset, shuffle, seed, rank, world_size,
+                                         generator)
+            if honoured is None:
+                self._ordering = _ordering_sampler(sampler, rank, world_size)
+            else:
+                shuffle, seed, rank, world_size, generator = honoured
         if batch_size is None or int(batch_size) < 1:
             raise TypeError("conveyor.DataLoader: batch_size must be a positive int "
                             "(batch_size=None, unbatched loading, is not supported)")
@@ -235,7 +240,9 @@ class DataLoader:
         self.multiprocessing_context = multiprocessing_context
         self.generator = generator
         self.seed = self._base_seed(generator) if seed is None else int(seed) & (2**63 - 1)
-        self.rank, self.world_size = _distributed(rank, world_size, self._length)
+        self.rank, self.world_size = (0, 1) if self._ordering is not None else \
+            _distributed(rank, world_size, self._length)
+        self._order = None  # the epoch's order the sampler gave (a numpy int64 array)
         self._epoch = 0  # the epoch the next iteration begins
         self._live = None  # the epoch being iterated: {"epoch", "yielded", "pad"}
         self._resumed = None  # a saved epoch in progress (load_state_dict), continued next
@@ -264,7 +271,10 @@ class DataLoader:
         return -(-self._share(0) // self.batch_size)
 
     def _share(self, rank):
-        """How many samples of each epoch are rank `rank`'s (rank 0's share is the largest)."""
+        """How many samples of each epoch are rank `rank`'s (rank 0's share is the largest);
+        with a sampler's own order, as many as it gives (len(sampler) before it gave one)."""
+        if self._ordering is not None:
+            return len(self._order) if self._order is not None else len(self._ordering)
         whole, rest = divmod(self._length, self.world_size)
         return whole + (1 if rank < rest else 0)
 
@@ -274,7 +284,7 @@ class DataLoader:
         epoch = int(epoch)
         if epoch < 0:
             raise ValueError(f"conveyor.DataLoader.set_epoch({epoch}): epochs count from 0")
-        if self._feed is not None and epoch < self._node_epoch:
+        if self._feed is not None and epoch < self._node_epoch and self._ordering is None:
             raise ValueError(f"conveyor.DataLoader.set_epoch({epoch}): epoch {self._epoch} is "
                              f"next; a running loader does not go back")
         if self._resumed is not None and epoch != self._resumed["epoch"]:
@@ -308,6 +318,13 @@ class DataLoader:
                           f"[{these[0]['index']}]: {these[0]['reason']} (report() names each)",
                           stacklevel=3)
 
+    def _index_of(self, sample_id):
+        """The dataset index of the node's sample `sample_id` of the epoch being iterated: its
+        position in the order the sampler gave, or the index itself."""
+        if self._order is None or not 0 <= sample_id < len(self._order):
+            return sample_id
+        return int(self._order[sample_id])
+
     def _quarantined(self):
         try:
             with open(os.path.join(self._dir, "quarantine.tsv"), errors="replace") as f:
@@ -318,19 +335,23 @@ class DataLoader:
         for line in lines:
             parts = line.split("\t", 3)
             if len(parts) == 4 and parts[0].isdigit() and parts[1].isdigit():
-                out.append({"epoch": int(parts[0]), "index": int(parts[1]), "reason": parts[3]})
+                out.append({"epoch": int(parts[0]), "index": self._index_of(int(parts[1])),
+                            "reason": parts[3]})
         return out
 
     # --- resuming ---------------------------------------------------------------------------
 
     def state_dict(self):
         """Where this loader stands (small; save it with the model's checkpoint): the epoch in
-        progress and its batches yielded, or the next epoch between epochs."""
+        progress and its batches yielded, or the next epoch between epochs. With a sampler's
+        own order, the epoch in progress's order too (8 bytes a sample)."""
         live = self._live or self._resumed
         state = {"epoch": live["epoch"] if live else self._epoch,
                  "yielded": live["yielded"] if live else 0,
                  "pad": live["pad"] if live else None,
                  "seed": self.seed}
+        if live and live.get("order") is not None:
+            state["order"] = live["order"]
         state.update({key: getattr(self, name) for key, name in _SAME_RUN.items()})
         if self._feed is not None:
             state["conveyor_state"] = self._feed.state_dict()["conveyor_state"]
@@ -351,13 +372,11 @@ class DataLoader:
                 raise ValueError(f"conveyor.DataLoader.load_state_dict: the state is of a loader "
                                  f"with {key}={state[key]!r}, this one has {getattr(self, name)!r}")
         self.close()
-        if int(state["seed"]) != self.seed:
-            self.seed = int(state["seed"])
-            # its workers' get_worker_info().seed
-            self._epoch = int(state["epoch"])
+        self.seed = int(state["seed"])  # its workers' get_worker_info().seed too
+        self._epoch = int(state["epoch"])
         self._live = None
         self._resumed = {"epoch": self._epoch, "yielded": int(state["yielded"]),
-                         "pad": state.get("pad")}
+                         "pad": state.get("pad"), "order": state.get("order")}
         self._start_state = state.get("conveyor_state")
 
     # --- the node ---------------------------------------------------------------------------

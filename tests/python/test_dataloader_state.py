@@ -38,9 +38,10 @@ class ResumeTest(unittest.TestCase):
         with loader() as whole:
             cls.epochs = [[indices(b) for b in whole] for _ in range(3)]
 
-    def resumed(self, stop):
+    def resumed(self, stop, seed=None):
         """Batches of epochs 0 and 1 when a loader stops after `stop` batches of epoch 0 (None:
-        after the whole epoch, the loop ended) and a new one loads its state."""
+        after the whole epoch, the loop ended) and a new one, seeded `seed` (None: drawn),
+        loads its state."""
         first = loader()
         before = []
         it = iter(first)
@@ -50,14 +51,14 @@ class ResumeTest(unittest.TestCase):
                 break
         state = first.state_dict()
         first.close()
-        second = loader(seed=None)  # the state's seed wins
+        second = loader(seed=seed)  # the state's seed wins
         second.load_state_dict(state)
         with second:
             after = [[indices(b) for b in second] for _ in range(2)]
         return before, after, state
 
-    def check(self, stop):
-        before, after, state = self.resumed(stop)
+    def check(self, stop, seed=None):
+        before, after, state = self.resumed(stop, seed)
         self.assertLess(len(state["conveyor_state"]), 200, "the state must be small")
         if stop is None:  # the next iteration is epoch 1
             self.assertEqual([before] + after, self.epochs)
@@ -70,6 +71,18 @@ class ResumeTest(unittest.TestCase):
 
     def test_resume_in_the_middle_of_an_epoch(self):
         self.check(3)
+
+    def test_resume_in_a_later_epoch_by_a_loader_given_the_same_seed(self):
+        with loader() as first:
+            list(first)
+            it = iter(first)
+            before = [indices(next(it)) for _ in range(2)]
+            state = first.state_dict()
+        second = loader(seed=SEED)
+        second.load_state_dict(state)
+        with second:
+            after = [indices(b) for b in second]
+        self.assertEqual(before + after, self.epochs[1])
 
     def test_resume_after_the_last_batch_inside_the_loop(self):
         self.check(len(self.epochs[0]))
