@@ -210,7 +210,7 @@ std::string describe_serve(const serve_config& serve) {
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", serve.mode);
   return "socket=" + serve.socket + " jobs=" + std::to_string(serve.jobs) + " mode=" + mode +
-         " resume=" + (serve.resume ? "true" : "false");
+         " resume=" + (serve.resume ? "true" : "false") + (serve.linger ? " linger=true" : "");
 }
 
 std::string describe_faults(const fault_config& faults) {

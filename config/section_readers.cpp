@@ -221,6 +221,7 @@ serve_config read_serve(table_reader& section) {
   }
   out.jobs = section.integer("jobs", out.jobs, at_least(1));
   out.resume = section.boolean("resume", out.resume);
+  out.linger = section.boolean("linger", out.linger);
   out.max_sessions = section.integer("max_sessions", out.max_sessions, at_least(0));
   out.attach_timeout_s = section.number("attach_timeout_s", out.attach_timeout_s, above(0.0));
   out.state_key_file = section.string("state_key_file", out.state_key_file);

@@ -172,6 +172,10 @@ struct serve_config {
   /// A file holding the key the node signs its clients' resume states with (made on first use,
   /// mode 0600); with one, the node resumes only from states it signed. "": states unsigned.
   std::string state_key_file;
+  /// Once every job released every epoch, go on answering its clients (report, state) until
+  /// stopped (a signal, its --owner's end) instead of ending: conveyor.DataLoader's node of one
+  /// epoch (a sampler's own order) is asked for its report after that epoch.
+  bool linger = false;
   /// True when trainer processes attach instead of the simulated trainer.
   bool enabled() const noexcept { return !socket.empty(); }
 };

@@ -793,8 +793,8 @@ serve_outcome server::run() {
   if (pipeline_) {
     start_feeding(0);
   }
-  while (!stop_.requested() && !outcome_.start_failure && !(running() && hub_->done()) &&
-         !pipeline_failed()) {
+  while (!stop_.requested() && !outcome_.start_failure &&
+         !(running() && hub_->done() && !config_.linger) && !pipeline_failed()) {
     drop_misbehaving();
     sessions_.remove_if([](const client_session& s) { return !s.fd; });
     auto fds = poll_set();

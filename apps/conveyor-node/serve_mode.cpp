@@ -145,7 +145,8 @@ int run_serving(const topology& t, stop_token& stop) {
   auto info = p ? p->info() : pipeline_info{};
   auto report = p ? p->report() : pipeline_report{};
   auto failure = p ? p->failure() : std::nullopt;
-  bool interrupted = stop.requested();
+  // A lingering node's run ends when it is stopped: once complete, that is no interruption.
+  bool interrupted = stop.requested() && !(t.serve.linger && outcome.complete);
   std::printf("%s\n", serve_json(info, outcome, report, wall, interrupted).c_str());
   std::fflush(stdout);
   if (outcome.start_failure) {

@@ -11,7 +11,9 @@
 
 namespace conveyor {
 
-/// Exit code: 0 once every job released every epoch with nothing lost or duplicated; 1 a run
+/// With serve.linger it goes on answering clients after that until it is stopped (a signal, its
+/// owner's end). Exit code: 0 once every job released every epoch with nothing lost or
+/// duplicated (a lingering node stopped after that too: main gives a signal's own code); 1 a run
 /// that failed, or was stopped (main turns that into 128 + the signal); 2 a topology that
 /// cannot serve (no fixed output size, a socket path that cannot be bound).
 int run_serving(const topology& t, stop_token& stop);

@@ -24,6 +24,7 @@ samples as __getitem__ returned them, whatever their shapes.
 import atexit
 import collections
 import json
+import operator
 import os
 import pickle
 import select
@@ -62,6 +63,11 @@ from .conveyor_worker import (BOOTSTRAPPING as _BOOTSTRAPPING, BOOL as _BOOL, BY
 def _torch():
     import torch
     return torch
+
+
+def _numpy():
+    import numpy
+    return numpy
 
 
 def _node_binary():
@@ -243,6 +249,7 @@ class DataLoader:
         self.rank, self.world_size = (0, 1) if self._ordering is not None else \
             _distributed(rank, world_size, self._length)
         self._order = None  # the epoch's order the sampler gave (a numpy int64 array)
+        self._node_epochs = _EPOCHS  # the node's run: epochs it serves
         self._epoch = 0  # the epoch the next iteration begins
         self._live = None  # the epoch being iterated: {"epoch", "yielded", "pad"}
         self._resumed = None  # a saved epoch in progress (load_state_dict), continued next
@@ -351,7 +358,7 @@ class DataLoader:
                  "pad": live["pad"] if live else None,
                  "seed": self.seed}
         if live and live.get("order") is not None:
-            state["order"] = live["order"]
+            state["order"] = _torch().from_numpy(_numpy().asarray(live["order"], "int64"))
         state.update({key: getattr(self, name) for key, name in _SAME_RUN.items()})
         if self._feed is not None:
             state["conveyor_state"] = self._feed.state_dict()["conveyor_state"]
@@ -390,7 +397,7 @@ class DataLoader:
             f"path = {_toml_text(os.path.join(d, 'dataset.setup'))}",
             'format = "python"',
             f"seed = {self.seed}",
-            f"shuffle = {'true' if self.shuffle else 'false'}",
+            f"shuffle = {'true' if self.shuffle and self._order is None else 'false'}",
             "[python]",
             f"length = {self._length}",
             f"interpreter = {_toml_text(sys.executable)}",
@@ -399,7 +406,8 @@ class DataLoader:
             f"start_timeout_s = {_START_TIMEOUT_S}",
             f"layout_file = {_toml_text(os.path.join(d, 'layout.json'))}",
             f"max_text_bytes = {self.max_object_bytes or 0}",  # 0: the node sizes it
-        ] + ([f"zygote_socket = {zygote_fds[0]}", f"zygote_pidfd = {zygote_fds[1]}"]
+        ] + ([f"order_file = {_toml_text(os.path.join(d, 'epoch.order'))}"]
+             if self._order is not None else []) + ([f"zygote_socket = {zygote_fds[0]}", f"zygote_pidfd = {zygote_fds[1]}"]
              if zygote_fds else []) + [
             "[pipeline]",
             f"batch_size = {self.batch_size}",
@@ -412,7 +420,7 @@ class DataLoader:
             f"max_sample_retries = {self.max_sample_retries}",
             f"quarantine_report = {_toml_text(os.path.join(d, 'quarantine.tsv'))}",
             "[trainer]",
-            f"epochs = {_EPOCHS}",
+            f"epochs = {self._node_epochs}",
         ] + (["[monitor]", f"metrics = {_toml_text(self.metrics)}"] if self.metrics else []) + [
             "[cluster]",
             f"rank = {self.rank}",
@@ -420,15 +428,23 @@ class DataLoader:
             "[serve]",
             f"socket = {_toml_text(os.path.join(d, 'node.sock'))}",
             f"resume = {'true' if self._start_state is not None else 'false'}",
+            # a node of one epoch (a sampler's order) answers report() after it
+            f"linger = {'true' if self._order is not None else 'false'}",
             "",
         ])
 
-    def _start(self, epoch):
-        """Starts the node: from the state loaded, else at `epoch`."""
+    def _start(self, epoch, order=None):
+        """Starts the node: from the state loaded, else at `epoch`. With `order` (the epoch's
+        order a sampler gave), for that epoch alone: its sample j is dataset[order[j]]."""
         from . import _native
+        self._order = order
+        # A node in a sampler's order ends with its epoch: the next one's order is drawn when
+        # its iteration begins, as torch's loader iterates its sampler then.
+        self._node_epochs = _EPOCHS if order is None else epoch + 1
         if self._start_state is None and epoch > 0:
-            self._start_state = _native.state_at_epoch(self._length, self.seed, self.shuffle,
-                                                       _EPOCHS, epoch)
+            self._start_state = _native.state_at_epoch(
+                self._share(0) if order is not None else self._length, self.seed,
+                self.shuffle and order is None, self._node_epochs, epoch)
         _remove_orphaned_dirs()
         _open_loaders.add(self)
         self._dir = tempfile.mkdtemp(prefix=_DIR_PREFIX)
@@ -436,6 +452,9 @@ class DataLoader:
             f.write(str(os.getpid()))
         try:
             self._write_setup(os.path.join(self._dir, "dataset.setup"))
+            if order is not None:
+                with open(os.path.join(self._dir, "epoch.order"), "wb") as f:
+                    f.write(order.astype("<u8").tobytes())
         except BaseException:
             self.close()
             raise
@@ -584,7 +603,17 @@ class DataLoader:
         if set_by_sampler is not None and set_by_sampler >= self._epoch:
             self.set_epoch(set_by_sampler)  # its set_epoch, as torch's loader follows it
         progress = self._resumed or {"epoch": self._epoch, "yielded": 0, "pad": None}
-        if self._feed is None:
+        if self._ordering is not None:
+            # Each epoch in the order its sampler gives when the iteration begins, on a node of
+            # its own (as torch's workers without persistent_workers start anew each epoch).
+            order = progress.get("order")
+            if order is None:  # not resumed: the epoch from its start, in the order drawn now
+                order = self._draw_order()
+                self._start_state = None
+            progress["order"] = _numpy().asarray(order, "int64")
+            self.close()
+            self._start(progress["epoch"], progress["order"])
+        elif self._feed is None:
             self._start(progress["epoch"])
         self._resumed = None
         self._epoch = progress["epoch"] + 1
@@ -621,6 +650,28 @@ class DataLoader:
         if self._live is progress:
             self._live = None
 
+    def _draw_order(self):
+        """The order the sampler gives the epoch about to begin, drawn now by iterating it, as
+        torch's loader does: indices of the dataset (ints, or integer numpy or torch scalars),
+        repeats allowed. One past the dataset, not an integer, or none at all is named."""
+        numpy = _numpy()
+        order = []
+        for position, index in enumerate(self._ordering):
+            try:
+                index = operator.index(index)
+            except TypeError:
+                raise TypeError(f"conveyor.DataLoader: sampler {type(self._ordering).__name__} "
+                                f"gave {index!r} at position {position}: not an index") from None
+            if not 0 <= index < self._length:
+                raise ValueError(f"conveyor.DataLoader: sampler {type(self._ordering).__name__} "
+                                 f"gave {index} at position {position}, past the dataset "
+                                 f"(len(dataset) is {self._length})")
+            order.append(index)
+        if not order:
+            raise ValueError(f"conveyor.DataLoader: sampler {type(self._ordering).__name__} "
+                             f"gave no index")
+        return numpy.asarray(order, dtype=numpy.int64)
+
     def _pinned(self, batch):
         """The batch in page-locked memory when pin_memory=True and CUDA is (a copy, made by
         torch's own pin_memory: a shared slot cannot be pinned), else as it is."""
@@ -642,17 +693,18 @@ class DataLoader:
                 batch.release()
             self._node_epoch += 1
 
-    def _pad(self, epoch, index):
-        """A batch of one: sample `index` drawn again here as its worker drew it in `epoch`
-        (python/conveyor_worker.py's seeding); the trainer's own random state is kept."""
+    def _pad(self, epoch, sample_id):
+        """A batch of one: the node's sample `sample_id` (dataset[_index_of(sample_id)]) drawn
+        again here as its worker drew it in `epoch` (python/conveyor_worker.py's seeding); the
+        trainer's own random state is kept."""
         import random
         import numpy
         from . import _native, conveyor_worker
         torch = _torch()
         kept = (random.getstate(), numpy.random.get_state(), torch.get_rng_state())
         try:
-            conveyor_worker.seed_everything(_native.python_draw_seed(self.seed, epoch, index))
-            sample = self.dataset[index]
+            conveyor_worker.seed_everything(_native.python_draw_seed(self.seed, epoch, sample_id))
+            sample = self.dataset[self._index_of(sample_id)]
         finally:
             random.setstate(kept[0])
             numpy.random.set_state(kept[1])
@@ -746,11 +798,12 @@ class DataLoader:
 
 def _honoured_sampler(sampler, dataset, shuffle, seed, rank, world_size, generator):
     """(shuffle, seed, rank, world_size, generator) for a sampler of torch's that Conveyor's
-    own order honours, over `dataset`: a DistributedSampler (its shuffle, seed, rank and
-    num_replicas; each iteration begins at its epoch, set by its set_epoch, unless that epoch
-    is past), a RandomSampler (shuffle; its generator seeds the loader unless the loader has
-    one) or a SequentialSampler. Any other sampler, and arguments that contradict it, are a
-    TypeError or ValueError naming them."""
+    own order stands for, over `dataset`: a DistributedSampler without drop_last (its shuffle,
+    seed, rank and num_replicas; each iteration begins at its epoch, set by its set_epoch,
+    unless that epoch is past), a RandomSampler without replacement or num_samples (shuffle;
+    its generator seeds the loader unless the loader has one) or a SequentialSampler. None for
+    any other sampler (its own order is taken: _ordering_sampler). Arguments that contradict
+    it are a ValueError naming them."""
     from torch.utils.data import DistributedSampler, RandomSampler, SequentialSampler
     if shuffle:
         raise ValueError("conveyor.DataLoader: sampler option is mutually exclusive with shuffle")
@@ -767,10 +820,23 @@ def _honoured_sampler(sampler, dataset, shuffle, seed, rank, world_size, generat
                 raise ValueError(f"conveyor.DataLoader: {name}={given}, its sampler's is {its}")
         return sampler.shuffle, sampler.seed if seed is None else seed, sampler.rank, \
             sampler.num_replicas, generator
-    raise TypeError(f"conveyor.DataLoader: sampler {kind.__name__} is not supported (Conveyor "
-                    f"orders each epoch itself from seed and shuffle): DistributedSampler "
-                    f"(drop_last=False), RandomSampler (without replacement or num_samples) "
-                    f"and SequentialSampler over the loader's dataset are")
+    return None
+
+
+def _ordering_sampler(sampler, rank, world_size):
+    """`sampler`, whose own order each epoch takes (any iterable of indices: a
+    WeightedRandomSampler, a SubsetRandomSampler, a list, one of the script's own): it orders
+    and shares the epoch itself, so `rank` and `world_size`, the loader's sharing, are refused
+    with it. What cannot be iterated is a TypeError naming it."""
+    name = type(sampler).__name__
+    if not hasattr(sampler, "__iter__"):
+        raise TypeError(f"conveyor.DataLoader: sampler {name} cannot be iterated (a sampler "
+                        f"gives the indices of an epoch)")
+    if rank is not None or world_size is not None:
+        raise ValueError(f"conveyor.DataLoader: rank and world_size share the epoch's order "
+                         f"among ranks; sampler {name} gives its own order, and shares it "
+                         f"itself (as a DistributedSampler does)")
+    return sampler
 
 
 def _distributed(rank, world_size, length):

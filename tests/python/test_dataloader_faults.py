@@ -86,6 +86,23 @@ class FaultsTest(unittest.TestCase):
                                      r"its worker was killed \(failed 2 times\)")
         self.assertGreaterEqual(report["sample_ms"].get("samples", 0), 10, report)
 
+    def test_in_a_samplers_order_a_quarantined_sample_is_named_by_its_index(self):
+        # Index 3 stands at positions 1 and 2 of the sampler's order: each is quarantined and
+        # named dataset[3] (in_order: the batches of positions 0-1, 2-3 and 4 lose it).
+        with tempfile.TemporaryDirectory() as marks:
+            with conveyor.DataLoader(Faulty(8, marks, raises=[3]), batch_size=2,
+                                     sampler=[5, 3, 3, 1, 6], max_sample_retries=0,
+                                     policy="in_order") as loader, \
+                    self.assertWarnsRegex(UserWarning, r"epoch 0: 2 of 5 samples quarantined, "
+                                                       r"the first dataset\[3\]: "):
+                got = [[int(i) for i in b["index"]] for b in loader]
+                report = loader.report()
+        self.assertEqual(got, [[5], [1], [6]])
+        quarantined = report["quarantined_samples"]
+        self.assertEqual([q["index"] for q in quarantined], [3, 3], report)
+        for q in quarantined:
+            self.assertRegex(q["reason"], r"dataset\[3\] raised ValueError: no sample 3")
+
     def test_a_killed_zygote_and_its_killed_workers_are_replaced_and_nothing_is_lost(self):
         with conveyor.DataLoader(Indexed(48), batch_size=2, num_workers=2, seed=3,
                                  policy="in_order") as loader:

@@ -90,6 +90,26 @@ class ResumeTest(unittest.TestCase):
     def test_resume_between_epochs(self):
         self.check(None)
 
+    def test_a_samplers_order_resumes_with_the_rest_of_its_epoch(self):
+        # The state holds the epoch's order (the sampler is not asked again for it).
+        def sampled():
+            sampler = torch.utils.data.WeightedRandomSampler(
+                [1.0 + i % 4 for i in range(N)], 30, generator=torch.Generator().manual_seed(2))
+            return loader(shuffle=None, sampler=sampler)
+
+        with sampled() as whole:
+            want = [indices(b) for b in whole]
+        with sampled() as first:
+            it = iter(first)
+            before = [indices(next(it)) for _ in range(3)]
+            state = first.state_dict()
+        self.assertEqual(len(state["order"]), 30)
+        second = sampled()
+        second.load_state_dict(state)
+        with second:
+            after = [indices(b) for b in second]
+        self.assertEqual(before + after, want)
+
     def test_a_state_of_another_loader_is_refused_naming_the_argument(self):
         with loader() as first:
             state = first.state_dict()
