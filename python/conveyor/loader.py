@@ -39,7 +39,6 @@ import weakref
 
 _UNSUPPORTED = {
     # argument: the value torch treats as "not given"
-    "batch_sampler": None,
     "pin_memory_device": "",
 }
 
@@ -158,6 +157,14 @@ class DataLoader:
     on at e + 1 and later). RandomSampler (without replacement or num_samples) and
     SequentialSampler over the dataset are shuffle True and False.
 
+    Any other sampler (a WeightedRandomSampler, a SubsetRandomSampler, a list, the script's own)
+    gives each epoch's order itself, iterated as the epoch's iteration begins (as torch's
+    loader iterates it): with policy="in_order", torch's batches index by index, repeats
+    included. Its epochs each run on a node of their own (as torch's workers start anew each
+    epoch without persistent_workers). It shares the epoch among ranks itself: rank and
+    world_size are refused beside it. A torch BatchSampler is its sampler, batch_size and
+    drop_last; another batch_sampler is a TypeError.
+
     state_dict() / load_state_dict() as torchdata's StatefulDataLoader: taken between batches
     (in the loop's body, or between epochs), saved with the model; a new loader over the same
     dataset and arguments, given it before its first iteration, continues the saved epoch with
@@ -171,11 +178,13 @@ class DataLoader:
                  policy="latency_aware", stragglers=None, hang_timeout=300.0,
                  max_sample_retries=2, rank=None, world_size=None, metrics=None,
                  max_object_bytes=None):
-        given = dict(batch_sampler=batch_sampler, pin_memory_device=pin_memory_device)
+        if batch_sampler is not None:
+            sampler, batch_size, drop_last = _unbatched(batch_sampler, batch_size, shuffle,
+                                                        sampler, drop_last)
+        given = dict(pin_memory_device=pin_memory_device)
         for name, default in _UNSUPPORTED.items():
             if given[name] != default:
-                raise TypeError(f"conveyor.DataLoader: {name} is not supported (Conveyor orders "
-                                f"each epoch itself from seed and shuffle)")
+                raise TypeError(f"conveyor.DataLoader: {name} is not supported")
         if os.environ.get(_BOOTSTRAPPING):
             raise RuntimeError("conveyor.DataLoader: made while a spawned worker process imports "
                                "the trainer's main module: put the training in "
@@ -407,8 +416,9 @@ class DataLoader:
             f"layout_file = {_toml_text(os.path.join(d, 'layout.json'))}",
             f"max_text_bytes = {self.max_object_bytes or 0}",  # 0: the node sizes it
         ] + ([f"order_file = {_toml_text(os.path.join(d, 'epoch.order'))}"]
-             if self._order is not None else []) + ([f"zygote_socket = {zygote_fds[0]}", f"zygote_pidfd = {zygote_fds[1]}"]
-             if zygote_fds else []) + [
+             if self._order is not None else []) + (
+            [f"zygote_socket = {zygote_fds[0]}", f"zygote_pidfd = {zygote_fds[1]}"]
+            if zygote_fds else []) + [
             "[pipeline]",
             f"batch_size = {self.batch_size}",
             f"preprocessors = {max(1, self.num_workers)}",
@@ -821,6 +831,24 @@ def _honoured_sampler(sampler, dataset, shuffle, seed, rank, world_size, generat
         return sampler.shuffle, sampler.seed if seed is None else seed, sampler.rank, \
             sampler.num_replicas, generator
     return None
+
+
+def _unbatched(batch_sampler, batch_size, shuffle, sampler, drop_last):
+    """(sampler, batch_size, drop_last) a torch.utils.data.BatchSampler stands for: its
+    batches are its sampler's order cut every batch_size, the last one short unless
+    drop_last, as Conveyor's batches of that order are. Arguments torch refuses beside a
+    batch_sampler are refused as torch refuses them; another batch sampler (batches of sizes of
+    its own: bucketing by length) is a TypeError naming it."""
+    from torch.utils.data import BatchSampler
+    if batch_size != 1 or shuffle or sampler is not None or drop_last:
+        raise ValueError("conveyor.DataLoader: batch_sampler option is mutually exclusive with "
+                         "batch_size, shuffle, sampler, and drop_last")
+    if type(batch_sampler) is not BatchSampler:
+        raise TypeError(f"conveyor.DataLoader: batch_sampler {type(batch_sampler).__name__} is "
+                        f"not supported (its batches may have sizes of their own, where "
+                        f"Conveyor's have batch_size samples): a torch BatchSampler over any "
+                        f"sampler is")
+    return batch_sampler.sampler, batch_sampler.batch_size, batch_sampler.drop_last
 
 
 def _ordering_sampler(sampler, rank, world_size):

@@ -249,6 +249,26 @@ class DataLoaderTest(unittest.TestCase):
             for i, (a, b) in enumerate(zip(want, got)):
                 self.assertTrue(same(a, b), f"{name}, batch {i}:\ntorch    {a}\nconveyor {b}")
 
+    def test_a_batch_sampler_of_torchs_is_its_sampler_cut_into_batches(self):
+        dataset = Mixed(29)
+        data = torch.utils.data
+        for made in [lambda: data.BatchSampler(data.SequentialSampler(dataset), 3, True),
+                     lambda: data.BatchSampler(data.WeightedRandomSampler(
+                         [1.0 + i % 5 for i in range(29)], 30,
+                         generator=torch.Generator().manual_seed(6)), 4, False)]:
+            want = data.DataLoader(dataset, batch_sampler=made(), num_workers=2)
+            want = [b for epoch in range(2) for b in want]
+            with conveyor.DataLoader(dataset, batch_sampler=made(), num_workers=2,
+                                     policy="in_order") as loader:
+                got = [b for epoch in range(2) for b in loader]
+            self.assertEqual(len(got), len(want))
+            for i, (a, b) in enumerate(zip(want, got)):
+                self.assertTrue(same(a, b), f"batch {i}:\ntorch    {a}\nconveyor {b}")
+        with self.assertRaisesRegex(TypeError, "batch_sampler list is not supported"):
+            conveyor.DataLoader(dataset, batch_sampler=[[0, 1], [2]])
+        with self.assertRaisesRegex(ValueError, "mutually exclusive with batch_size"):
+            conveyor.DataLoader(dataset, batch_size=2, batch_sampler=made())
+
     def test_a_sampler_that_gives_no_index_of_the_dataset_is_named(self):
         data = torch.utils.data
         for sampler, error, said in [
@@ -272,7 +292,7 @@ class DataLoaderTest(unittest.TestCase):
             self.assertEqual([int(i) for b in loader for i in b["index"]], [3, 1])
 
     def test_arguments_it_cannot_honour_are_type_errors_naming_them(self):
-        for kwargs, name in [({"batch_sampler": [[0]]}, "batch_sampler"),
+        for kwargs, name in [({"pin_memory_device": "cuda:1"}, "pin_memory_device"),
                              ({"multiprocessing_context": "threads"}, "multiprocessing_context"),
                              ({"policy": "fastest"}, "policy"),
                              ({"max_object_bytes": 0}, "max_object_bytes"),
