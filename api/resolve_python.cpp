@@ -1,6 +1,7 @@
 #include "api/resolve_python.hpp"
 
 #include <fstream>
+#include <optional>
 
 #include "api/resolve_topology.hpp"
 #include "core/base/log.hpp"
@@ -83,25 +84,56 @@ expected<std::shared_ptr<worker_zygote>> inherited_zygote(const topology& t,
   return z;
 }
 
-// Sample `id` of epoch 0's first position and the dataset index it stands for (the trainer's
-// sampler's order gives it where python.order_file is set).
-struct first_of_epoch {
+// A sample of epoch 0 (its id) and the dataset index it stands for (the trainer's sampler's
+// order gives it where python.order_file is set).
+struct epoch_sample {
   std::uint64_t id = 0;
   std::uint64_t index = 0;
 };
 
-expected<first_of_epoch> first_sample(const topology& t) {
-  if (!t.python.order_file.empty()) {  // shuffle is false: position 0
+// Samples the layout may be taken from before the first sample that raised is named.
+constexpr std::size_t probe_tries = 8;
+
+// The first probe_tries samples of epoch 0, in its order.
+expected<std::vector<epoch_sample>> first_samples(const topology& t) {
+  std::vector<epoch_sample> out;
+  if (!t.python.order_file.empty()) {  // shuffle is false: positions 0, 1, ...
     auto order = read_sampler_order(t.python.order_file, t.python.length);
     if (!order) {
       return bad(t, "python.order_file", order.error().message());
     }
-    return first_of_epoch{0, order->front()};
+    for (std::size_t j = 0; j < order->size() && j < probe_tries; ++j) {
+      out.push_back({j, (*order)[j]});
+    }
+    return out;
   }
-  const auto id =
-      epoch_order(t.python.length, t.dataset.seed, 0, sample_order{t.dataset.shuffle, 0, 0})
-          .front();
-  return first_of_epoch{id, id};
+  const auto order =
+      epoch_order(t.python.length, t.dataset.seed, 0, sample_order{t.dataset.shuffle, 0, 0});
+  for (std::size_t j = 0; j < order.size() && j < probe_tries; ++j) {
+    out.push_back({order[j], order[j]});
+  }
+  return out;
+}
+
+// The layout of the first of those samples that does not raise: one that raises is
+// quarantined in its turn, as any; where each raises (a bug in __getitem__), the first's error.
+expected<python_sample_layout> probe_layout(const topology& t, worker_pool& pool,
+                                            const std::vector<epoch_sample>& samples) {
+  std::optional<error> first_error;
+  for (const auto& s : samples) {
+    auto layout = probe_python_dataset(pool, s.index, python_draw_seed(t.dataset.seed, 0, s.id),
+                                       seconds_of(t.python.hang_timeout_s));
+    if (layout || layout.error().code() != errc::transform_error) {
+      return layout;  // a layout, or a worker that cannot run samples at all
+    }
+    if (!first_error) {
+      first_error = layout.error();
+    }
+  }
+  if (!first_error) {
+    return error{errc::invalid_argument, "no sample to take the layout from"};
+  }
+  return *first_error;
 }
 
 const field_spec* find_field(const python_sample_layout& layout, const std::string& name) {
@@ -129,13 +161,11 @@ expected<python_chain> resolve_python_chain(const topology& t) {
                                 static_cast<std::size_t>(counts.preprocessors + counts.stragglers),
                                 std::move(*inherited));
   // The first sample of epoch 0 (its draws as that epoch gives them): its worker stays warm.
-  auto first = first_sample(t);
-  if (!first) {
-    return first.error();
+  auto samples = first_samples(t);
+  if (!samples) {
+    return samples.error();
   }
-  auto layout =
-      probe_python_dataset(*pool, first->index, python_draw_seed(t.dataset.seed, 0, first->id),
-                           seconds_of(t.python.hang_timeout_s));
+  auto layout = probe_layout(t, *pool, *samples);
   if (!layout) {
     return bad(t, "dataset.path", "the first sample: " + layout.error().message());
   }
@@ -154,8 +184,8 @@ expected<python_chain> resolve_python_chain(const topology& t) {
   if (auto started = pool->start_all(); !started) {
     return bad(t, "dataset.path", started.error().message());
   }
-  log("node")->info("Python dataset: {} workers at most; the first sample (dataset[{}]) has {}",
-                    pool->live(), first->index, layout->structure.substr(0, 200));
+  log("node")->info("Python dataset: {} workers at most; its samples have {}", pool->live(),
+                    layout->structure.substr(0, 200));
   auto chain = transform_chain::build(
       {python_step_spec(pool, *layout, seconds_of(t.python.hang_timeout_s))});
   if (!chain) {

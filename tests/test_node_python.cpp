@@ -109,6 +109,24 @@ TEST_F(NodePython, InASamplersOrderEachPositionOnceAndTheBadIndexNamedWhereverIt
   EXPECT_NE(r.err.find("python.order_file: is the order the trainer's sampler gave"),
             std::string::npos)
       << r.err;
+  // A bad index first is quarantined in its turn (the layout is the next sample's); an order of
+  // bad ones alone stops the start naming the first.
+  const auto write_order = [&](const std::vector<std::uint64_t>& indices) {
+    bytes.assign(indices.size() * 8, 0);
+    for (std::size_t j = 0; j < indices.size(); ++j) {
+      little_endian::store(bytes.data() + 8 * j, indices[j]);
+    }
+    testing::write_file(dir_ / "epoch.order", bytes);
+  };
+  write_order({7, 2, 0});
+  r = run(ordered("false"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(testing::json_number(r.out, "quarantined"), 2u);
+  write_order({7, 7});
+  r = run(ordered("false"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the first sample: dataset[7] raised KeyError"), std::string::npos) << r.err;
+  write_order(order);
   little_endian::store(bytes.data() + 8 * 3, std::uint64_t{23});
   testing::write_file(dir_ / "epoch.order", bytes);
   r = run(ordered("false"));
