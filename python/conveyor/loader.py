@@ -255,9 +255,12 @@ class DataLoader:
         self.multiprocessing_context = multiprocessing_context
         self.generator = generator
         self.seed = self._base_seed(generator) if seed is None else int(seed) & (2**63 - 1)
-        self.rank, self.world_size = (0, 1) if self._ordering is not None else \
-            _distributed(rank, world_size, self._length)
+        # With a sampler's own order, the sampler shares the epoch: the rank and world_size
+        # are its own (or torch.distributed's), which a state must have been taken with.
+        self.rank, self.world_size = _sampler_rank(self._ordering) if self._ordering is not None \
+            else _distributed(rank, world_size, self._length)
         self._order = None  # the epoch's order the sampler gave (a numpy int64 array)
+        self._ended_report = None  # the report of an epoch's node that ended (a sampler's)
         self._node_epochs = _EPOCHS  # the node's run: epochs it serves
         self._epoch = 0  # the epoch the next iteration begins
         self._live = None  # the epoch being iterated: {"epoch", "yielded", "pad"}
@@ -307,9 +310,13 @@ class DataLoader:
             self._resumed = None  # a state loaded, then another epoch asked for: that epoch
             self._start_state = None
         self._epoch = epoch
+        if self._ordering is not None and hasattr(self._ordering, "set_epoch"):
+            self._ordering.set_epoch(epoch)  # a DistributedSampler's (with drop_last) order
 
     def report(self):
-        """What this loader's node did so far (empty before the first iteration): delivered,
+        """What this loader's node did so far (empty before the first iteration; in a sampler's
+        own order, its node of the epoch being iterated or, once it ended, of that epoch):
+        delivered,
         quarantined, duplicates, lost (the samples of the epochs begun that are neither
         delivered nor quarantined: in flight while `finished` is False, lost once it is True;
         the node runs ahead into the next epoch), retries (samples issued again after an
@@ -317,8 +324,8 @@ class DataLoader:
         straggler worker), sample_ms (one dataset[i]'s time over the last ones: samples, p50,
         p90, p99, max), and quarantined_samples: per sample set aside, {"epoch", "index",
         "reason"} (the exception's type, message and last frame, or how its workers died)."""
-        if self._feed is None:
-            return {}
+        if self._feed is None:  # none yet, or its node of one epoch (a sampler's) ended
+            return dict(self._ended_report) if self._ended_report else {}
         report = self._feed.report()
         report["quarantined_samples"] = self._quarantined()
         return report
@@ -337,8 +344,11 @@ class DataLoader:
     def _index_of(self, sample_id):
         """The dataset index of the node's sample `sample_id` of the epoch being iterated: its
         position in the order the sampler gave, or the index itself."""
-        if self._order is None or not 0 <= sample_id < len(self._order):
+        if self._order is None:
             return sample_id
+        if not 0 <= sample_id < len(self._order):
+            raise ValueError(f"conveyor.DataLoader: sample {sample_id} is past the epoch's "
+                             f"{len(self._order)} positions")
         return int(self._order[sample_id])
 
     def _quarantined(self):
@@ -366,8 +376,11 @@ class DataLoader:
                  "yielded": live["yielded"] if live else 0,
                  "pad": live["pad"] if live else None,
                  "seed": self.seed}
+        state["own_order"] = self._ordering is not None
         if live and live.get("order") is not None:
             state["order"] = _torch().from_numpy(_numpy().asarray(live["order"], "int64"))
+        if self._ordering is not None:
+            state["sampler"] = _sampler_state(self._ordering)
         state.update({key: getattr(self, name) for key, name in _SAME_RUN.items()})
         if self._feed is not None:
             state["conveyor_state"] = self._feed.state_dict()["conveyor_state"]
@@ -379,7 +392,16 @@ class DataLoader:
         """Continues from `state` (a state_dict() of a loader over the same dataset, with the
         same batch_size, shuffle, drop_last and rank of the same world_size): the next
         iteration yields the rest of the saved epoch. A running loader stops its node first
-        (batches it prepared and did not yield are prepared again)."""
+        (batches it prepared and did not yield are prepared again). In a sampler's own order,
+        the saved epoch's order is the state's, and the sampler gets back its state_dict() or
+        its generator's state: its next orders are the ones it would have given (one that
+        draws from torch's global generator draws anew). The state's order, pad and mode are
+        checked before anything is stopped."""
+        own = bool(state.get("own_order", False))
+        if own != (self._ordering is not None):
+            mode = {True: "in its sampler's own order", False: "in Conveyor's order"}
+            raise ValueError(f"conveyor.DataLoader.load_state_dict: the state is of a loader "
+                             f"{mode[own]}, this one is {mode[not own]} (its sampler= differs)")
         for key, name in _SAME_RUN.items():
             if key not in state:
                 raise ValueError(f"conveyor.DataLoader.load_state_dict: the state has no {key!r} "
@@ -387,12 +409,24 @@ class DataLoader:
             if state[key] != getattr(self, name):
                 raise ValueError(f"conveyor.DataLoader.load_state_dict: the state is of a loader "
                                  f"with {key}={state[key]!r}, this one has {getattr(self, name)!r}")
+        order = state.get("order")
+        if order is not None:
+            order = self._checked_order(order, "the state's order")
+        elif own and int(state["yielded"]) > 0:
+            raise ValueError("conveyor.DataLoader.load_state_dict: the state of an epoch in "
+                             "progress has no 'order' (not a conveyor.DataLoader.state_dict())")
+        pad = state.get("pad")
+        if pad is not None and order is not None and not 0 <= int(pad) < len(order):
+            raise ValueError(f"conveyor.DataLoader.load_state_dict: its pad {pad} is past its "
+                             f"order's {len(order)} positions")
         self.close()
+        if own:
+            _restore_sampler(self._ordering, state.get("sampler"))
         self.seed = int(state["seed"])  # its workers' get_worker_info().seed too
         self._epoch = int(state["epoch"])
         self._live = None
         self._resumed = {"epoch": self._epoch, "yielded": int(state["yielded"]),
-                         "pad": state.get("pad"), "order": state.get("order")}
+                         "pad": state.get("pad"), "order": order}
         self._start_state = state.get("conveyor_state")
 
     # --- the node ---------------------------------------------------------------------------
@@ -433,8 +467,8 @@ class DataLoader:
             f"epochs = {self._node_epochs}",
         ] + (["[monitor]", f"metrics = {_toml_text(self.metrics)}"] if self.metrics else []) + [
             "[cluster]",
-            f"rank = {self.rank}",
-            f"world = {self.world_size}",
+            f"rank = {self.rank if self._order is None else 0}",
+            f"world = {self.world_size if self._order is None else 1}",
             "[serve]",
             f"socket = {_toml_text(os.path.join(d, 'node.sock'))}",
             f"resume = {'true' if self._start_state is not None else 'false'}",
@@ -448,6 +482,7 @@ class DataLoader:
         order a sampler gave), for that epoch alone: its sample j is dataset[order[j]]."""
         from . import _native
         self._order = order
+        self._ended_report = None
         # A node in a sampler's order ends with its epoch: the next one's order is drawn when
         # its iteration begins, as torch's loader iterates its sampler then.
         self._node_epochs = _EPOCHS if order is None else epoch + 1
@@ -455,25 +490,39 @@ class DataLoader:
             self._start_state = _native.state_at_epoch(
                 self._share(0) if order is not None else self._length, self.seed,
                 self.shuffle and order is None, self._node_epochs, epoch)
+        try:
+            self._prepare_dir()
+            if order is not None:
+                with open(os.path.join(self._dir, "epoch.order"), "wb") as f:
+                    f.write(order.astype("<u8").tobytes())
+            self._launch()
+        except BaseException:
+            self.close()  # nothing of a start that failed is left
+            raise
+
+    def _prepare_dir(self):
+        """The loader's directory (made once until close(): the nodes of epochs in a sampler's
+        own order share it), with the setup a zygote the node spawns starts from."""
+        if self._dir is not None:
+            return
         _remove_orphaned_dirs()
         _open_loaders.add(self)
         self._dir = tempfile.mkdtemp(prefix=_DIR_PREFIX)
         with open(os.path.join(self._dir, "owner"), "w") as f:
             f.write(str(os.getpid()))
-        try:
-            self._write_setup(os.path.join(self._dir, "dataset.setup"))
-            if order is not None:
-                with open(os.path.join(self._dir, "epoch.order"), "wb") as f:
-                    f.write(order.astype("<u8").tobytes())
-        except BaseException:
-            self.close()
-            raise
+        self._write_setup(os.path.join(self._dir, "dataset.setup"))
+
+    def _launch(self):
+        """Starts a node in the loader's directory and attaches to it."""
         node = _node_binary()
+        socket_path = os.path.join(self._dir, "node.sock")
+        if os.path.lexists(socket_path):
+            os.unlink(socket_path)  # an earlier epoch's node's
         zygote_fds = self._fork_zygote()
         topology = os.path.join(self._dir, "node.toml")
         with open(topology, "w") as f:
             f.write(self._topology(zygote_fds))
-        self._log = open(os.path.join(self._dir, "node.log"), "wb")
+        self._log = open(os.path.join(self._dir, "node.log"), "ab")
         try:
             self._node = subprocess.Popen([node, "--topology", topology,
                                            "--owner", str(os.getpid())],
@@ -522,6 +571,8 @@ class DataLoader:
         with os.fdopen(fd, "wb") as f:
             try:
                 write_setup(f, self._worker_setup())
+            except OSError:
+                raise  # the file's (a full disk): not the dataset's
             except Exception as exc:
                 why = (f"the dataset ({type(self.dataset).__name__}) or worker_init_fn cannot "
                        f"be pickled for its worker processes: {exc}")
@@ -577,6 +628,14 @@ class DataLoader:
 
     def close(self):
         """Stops the node and its workers; removes what the loader wrote. Idempotent."""
+        self._stop_node()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def _stop_node(self):
+        """Stops the node, its workers and the zygote this process forked; the loader's
+        directory stays (an epoch in a sampler's own order starts the next node there)."""
         if self._feed is not None:
             self._feed.close()
             self._feed = None
@@ -590,9 +649,6 @@ class DataLoader:
             self._node = None
             self._log.close()
         self._end_zygote()
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
 
     def __enter__(self):
         return self
@@ -620,8 +676,8 @@ class DataLoader:
             if order is None:  # not resumed: the epoch from its start, in the order drawn now
                 order = self._draw_order()
                 self._start_state = None
-            progress["order"] = _numpy().asarray(order, "int64")
-            self.close()
+            progress["order"] = self._checked_order(order, "the sampler's order")
+            self._stop_node()
             self._start(progress["epoch"], progress["order"])
         elif self._feed is None:
             self._start(progress["epoch"])
@@ -651,6 +707,10 @@ class DataLoader:
                 yield self._pinned(self._collate(batch))
             self._node_epoch = epoch + 1
             self._warn_of_quarantined(epoch)
+            if self._ordering is not None:  # its node's one epoch is over: its workers go
+                self._ended_report = self.report()
+                self._start_state = None
+                self._stop_node()
         while progress["yielded"] < len(self):
             if progress["pad"] is None:
                 raise RuntimeError(f"conveyor.DataLoader: epoch {epoch} delivered no sample: "
@@ -664,23 +724,34 @@ class DataLoader:
         """The order the sampler gives the epoch about to begin, drawn now by iterating it, as
         torch's loader does: indices of the dataset (ints, or integer numpy or torch scalars),
         repeats allowed. One past the dataset, not an integer, or none at all is named."""
-        numpy = _numpy()
+        name = f"sampler {type(self._ordering).__name__}"
         order = []
         for position, index in enumerate(self._ordering):
             try:
-                index = operator.index(index)
+                order.append(operator.index(index))
             except TypeError:
-                raise TypeError(f"conveyor.DataLoader: sampler {type(self._ordering).__name__} "
-                                f"gave {index!r} at position {position}: not an index") from None
-            if not 0 <= index < self._length:
-                raise ValueError(f"conveyor.DataLoader: sampler {type(self._ordering).__name__} "
-                                 f"gave {index} at position {position}, past the dataset "
-                                 f"(len(dataset) is {self._length})")
-            order.append(index)
-        if not order:
-            raise ValueError(f"conveyor.DataLoader: sampler {type(self._ordering).__name__} "
-                             f"gave no index")
-        return numpy.asarray(order, dtype=numpy.int64)
+                raise TypeError(f"conveyor.DataLoader: {name} gave {index!r} at position "
+                                f"{position}: not an index") from None
+        return self._checked_order(order, name)
+
+    def _checked_order(self, values, source):
+        """`values` (a list, an array or a tensor, on any device: a state torch.load moved) as
+        an epoch's order: a numpy int64 array of dataset indices, at least one. What is not
+        is a ValueError naming `source` and the first bad position."""
+        numpy = _numpy()
+        if hasattr(values, "cpu"):
+            values = values.cpu()
+        order = numpy.asarray(values)
+        if order.size == 0:
+            raise ValueError(f"conveyor.DataLoader: {source} gave no index")
+        if order.ndim != 1 or order.dtype.kind not in "iu":
+            raise ValueError(f"conveyor.DataLoader: {source} is no list of dataset indices "
+                             f"({order.dtype} of shape {order.shape})")
+        bad = numpy.flatnonzero((order < 0) | (order >= self._length))
+        if bad.size:
+            raise ValueError(f"conveyor.DataLoader: {source} gave {order[bad[0]]} at position "
+                             f"{bad[0]}, past the dataset (len(dataset) is {self._length})")
+        return order.astype(numpy.int64)
 
     def _pinned(self, batch):
         """The batch in page-locked memory when pin_memory=True and CUDA is (a copy, made by
@@ -865,6 +936,41 @@ def _ordering_sampler(sampler, rank, world_size):
                          f"among ranks; sampler {name} gives its own order, and shares it "
                          f"itself (as a DistributedSampler does)")
     return sampler
+
+
+def _sampler_rank(sampler):
+    """(rank, world_size) of a sampler that shares the epoch itself: its rank and num_replicas
+    (a DistributedSampler's), else torch.distributed's when it is initialised, else (0, 1)."""
+    rank, world = getattr(sampler, "rank", None), getattr(sampler, "num_replicas", None)
+    if isinstance(rank, int) and isinstance(world, int):
+        return rank, world
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _sampler_state(sampler):
+    """What continues a sampler's sequence of orders after a resume: its state_dict() where it
+    has one (torchdata's samplers), else its torch.Generator's state, else None (a sampler
+    that draws from torch's global generator, or none)."""
+    if hasattr(sampler, "state_dict") and hasattr(sampler, "load_state_dict"):
+        return {"state_dict": sampler.state_dict()}
+    generator = getattr(sampler, "generator", None)
+    if isinstance(generator, _torch().Generator):
+        return {"generator": generator.get_state()}
+    return None
+
+
+def _restore_sampler(sampler, saved):
+    """Gives `sampler` what _sampler_state took (a tensor torch.load moved comes back)."""
+    if not saved:
+        return
+    if "state_dict" in saved and hasattr(sampler, "load_state_dict"):
+        sampler.load_state_dict(saved["state_dict"])
+    elif "generator" in saved and isinstance(getattr(sampler, "generator", None),
+                                             _torch().Generator):
+        sampler.generator.set_state(saved["generator"].cpu())
 
 
 def _distributed(rank, world_size, length):

@@ -249,6 +249,33 @@ class DataLoaderTest(unittest.TestCase):
             for i, (a, b) in enumerate(zip(want, got)):
                 self.assertTrue(same(a, b), f"{name}, batch {i}:\ntorch    {a}\nconveyor {b}")
 
+    def test_a_distributed_sampler_with_drop_last_follows_set_epoch_and_ends_its_workers(self):
+        # set_epoch on the loader reaches the sampler (its order is the sampler's); each epoch's
+        # node stops at its end (its workers do not wait through a validation pass), and its
+        # report stays.
+        dataset = Indexed(23)
+        data = torch.utils.data
+
+        def made():
+            return data.DistributedSampler(dataset, num_replicas=2, rank=1, drop_last=True,
+                                           seed=4)
+
+        reference, want = made(), []
+        for epoch in range(3):
+            reference.set_epoch(epoch)
+            want.append(list(reference))
+        with conveyor.DataLoader(dataset, batch_size=4, sampler=made(),
+                                 policy="in_order") as loader:
+            self.assertEqual((loader.rank, loader.world_size), (1, 2))
+            got = []
+            for epoch in range(3):
+                loader.set_epoch(epoch)
+                got.append([int(i) for b in loader for i in b["index"]])
+                self.assertIsNone(loader._node)
+                self.assertEqual(loader.report()["delivered"], 11)
+        self.assertEqual(got, want)
+        self.assertNotEqual(want[0], want[1])
+
     def test_a_batch_sampler_of_torchs_is_its_sampler_cut_into_batches(self):
         dataset = Mixed(29)
         data = torch.utils.data
@@ -434,7 +461,9 @@ class DataLoaderTest(unittest.TestCase):
             loader = conveyor.DataLoader(Indexed(8), batch_size=2, metrics=f"127.0.0.1:{port}")
             with self.assertRaises(RuntimeError) as caught:
                 next(iter(loader))
-            loader.close()
+            # nothing of the start that failed is left (a loader kept by the traceback)
+            self.assertIsNone(loader._dir)
+            self.assertIsNone(loader._node)
         self.assertIn(f"monitor.metrics: cannot listen at 127.0.0.1:{port}", str(caught.exception))
         with self.assertRaises(TypeError):
             conveyor.DataLoader(Indexed(8), metrics=9464)

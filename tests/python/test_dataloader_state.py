@@ -90,15 +90,16 @@ class ResumeTest(unittest.TestCase):
     def test_resume_between_epochs(self):
         self.check(None)
 
-    def test_a_samplers_order_resumes_with_the_rest_of_its_epoch(self):
-        # The state holds the epoch's order (the sampler is not asked again for it).
+    def test_a_samplers_order_resumes_with_the_rest_of_its_epoch_then_its_next_ones(self):
+        # The state holds the epoch's order (the sampler is not asked again for it) and the
+        # sampler's generator's state (its next orders are the ones it would have given).
         def sampled():
             sampler = torch.utils.data.WeightedRandomSampler(
                 [1.0 + i % 4 for i in range(N)], 30, generator=torch.Generator().manual_seed(2))
             return loader(shuffle=None, sampler=sampler)
 
         with sampled() as whole:
-            want = [indices(b) for b in whole]
+            want = [[indices(b) for b in whole] for _ in range(2)]
         with sampled() as first:
             it = iter(first)
             before = [indices(next(it)) for _ in range(3)]
@@ -107,8 +108,18 @@ class ResumeTest(unittest.TestCase):
         second = sampled()
         second.load_state_dict(state)
         with second:
-            after = [indices(b) for b in second]
-        self.assertEqual(before + after, want)
+            after = [[indices(b) for b in second] for _ in range(2)]
+        self.assertEqual(before + after[0], want[0])
+        self.assertEqual(after[1], want[1])
+        with self.assertRaisesRegex(ValueError, "the state is of a loader in its sampler's own "
+                                                "order, this one is in Conveyor's order"):
+            loader(shuffle=False).load_state_dict(state)
+        with self.assertRaisesRegex(ValueError, "the state is of a loader in Conveyor's order"):
+            sampled().load_state_dict(loader().state_dict())
+        state["order"] = torch.zeros((2, 15), dtype=torch.int64)
+        with self.assertRaisesRegex(ValueError, r"the state's order is no list of dataset "
+                                                r"indices \(int64 of shape \(2, 15\)\)"):
+            sampled().load_state_dict(state)
 
     def test_a_state_of_another_loader_is_refused_naming_the_argument(self):
         with loader() as first:
