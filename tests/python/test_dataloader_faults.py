@@ -34,7 +34,7 @@ from loader_datasets import Faulty
 
 if __name__ == "__main__":
     loader = conveyor.DataLoader(Faulty(8, {marks!r}, hangs=[5]), batch_size=2, num_workers=2,
-                                 policy="in_order")
+                                 policy="in_order", {arguments})
     with loader:
         for batch in loader:
             print("dir", loader._dir, "node", loader._node.pid, flush=True)
@@ -155,14 +155,14 @@ class FaultsTest(unittest.TestCase):
             self.assertRegex(reason, r"another cannot be started: the dataset \(Faulty\) or "
                                      r"worker_init_fn cannot be pickled .*lambda", index)
 
-    def stop_the_script(self, sig):
+    def stop_the_script(self, sig, arguments=""):
         """Runs a training script until its first batch (sample 5 then holds a worker), sends
         it `sig`; returns its exit code, the processes its loader started (the node, the zygote
         the script forked, the workers forked from that), and its loader's directory."""
         with tempfile.TemporaryDirectory() as marks:
             script = os.path.join(marks, "train.py")
             with open(script, "w") as f:
-                f.write(TRAINING_SCRIPT.format(here=HERE, marks=marks))
+                f.write(TRAINING_SCRIPT.format(here=HERE, marks=marks, arguments=arguments))
             proc = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, text=True,
                                     env=dict(os.environ, PYTHONUNBUFFERED="1", TMPDIR=self.tmp))
             try:
@@ -182,11 +182,14 @@ class FaultsTest(unittest.TestCase):
         return rc, family, loader_dir
 
     def test_ctrl_c_stops_the_loader_and_every_process(self):
-        rc, family, loader_dir = self.stop_the_script(signal.SIGINT)
-        self.assertNotEqual(rc, 0)
-        _, alive = psutil.wait_procs(family, timeout=WAIT_S)
-        self.assertEqual(alive, [], "processes outlived the script")
-        self.assertFalse(os.path.exists(loader_dir), "the loader's directory outlived it")
+        # In Conveyor's order, and in a sampler's own (its epoch's node started for it).
+        for arguments in ("", "sampler=[0, 1, 5, 2, 3, 4, 6, 7]"):
+            rc, family, loader_dir = self.stop_the_script(signal.SIGINT, arguments)
+            self.assertNotEqual(rc, 0, arguments)
+            _, alive = psutil.wait_procs(family, timeout=WAIT_S)
+            self.assertEqual(alive, [], f"processes outlived the script ({arguments})")
+            self.assertFalse(os.path.exists(loader_dir), f"its directory outlived it "
+                                                         f"({arguments})")
 
     def test_a_trainer_killed_mid_epoch_leaves_no_node_and_no_worker(self):
         rc, family, loader_dir = self.stop_the_script(signal.SIGKILL)
