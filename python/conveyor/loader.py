@@ -129,7 +129,8 @@ class DataLoader:
     (seed, epoch, index): the same for any num_workers; where not given, drawn as torch draws
     its base seed, from `generator` (or a RandomSampler's) where one is given, so that a
     seeded generator gives the same batches every run, else from torch's global generator),
-    `policy` ("latency_aware" or "in_order"), `stragglers`
+    `policy` ("latency_aware", the default, or "in_order"; torch 2.6's `in_order` says it too:
+    True "in_order", False "latency_aware"), `stragglers`
     (worker processes that finish slow samples; default num_workers // 2, at least 1),
     `hang_timeout` (seconds one dataset[i] may take before its worker is killed),
     `max_sample_retries`, `metrics` ("host:port": its node serves /metrics for Prometheus and
@@ -174,8 +175,8 @@ class DataLoader:
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
-                 prefetch_factor=2, persistent_workers=False, pin_memory_device="", seed=None,
-                 policy="latency_aware", stragglers=None, hang_timeout=300.0,
+                 prefetch_factor=2, persistent_workers=False, pin_memory_device="", in_order=None,
+                 seed=None, policy=None, stragglers=None, hang_timeout=300.0,
                  max_sample_retries=2, rank=None, world_size=None, metrics=None,
                  max_object_bytes=None):
         if batch_sampler is not None:
@@ -213,6 +214,7 @@ class DataLoader:
             self._pin = torch.cuda.is_available()
             if not self._pin:
                 warnings.warn("pin_memory=True but no CUDA device: ignored (as torch does)")
+        policy = _policy_of(policy, in_order)
         if policy not in ("latency_aware", "in_order"):
             raise TypeError(f"conveyor.DataLoader: policy must be 'latency_aware' or "
                             f"'in_order', not {policy!r}")
@@ -902,6 +904,19 @@ def _honoured_sampler(sampler, dataset, shuffle, seed, rank, world_size, generat
         return sampler.shuffle, sampler.seed if seed is None else seed, sampler.rank, \
             sampler.num_replicas, generator
     return None
+
+
+def _policy_of(policy, in_order):
+    """The batching policy: `policy` where given, else torch 2.6's in_order (True: batches in
+    the order's order, "in_order"; False: as samples are ready, "latency_aware"), else
+    "latency_aware". The two contradicting is a ValueError naming both."""
+    if in_order is None:
+        return "latency_aware" if policy is None else policy
+    wanted = "in_order" if in_order else "latency_aware"
+    if policy is not None and policy != wanted:
+        raise ValueError(f"conveyor.DataLoader: in_order={in_order} and policy={policy!r} "
+                         f"contradict each other")
+    return wanted
 
 
 def _unbatched(batch_sampler, batch_size, shuffle, sampler, drop_last):

@@ -329,6 +329,15 @@ class DataLoaderTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"no samples \(len\(dataset\) is 0\)"):
             conveyor.DataLoader(Indexed(0))
 
+    def test_torch_2_6s_in_order_says_the_policy(self):
+        for kwargs, policy in [({}, "latency_aware"), ({"in_order": True}, "in_order"),
+                               ({"in_order": False}, "latency_aware"),
+                               ({"in_order": True, "policy": "in_order"}, "in_order")]:
+            self.assertEqual(conveyor.DataLoader(Indexed(4), **kwargs).policy, policy, kwargs)
+        with self.assertRaisesRegex(ValueError, "in_order=False and policy='in_order' "
+                                                "contradict"):
+            conveyor.DataLoader(Indexed(4), in_order=False, policy="in_order")
+
     def test_pin_memory_without_cuda_warns_and_changes_nothing(self):
         if torch.cuda.is_available():
             self.skipTest("CUDA is here: pin_memory pins")
