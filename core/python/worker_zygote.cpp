@@ -6,14 +6,45 @@
 #include <cstring>
 #include <utility>
 
-#include "core/base/bounded_file.hpp"
 #include "core/base/memory_bound.hpp"
 #include "core/python/child_process.hpp"
 #include "core/serving/shared_region.hpp"
+#include "core/storage/byte_source.hpp"
 
 namespace conveyor {
 
 namespace {
+
+// The setup in a region sealed for this process's writes: launch.setup copied in, or
+// launch.setup_file (at most the machine's memory) read straight into it, so that this
+// process never holds a second copy of a large pickled dataset.
+expected<shared_region> setup_region(const worker_launch& launch) {
+  const bool in_memory = launch.setup && !launch.setup->empty();
+  std::shared_ptr<const byte_source> file;
+  if (!in_memory) {
+    auto opened = open_file_source(launch.setup_file);
+    if (!opened) {
+      return opened.error();
+    }
+    file = std::move(*opened);
+  }
+  const std::uint64_t size = in_memory ? launch.setup->size() : file->size();
+  if (size == 0 || size > machine_memory_bytes()) {
+    return error{errc::invalid_argument, launch.setup_file + ": " + std::to_string(size) +
+                                             " bytes, no setup a zygote can hold"};
+  }
+  auto region = shared_region::create("conveyor-worker-setup", static_cast<std::size_t>(size),
+                                      shared_region::writers::creator_only);
+  if (!region) {
+    return region.error();
+  }
+  if (in_memory) {
+    std::memcpy(region->data(), launch.setup->data(), launch.setup->size());
+  } else if (auto read = file->read_at(0, region->data(), region->size()); !read) {
+    return read.error();
+  }
+  return region;
+}
 
 // How long the zygote may take to answer a fork (a fork takes milliseconds).
 constexpr std::chrono::milliseconds fork_bound(std::chrono::seconds(30));
@@ -91,31 +122,11 @@ expected<std::shared_ptr<worker_zygote>> worker_zygote::adopt(const worker_launc
 }
 
 expected<void> worker_zygote::send_setup() {
-  std::string from_file;
-  const void* bytes = nullptr;
-  std::size_t size = 0;
-  if (launch_.setup && !launch_.setup->empty()) {
-    bytes = launch_.setup->data();
-    size = launch_.setup->size();
-  } else {
-    auto read = read_bounded_file(launch_.setup_file, machine_memory_bytes());
-    if (!read) {
-      return failed("its setup: " + read.error().message());
-    }
-    from_file = std::move(*read);
-    bytes = from_file.data();
-    size = from_file.size();
-  }
-  if (size == 0) {
-    return failed("its setup " + launch_.setup_file + " is empty");
-  }
-  auto setup =
-      shared_region::create("conveyor-worker-setup", size, shared_region::writers::creator_only);
+  auto setup = setup_region(launch_);
   if (!setup) {
-    return setup.error();
+    return failed("its setup: " + setup.error().message());
   }
-  std::memcpy(setup->data(), bytes, size);
-  const auto hello = start_message(size);
+  const auto hello = start_message(setup->size());
   if (auto sent = send_message(socket_.get(), hello.data(), hello.size(), setup->fd()); !sent) {
     return failed("it took no start message (" + sent.error().message() + ")");
   }
