@@ -10,6 +10,7 @@
 #include "core/batching/epoch_order.hpp"
 #include "core/python/child_process.hpp"
 #include "core/python/draw_seed.hpp"
+#include "core/python/python_dataset.hpp"
 #include "core/python/python_step.hpp"
 #include "core/python/python_transform.hpp"
 #include "core/python/sampler_order.hpp"
@@ -94,13 +95,25 @@ struct epoch_sample {
 // Samples the layout may be taken from before the first sample that raised is named.
 constexpr std::size_t probe_tries = 8;
 
+// The order python.order_file gives, checked; empty where it is not set.
+expected<std::vector<std::uint64_t>> python_order(const topology& t) {
+  if (t.python.order_file.empty()) {
+    return std::vector<std::uint64_t>{};
+  }
+  auto order = read_sampler_order(t.python.order_file, t.python.length);
+  if (!order) {
+    return bad(t, "python.order_file", order.error().message());
+  }
+  return order;
+}
+
 // The first probe_tries samples of epoch 0, in its order.
 expected<std::vector<epoch_sample>> first_samples(const topology& t) {
   std::vector<epoch_sample> out;
   if (!t.python.order_file.empty()) {  // shuffle is false: positions 0, 1, ...
-    auto order = read_sampler_order(t.python.order_file, t.python.length);
+    auto order = python_order(t);
     if (!order) {
-      return bad(t, "python.order_file", order.error().message());
+      return order.error();
     }
     for (std::size_t j = 0; j < order->size() && j < probe_tries; ++j) {
       out.push_back({j, (*order)[j]});
@@ -146,6 +159,15 @@ const field_spec* find_field(const python_sample_layout& layout, const std::stri
 }
 
 }  // namespace
+
+expected<std::shared_ptr<const sample_source>> open_python_dataset(const topology& t) {
+  auto order = python_order(t);
+  if (!order) {
+    return order.error();
+  }
+  return std::shared_ptr<const sample_source>(
+      std::make_shared<python_dataset>(t.python.length, std::move(*order)));
+}
 
 expected<python_chain> resolve_python_chain(const topology& t) {
   auto launch = launch_of(t);

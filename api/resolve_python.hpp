@@ -7,6 +7,7 @@
 
 #include "config/topology.hpp"
 #include "conveyor/error.hpp"
+#include "core/storage/sample_source.hpp"
 #include "core/transforms/transform_chain.hpp"
 
 namespace conveyor {
@@ -25,6 +26,11 @@ struct python_chain {
 /// worker_init_fn error); the first sample raised or has an element no batch can carry; the
 /// layout file cannot be written.
 expected<python_chain> resolve_python_chain(const topology& t);
+
+/// The Python Dataset of `t` as its readers see it (core/python/python_dataset.hpp), in the
+/// order python.order_file gives where it is set. invalid_config naming the topology and
+/// python.order_file when that file is not a sound order of the dataset.
+expected<std::shared_ptr<const sample_source>> open_python_dataset(const topology& t);
 
 /// Binds the Python steps among `specs` (op "python", core/python/python_transform.hpp) to
 /// workers started now by [python]'s interpreter, at most one per preprocessor and straggler

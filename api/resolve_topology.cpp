@@ -8,9 +8,8 @@
 #include "api/resolve_devices.hpp"
 #include "api/resolve_fields.hpp"
 #include "api/resolve_order.hpp"
+#include "api/resolve_python.hpp"
 #include "core/base/log.hpp"
-#include "core/python/python_dataset.hpp"
-#include "core/python/sampler_order.hpp"
 #include "core/remote/open_remote_dataset.hpp"
 #include "core/remote/s3_location.hpp"
 
@@ -223,17 +222,7 @@ expected<std::optional<peer_settings>> peers_of(const topology& t) {
 
 expected<std::shared_ptr<const sample_source>> open_any_dataset(const topology& t) {
   if (t.dataset.format == dataset_format::python) {
-    std::vector<std::uint64_t> order;
-    if (!t.python.order_file.empty()) {
-      auto read = read_sampler_order(t.python.order_file, t.python.length);
-      if (!read) {
-        return error{errc::invalid_config,
-                     t.source + ": python.order_file: " + read.error().message()};
-      }
-      order = std::move(*read);
-    }
-    return std::shared_ptr<const sample_source>(
-        std::make_shared<python_dataset>(t.python.length, std::move(order)));
+    return open_python_dataset(t);
   }
   if (!is_s3_url(t.dataset.path)) {
     return open_sample_source(t.dataset.path, t.dataset.format, t.dataset.map_parts);
@@ -273,6 +262,9 @@ std::optional<error> window_too_small(const topology& t, int slots) {
 
 expected<std::shared_ptr<const sample_source>> open_dataset(const topology& t) {
   auto source = open_any_dataset(t);
+  if (!source && t.dataset.format == dataset_format::python) {
+    return source.error();  // it names its key (python.order_file)
+  }
   if (!source) {
     return error{errc::invalid_config, t.source + ": dataset.path: " + source.error().what()};
   }

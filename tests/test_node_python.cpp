@@ -6,8 +6,6 @@
 
 #include <gtest/gtest.h>
 
-#include "core/base/little_endian.hpp"
-
 #include <set>
 
 #include "support/app_process.hpp"
@@ -81,12 +79,10 @@ TEST_F(NodePython, EveryIndexOncePerEpochTheBadOneQuarantinedAndTheLayoutWritten
 // A trainer's sampler's order (python.order_file): each position once per epoch, the bad
 // index quarantined wherever it stands and named by its index.
 TEST_F(NodePython, InASamplersOrderEachPositionOnceAndTheBadIndexNamedWhereverItStands) {
-  const std::vector<std::uint64_t> order = {2, 7, 2, 22, 0, 7};
-  std::vector<std::uint8_t> bytes(order.size() * 8);
-  for (std::size_t j = 0; j < order.size(); ++j) {
-    little_endian::store(bytes.data() + 8 * j, order[j]);
-  }
-  testing::write_file(dir_ / "epoch.order", bytes);
+  const auto write_order = [&](const std::vector<std::uint64_t>& indices) {
+    testing::write_file(dir_ / "epoch.order", testing::sampler_order_bytes(indices));
+  };
+  write_order({2, 7, 2, 22, 0, 7});
   const auto keys = "order_file = \"" + (dir_ / "epoch.order").string() + "\"\n";
   const auto ordered = [&](const std::string& shuffle) {
     auto text = topology();
@@ -111,13 +107,6 @@ TEST_F(NodePython, InASamplersOrderEachPositionOnceAndTheBadIndexNamedWhereverIt
       << r.err;
   // A bad index first is quarantined in its turn (the layout is the next sample's); an order of
   // bad ones alone stops the start naming the first.
-  const auto write_order = [&](const std::vector<std::uint64_t>& indices) {
-    bytes.assign(indices.size() * 8, 0);
-    for (std::size_t j = 0; j < indices.size(); ++j) {
-      little_endian::store(bytes.data() + 8 * j, indices[j]);
-    }
-    testing::write_file(dir_ / "epoch.order", bytes);
-  };
   write_order({7, 2, 0});
   r = run(ordered("false"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -126,9 +115,7 @@ TEST_F(NodePython, InASamplersOrderEachPositionOnceAndTheBadIndexNamedWhereverIt
   r = run(ordered("false"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("the first sample: dataset[7] raised KeyError"), std::string::npos) << r.err;
-  write_order(order);
-  little_endian::store(bytes.data() + 8 * 3, std::uint64_t{23});
-  testing::write_file(dir_ / "epoch.order", bytes);
+  write_order({2, 7, 2, 23, 0, 7});
   r = run(ordered("false"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("python.order_file: " + (dir_ / "epoch.order").string() +

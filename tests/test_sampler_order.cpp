@@ -7,23 +7,15 @@
 
 #include "core/base/little_endian.hpp"
 #include "core/python/python_dataset.hpp"
-#include "support/test_support.hpp"
+#include "support/python_workers.hpp"
 
 namespace conveyor {
 namespace {
 
-std::vector<std::uint8_t> encoded(const std::vector<std::uint64_t>& order) {
-  std::vector<std::uint8_t> bytes(order.size() * 8);
-  for (std::size_t j = 0; j < order.size(); ++j) {
-    little_endian::store(bytes.data() + 8 * j, order[j]);
-  }
-  return bytes;
-}
-
 TEST(SamplerOrder, IsReadIndexByIndexRepeatsAndAllAndEachCheckedAgainstTheDataset) {
   testing::temp_dir dir;
   const auto path = (dir / "epoch.order").string();
-  testing::write_file(path, encoded({4, 4, 0, 9}));
+  testing::write_file(path, testing::sampler_order_bytes({4, 4, 0, 9}));
   auto order = read_sampler_order(path, 10);
   ASSERT_TRUE(order) << order.error().what();
   EXPECT_EQ(*order, (std::vector<std::uint64_t>{4, 4, 0, 9}));
@@ -38,7 +30,7 @@ TEST(SamplerOrder, IsReadIndexByIndexRepeatsAndAllAndEachCheckedAgainstTheDatase
 
 TEST(SamplerOrder, ASizeThatIsNoWholeNumberOfIndicesOrNothingOrNoRegularFileIsRefused) {
   testing::temp_dir dir;
-  auto bytes = encoded({1, 2});
+  auto bytes = testing::sampler_order_bytes({1, 2});
   bytes.pop_back();
   testing::write_file(dir / "short.order", bytes);
   testing::write_file(dir / "empty.order", {});

@@ -37,11 +37,6 @@ import time
 import warnings
 import weakref
 
-_UNSUPPORTED = {
-    # argument: the value torch treats as "not given"
-    "pin_memory_device": "",
-}
-
 _DTYPE_VIEWS = {"bfloat16": "int16"}  # NumPy has no bfloat16: its bits travel as uint16
 
 _MAX_OBJECT_BYTES = 1 << 30  # [python] max_text_bytes at most
@@ -182,10 +177,8 @@ class DataLoader:
         if batch_sampler is not None:
             sampler, batch_size, drop_last = _unbatched(batch_sampler, batch_size, shuffle,
                                                         sampler, drop_last)
-        given = dict(pin_memory_device=pin_memory_device)
-        for name, default in _UNSUPPORTED.items():
-            if given[name] != default:
-                raise TypeError(f"conveyor.DataLoader: {name} is not supported")
+        if pin_memory_device != "":  # torch's "not given"
+            raise TypeError("conveyor.DataLoader: pin_memory_device is not supported")
         if os.environ.get(_BOOTSTRAPPING):
             raise RuntimeError("conveyor.DataLoader: made while a spawned worker process imports "
                                "the trainer's main module: put the training in "
@@ -380,7 +373,7 @@ class DataLoader:
                  "seed": self.seed}
         state["own_order"] = self._ordering is not None
         if live and live.get("order") is not None:
-            state["order"] = _torch().from_numpy(_numpy().asarray(live["order"], "int64"))
+            state["order"] = _torch().tensor(live["order"])
         if self._ordering is not None:
             state["sampler"] = _sampler_state(self._ordering)
         state.update({key: getattr(self, name) for key, name in _SAME_RUN.items()})
@@ -442,7 +435,7 @@ class DataLoader:
             f"path = {_toml_text(os.path.join(d, 'dataset.setup'))}",
             'format = "python"',
             f"seed = {self.seed}",
-            f"shuffle = {'true' if self.shuffle and self._order is None else 'false'}",
+            f"shuffle = {'true' if self.shuffle else 'false'}",
             "[python]",
             f"length = {self._length}",
             f"interpreter = {_toml_text(sys.executable)}",
@@ -490,8 +483,8 @@ class DataLoader:
         self._node_epochs = _EPOCHS if order is None else epoch + 1
         if self._start_state is None and epoch > 0:
             self._start_state = _native.state_at_epoch(
-                self._share(0) if order is not None else self._length, self.seed,
-                self.shuffle and order is None, self._node_epochs, epoch)
+                self._length if order is None else len(order), self.seed, self.shuffle,
+                self._node_epochs, epoch)
         try:
             self._prepare_dir()
             if order is not None:
@@ -674,11 +667,9 @@ class DataLoader:
         if self._ordering is not None:
             # Each epoch in the order its sampler gives when the iteration begins, on a node of
             # its own (as torch's workers without persistent_workers start anew each epoch).
-            order = progress.get("order")
-            if order is None:  # not resumed: the epoch from its start, in the order drawn now
-                order = self._draw_order()
+            if progress.get("order") is None:  # not resumed: from its start, in the order drawn now
+                progress["order"] = self._draw_order()
                 self._start_state = None
-            progress["order"] = self._checked_order(order, "the sampler's order")
             self._stop_node()
             self._start(progress["epoch"], progress["order"])
         elif self._feed is None:

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/base/little_endian.hpp"
 #include "support/app_process.hpp"
 
 namespace conveyor::testing {
@@ -17,6 +18,14 @@ std::filesystem::path write_python_setup(const temp_dir& dir, const std::string&
                        init_fn);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return out;
+}
+
+std::vector<std::uint8_t> sampler_order_bytes(const std::vector<std::uint64_t>& order) {
+  std::vector<std::uint8_t> bytes(order.size() * 8);
+  for (std::size_t j = 0; j < order.size(); ++j) {
+    little_endian::store(bytes.data() + 8 * j, order[j]);
+  }
+  return bytes;
 }
 
 std::string python_worker_script() {

@@ -3,7 +3,9 @@
 /// (core/python/worker_process.hpp): the setup is made by tests/python/worker_setup.py with
 /// Debian's python3, as a loader makes it (spawn's preparation, the pickled dataset).
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/python/worker_process.hpp"
 #include "support/test_support.hpp"
@@ -16,6 +18,10 @@ namespace conveyor::testing {
 std::filesystem::path write_python_setup(const temp_dir& dir, const std::string& module,
                                          const std::string& source, const std::string& cls,
                                          const std::string& init_fn = "");
+
+/// A sampler's order as a loader writes it ([python] order_file): 8 bytes little-endian an
+/// index.
+std::vector<std::uint8_t> sampler_order_bytes(const std::vector<std::uint64_t>& order);
 
 /// The worker script of the source tree (python/conveyor_worker.py).
 std::string python_worker_script();
