@@ -1,14 +1,13 @@
 #!/usr/bin/env python3
 """Trains a model on one GPU for a fixed number of steps, fed one way, and prints one JSON line
 of figures. bench/gpu_train.sh runs every feed (each in a process of its own, starting the node
-where one is needed) and tabulates the lines with --table. What is trained (bench/train_tasks.py):
+where one is needed) and tabulates the lines with bench/gpu_train_table.py. What is trained (bench/train_tasks.py):
 a torchvision ResNet on an ImageFolder (--model resnet50, ...), or, with --model unet3d, a small
 3D U-Net on the MLPerf UNet3D reference's own Dataset (PytTrain) over a case directory.
 
 usage: gpu_train.py --feed FEED [--data DIR] [--socket PATH] [--device cuda|cpu]
                     [--model resnet50] [--batch 128] [--steps 100] [--warmup 20] [--workers 16]
                     [--amp bf16|off] [--attach-timeout 120]
-       gpu_train.py --table RUNS.jsonl          the Markdown table of the JSON lines in RUNS
 
 FEED (the step is the same for all: bf16 autocast, channels_last(_3d), SGD, cross-entropy):
   synthetic     random tensors of the task's shapes made once on the device: the ceiling, no
@@ -67,7 +66,7 @@ FEEDS = ("synthetic", "dataloader", "pydataset", "conveyor")
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--feed", choices=FEEDS)
+    p.add_argument("--feed", choices=FEEDS, required=True)
     p.add_argument("--label", help="the feed's name in the JSON line and the table "
                                    "(default: --feed)")
     p.add_argument("--data", help="an ImageFolder directory, or (unet3d) an MLPerf-layout "
@@ -83,21 +82,17 @@ def parse_args():
     p.add_argument("--amp", default="bf16", choices=("bf16", "off"))
     p.add_argument("--attach-timeout", type=float, default=120,
                    help="seconds to wait for the node to listen (conveyor)")
-    p.add_argument("--table", metavar="RUNS", help="print the Markdown table of RUNS and exit")
     args = p.parse_args()
-    if args.table is None:
-        if args.feed is None:
-            p.error("--feed is required")
-        if args.feed in ("dataloader", "pydataset") and not args.data:
-            p.error(f"--feed {args.feed} needs --data")
-        if args.feed == "conveyor" and not args.socket:
-            p.error("--feed conveyor needs --socket")
-        if args.feed == "conveyor" and args.model == "unet3d":
-            p.error("--feed conveyor serves the image task's batches, not --model unet3d")
-        if args.steps < 1 or args.warmup < 0 or args.batch < 1:
-            p.error("--steps >= 1, --warmup >= 0 and --batch >= 1")
-        if args.device == "cuda" and not torch.cuda.is_available():
-            p.error("--device cuda: this torch sees no CUDA device (use --device cpu)")
+    if args.feed in ("dataloader", "pydataset") and not args.data:
+        p.error(f"--feed {args.feed} needs --data")
+    if args.feed == "conveyor" and not args.socket:
+        p.error("--feed conveyor needs --socket")
+    if args.feed == "conveyor" and args.model == "unet3d":
+        p.error("--feed conveyor serves the image task's batches, not --model unet3d")
+    if args.steps < 1 or args.warmup < 0 or args.batch < 1:
+        p.error("--steps >= 1, --warmup >= 0 and --batch >= 1")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: this torch sees no CUDA device (use --device cpu)")
     return args
 
 
@@ -440,38 +435,8 @@ def device_name(device):
     return f"CPU ({os.cpu_count()} cores, {torch.get_num_threads()} torch threads)"
 
 
-# --- the table ---------------------------------------------------------------------------------
-
-def table(path):
-    """The Markdown table of the JSON lines in `path`: each feed's rate against the synthetic
-    one's, its data stall against the dataloader feed's."""
-    from report_format import fmt, pct
-    runs = [json.loads(line) for line in open(path) if line.strip()]
-    ceiling = next((r["samples_per_s"] for r in runs if r["feed"] == "synthetic"), None)
-    torch_stall = next((r["fetch_wait_share"] for r in runs if r["feed"] == "dataloader"), None)
-    first = runs[0]
-    out = [f"{first['model']} on {first['device_name']} (torch {first['torch']}), batch "
-           f"{first['batch']}, {first['steps']} timed steps after {first['warmup']}, "
-           f"amp {first['amp']}, {first['memory_format']}; busy by {first['busy_method']}", "",
-           f"| feed | {first['unit']}/s | vs synthetic | data stall (fetch wait) | vs dataloader "
-           "| device busy | device idle | GPU util (nvidia-smi) | served dtype |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for r in runs:
-        vs = fmt(r["samples_per_s"] / ceiling, 3) if ceiling else "n/a"
-        vs_torch = fmt(r["fetch_wait_share"] / torch_stall, 3) if torch_stall else "n/a"
-        util = "n/a" if r["gpu_util"] is None else f"{r['gpu_util']:.1f}% ({r['gpu_util_samples']})"
-        rate = fmt(r["samples_per_s"], 1 if r["samples_per_s"] >= 10 else 3)
-        out.append(f"| {r['feed']} | {rate} | {vs} | "
-                   f"{pct(r['fetch_wait_share'])} | {vs_torch} | {pct(r['busy_share'])} | "
-                   f"{pct(1 - r['busy_share'])} | {util} | {r['served_dtype'] or '-'} |")
-    return "\n".join(out)
-
-
 def main():
     args = parse_args()
-    if args.table:
-        print(table(args.table))
-        return
     print(json.dumps(run(args)), flush=True)
 
 

@@ -244,7 +244,7 @@ main() {
     echo
     where_measured
     echo
-    "$PYTHON" "$here/gpu_train.py" --table "$RUNS"
+    "$PYTHON" "$here/gpu_train_table.py" "$RUNS"
   } | tee "$out/gpu_train.md"
 }
 
