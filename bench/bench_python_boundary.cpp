@@ -1,8 +1,8 @@
 // What the C++/Python boundary costs per sample (issue 47: under 0.3 ms): a worker process
 // (core/python/worker_process.hpp) whose dataset[i] returns arrays it already holds, so that
 // all that is timed is the boundary: the request, seeding random/numpy, flattening the
-// sample, writing its arrays into a sealed memfd, the reply, checking it here and copying the
-// arrays out (as the step does).
+// sample, writing its arrays into the worker's own memfd, the reply, checking it here and
+// copying the arrays out (as the step does).
 // Arguments: the bytes of the sample's array (an int alone at 0; 150528 is a 3x224x224 uint8
 // image; 8 MiB a 128^3 float32 volume).
 //   build-ci/bench/bench_python_boundary   (figures: bench/results/python_dataset.md)

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <sys/syscall.h>
@@ -57,6 +58,14 @@ class Draws:
 
     def __getitem__(self, i):
         return (random.random(), np.random.rand(), torch.rand(1))
+
+
+class Sized:  # a large sample among smaller ones
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return np.zeros([32 << 20, 1 << 20, 4 << 20, 1 << 20][i], np.uint8)
 
 
 class Faulty:
@@ -144,14 +153,39 @@ const worker_field& field(const worker_sample& s, const std::string& name) {
   return s.fields.front();
 }
 
+// The bytes of field `f`, copied out of the worker's memfd (as the step does, before the next ask).
+std::vector<std::uint8_t> bytes_of(const worker_sample& s, const worker_field& f) {
+  std::vector<std::uint8_t> out(f.bytes);
+  auto copied = s.copy(f, out.data());
+  EXPECT_TRUE(copied) << copied.error().what();
+  return out;
+}
+
+// Every field's bytes, in order.
+std::vector<std::uint8_t> all_bytes(const worker_sample& s) {
+  std::vector<std::uint8_t> all;
+  for (const auto& f : s.fields) {
+    const auto b = bytes_of(s, f);
+    all.insert(all.end(), b.begin(), b.end());
+  }
+  return all;
+}
+
 template <class T>
 T value_of(const worker_sample& s, const worker_field& f, std::size_t i = 0) {
   T v{};
-  std::memcpy(&v, s.data(f) + i * sizeof(T), sizeof(T));
+  std::memcpy(&v, bytes_of(s, f).data() + i * sizeof(T), sizeof(T));
   return v;
 }
 
-TEST_F(PythonWorker, ASampleComesBackAsItsStructureAndFieldsInSealedMemory) {
+// The inode of the memfd an answer's bytes lie in.
+ino_t inode_of(const worker_sample& s) {
+  struct stat st {};
+  EXPECT_EQ(::fstat(s.file->get(), &st), 0);
+  return st.st_ino;
+}
+
+TEST_F(PythonWorker, ASampleComesBackAsItsStructureAndFieldsInTheWorkersOwnMemfd) {
   auto w = started("Fields");
   auto s = sample(w, 7);
   ASSERT_TRUE(s) << s.error().what();
@@ -173,7 +207,8 @@ TEST_F(PythonWorker, ASampleComesBackAsItsStructureAndFieldsInSealedMemory) {
   EXPECT_EQ(value_of<bool>(*s, field(*s, "sample.2.ok")), false);
   const auto& name = field(*s, "sample.2.name");
   EXPECT_EQ(name.kind, leaf_kind::str);
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(s->data(name)), name.bytes), "s7");
+  const auto text = bytes_of(*s, name);
+  EXPECT_EQ(std::string(text.begin(), text.end()), "s7");
   EXPECT_EQ(field(*s, "sample.2.raw").kind, leaf_kind::bytes);
   const auto& half = field(*s, "sample.3");
   EXPECT_EQ(half.dtype, worker_dtype::bfloat16);
@@ -181,28 +216,46 @@ TEST_F(PythonWorker, ASampleComesBackAsItsStructureAndFieldsInSealedMemory) {
   EXPECT_EQ(field(*s, "sample.4").shape, (std::vector<std::uint64_t>{0, 5}));
   EXPECT_NE(s->structure.find("\"tuple\""), std::string::npos) << s->structure;
   EXPECT_NE(s->structure.find("\"dict\""), std::string::npos) << s->structure;
-  ASSERT_TRUE(s->region);
-  // No one, the worker included, can write the bytes once they are checked.
-  EXPECT_NE(::fcntl(s->region->fd(), F_GET_SEALS) & F_SEAL_WRITE, 0);
+  // The next sample's bytes go into the same memfd: none is made (zeroed, freed) per sample.
+  ASSERT_TRUE(s->file);
+  const auto first = inode_of(*s);
+  auto next = sample(w, 3);
+  ASSERT_TRUE(next) << next.error().what();
+  EXPECT_EQ(inode_of(*next), first);
+  EXPECT_EQ(value_of<float>(*next, field(*next, "sample.0")), 3.0f);
+}
+
+TEST_F(PythonWorker, AWorkersMemfdIsCutBackAfterALargeSampleNotAfterEachSmallerOne) {
+  auto w = started("Sized");
+  auto held = [&](std::uint64_t index) -> std::int64_t {
+    auto s = sample(w, index);
+    EXPECT_TRUE(s && s->file) << (s ? "no memfd" : s.error().what());
+    struct stat st {};
+    return s && s->file && ::fstat(s->file->get(), &st) == 0 ? st.st_size : -1;
+  };
+  constexpr std::int64_t mib = 1 << 20;
+  EXPECT_EQ(held(0), 32 * mib);
+  EXPECT_EQ(held(1), 1 * mib);  // a quarter of it or less, past 8 MiB: its pages go
+  EXPECT_EQ(held(2), 4 * mib);  // grown again
+  EXPECT_EQ(held(3), 4 * mib);  // under 8 MiB it is kept: no pages freed and taken again
 }
 
 TEST_F(PythonWorker, DrawsDependOnTheSeedNeverOnTheWorker) {
   auto one = started("Draws", 0);
   auto other = started("Draws", 1);
-  auto bytes = [](const worker_sample& s) {
-    std::vector<std::uint8_t> all;
-    for (const auto& f : s.fields) {
-      all.insert(all.end(), s.data(f), s.data(f) + f.bytes);
-    }
-    return all;
+  // Each answer copied out before its worker is asked again (its memfd holds the next one).
+  auto drawn = [&](worker_process& w, std::uint64_t index, std::uint64_t seed) {
+    auto s = sample(w, index, seed);
+    EXPECT_TRUE(s) << s.error().what();
+    return s ? all_bytes(*s) : std::vector<std::uint8_t>{};
   };
-  auto a = sample(one, 2, 42);
-  (void)sample(other, 9, 5);  // another sample first: the worker's state must not matter
-  auto b = sample(other, 2, 42);
-  auto c = sample(one, 2, 43);
-  ASSERT_TRUE(a && b && c);
-  EXPECT_EQ(bytes(*a), bytes(*b));
-  EXPECT_NE(bytes(*a), bytes(*c));
+  const auto a = drawn(one, 2, 42);
+  (void)drawn(other, 9, 5);  // another sample first: the worker's state must not matter
+  const auto b = drawn(other, 2, 42);
+  const auto c = drawn(one, 2, 43);
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
 }
 
 TEST_F(PythonWorker, AnExceptionNamesTheIndexTypeMessageAndFrameAndTheWorkerLivesOn) {
@@ -446,7 +499,7 @@ TEST_F(PythonWorker, AForkedReplyWithoutThePidfdOfItsPidIsRefused) {
 }
 
 // A Python step's answer (python_transform.hpp): one uint8 [8] field at offset 0 of a region of
-// 8 bytes in the worker's own memfd, decoded as reply_region::reused.
+// 8 bytes in the worker's own memfd.
 expected<worker_reply> step_answer(int file) {
   received_message m;
   m.bytes = {3, 0, 0, 0};
@@ -467,7 +520,7 @@ expected<worker_reply> step_answer(int file) {
   put(0, 8);  // offset
   put(8, 8);  // bytes
   m.fds.emplace_back(::dup(file));
-  return decode_reply(std::move(m), reply_region::reused);
+  return decode_reply(std::move(m));
 }
 
 TEST(PythonStepAnswer, IsCopiedOutOfTheWorkersMemfdAndRefusedWhereItCannotHoldIt) {

@@ -185,8 +185,6 @@ class python_transform_step final : public worker_step {
     return worker.ask_step(message, table->empty() ? -1 : *worker.inbox(0));
   }
 
-  reply_region replies() const noexcept override { return reply_region::reused; }
-
   expected<void> write_fields(sample_state& sample, const worker_sample& got) const override {
     if (got.fields.size() != makes_.size()) {
       return named(sample, error{errc::transform_error,

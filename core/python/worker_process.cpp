@@ -119,7 +119,7 @@ expected<int> worker_process::inbox(std::uint64_t bytes) {
   return inbox_.get();
 }
 
-expected<worker_sample> worker_process::await(std::chrono::milliseconds timeout, reply_region how) {
+expected<worker_sample> worker_process::await(std::chrono::milliseconds timeout) {
   if (!alive()) {
     return error{errc::worker_failed, named() + " is gone"};
   }
@@ -130,7 +130,7 @@ expected<worker_sample> worker_process::await(std::chrono::milliseconds timeout,
     }
     return failed("it answered nothing", ending_grace);
   }
-  auto reply = decode_reply(std::move(*got), how);
+  auto reply = decode_reply(std::move(*got));
   if (!reply) {
     return failed(reply.error().message(), std::chrono::milliseconds(0));
   }

@@ -69,10 +69,9 @@ class worker_process {
   /// the exception the user's code raised (the worker lives on); errc::worker_failed naming
   /// the worker and the signal or exit code it died of, or the reply it sent that did not
   /// decode (it is killed: a worker that breaks the protocol is not trusted again). After
-  /// worker_failed the worker is gone (alive() is false).
-  /// `how`: where the answer's bytes must lie (worker_protocol.hpp).
-  expected<worker_sample> await(std::chrono::milliseconds timeout,
-                                reply_region how = reply_region::sealed);
+  /// worker_failed the worker is gone (alive() is false). The answer's bytes lie in the
+  /// worker's own memfd (worker_sample): copy them out before the next ask.
+  expected<worker_sample> await(std::chrono::milliseconds timeout);
 
   /// The worker's inbox, a memfd of at least `bytes` made once and grown as needed (never
   /// shrunk: a worker keeps its mapping while the size holds), which the owner writes the fields

@@ -173,38 +173,10 @@ expected<worker_field> read_field(message_reader& in, std::uint64_t region_bytes
   return f;
 }
 
-// The region behind the done message's descriptor: sealed so that the worker can neither
-// write nor resize it after this check, and exactly as large as the message says.
-expected<std::shared_ptr<const shared_region>> attach_region(std::vector<unique_fd>& fds,
-                                                             std::uint64_t bytes) {
-  if (bytes == 0) {
-    if (!fds.empty()) {
-      return refused("a descriptor came with a sample of no bytes");
-    }
-    return std::shared_ptr<const shared_region>{};
-  }
-  if (fds.size() != 1) {
-    return refused(std::to_string(fds.size()) + " descriptors came with a sample (1 expected)");
-  }
-  const int seals = ::fcntl(fds[0].get(), F_GET_SEALS);
-  if (seals < 0 || (seals & F_SEAL_WRITE) == 0) {
-    return refused("the sample's region is not a memfd sealed against writes");
-  }
-  auto region = shared_region::attach(std::move(fds[0]), false);
-  if (!region) {
-    return refused(region.error().message());
-  }
-  if (region->size() != bytes) {
-    return refused("the sample's region has " + std::to_string(region->size()) + " bytes, " +
-                   std::to_string(bytes) + " said");
-  }
-  return std::make_shared<const shared_region>(std::move(*region));
-}
-
-// The worker's own memfd behind a step's answer: a regular file of at least `bytes`, read by
-// copy only (worker_sample::copy).
-expected<std::shared_ptr<const unique_fd>> reused_region(std::vector<unique_fd>& fds,
-                                                         std::uint64_t bytes) {
+// The worker's own memfd behind a done reply: a regular file of at least `bytes`, read by copy
+// only (worker_sample::copy).
+expected<std::shared_ptr<const unique_fd>> answer_file(std::vector<unique_fd>& fds,
+                                                       std::uint64_t bytes) {
   if (bytes == 0) {
     if (!fds.empty()) {
       return refused("a descriptor came with a sample of no bytes");
@@ -220,8 +192,7 @@ expected<std::shared_ptr<const unique_fd>> reused_region(std::vector<unique_fd>&
   return std::make_shared<const unique_fd>(std::move(fds[0]));
 }
 
-expected<worker_reply> decode_done(message_reader& in, std::vector<unique_fd>& fds,
-                                   reply_region how) {
+expected<worker_reply> decode_done(message_reader& in, std::vector<unique_fd>& fds) {
   worker_reply r;
   r.kind = reply_kind::done;
   r.sample.index = in.number<std::uint64_t>("index");
@@ -246,19 +217,11 @@ expected<worker_reply> decode_done(message_reader& in, std::vector<unique_fd>& f
   if (!in.at_end()) {
     return refused("bytes after its field table");
   }
-  if (how == reply_region::reused) {
-    auto file = reused_region(fds, region_bytes);
-    if (!file) {
-      return file.error();
-    }
-    r.sample.file = std::move(*file);
-    return r;
+  auto file = answer_file(fds, region_bytes);
+  if (!file) {
+    return file.error();
   }
-  auto region = attach_region(fds, region_bytes);
-  if (!region) {
-    return region.error();
-  }
-  r.sample.region = std::move(*region);
+  r.sample.file = std::move(*file);
   return r;
 }
 
@@ -320,12 +283,8 @@ const char* name_of(worker_dtype type) noexcept {
   return i < dtype_names.size() ? dtype_names[i] : "unknown";
 }
 
-const std::uint8_t* worker_sample::data(const worker_field& f) const noexcept {
-  return region ? region->data() + f.offset : nullptr;
-}
-
 expected<void> worker_sample::copy(const worker_field& f, std::uint8_t* out) const {
-  const int fd = region ? region->fd() : file->get();
+  const int fd = file->get();
   std::uint64_t done = 0;
   while (done < f.bytes) {
     const auto n = ::pread(fd, out + done, f.bytes - done, static_cast<off_t>(f.offset + done));
@@ -405,7 +364,7 @@ std::vector<std::uint8_t> apply_message(std::uint32_t step, std::uint64_t epoch,
   return m;
 }
 
-expected<worker_reply> decode_reply(received_message m, reply_region how) {
+expected<worker_reply> decode_reply(received_message m) {
   if (m.bytes.size() > max_worker_message) {
     return refused("longer than " + std::to_string(max_worker_message) + " bytes");
   }
@@ -424,7 +383,7 @@ expected<worker_reply> decode_reply(received_message m, reply_region how) {
   in.skip(3);
   switch (k) {
     case reply_kind::done:
-      return decode_done(in, m.fds, how);
+      return decode_done(in, m.fds);
     case reply_kind::forked:
       return decode_forked(in, m.fds);
     case reply_kind::failed:

@@ -19,13 +19,13 @@
 ///   failed  (from either)     kind 2, 0, type, message, last frame (the exception the
 ///                             zygote's start or the worker's worker_init_fn raised)
 ///   done    (from the worker) kind 3, index, region bytes, field count, structure bytes, the
-///                             structure (JSON), the field table; + a memfd of the fields'
-///                             bytes, sealed against writes, when there are any
+///                             structure (JSON), the field table; + the worker's own memfd
+///                             holding the fields' bytes, when there are any (worker_sample)
 ///   raised  (from the worker) kind 4, index, type, message, last frame (dataset[index]'s)
 ///
 /// The worker runs the user's code and may be hostile or broken: decode_reply checks every
-/// length, count, shape, offset and seal before anything is sized or read by it, and names
-/// what it refused. Pure functions (no process, no socket): fuzzed (fuzz/fuzz_worker_reply).
+/// length, count, shape, offset and descriptor before anything is sized or read by it, and
+/// names what it refused. Pure functions (no process, no socket): fuzzed (fuzz/fuzz_worker_reply).
 
 #include <sys/types.h>
 
@@ -36,8 +36,8 @@
 #include <vector>
 
 #include "conveyor/error.hpp"
+#include "core/base/unique_fd.hpp"
 #include "core/serving/fd_passing.hpp"
-#include "core/serving/shared_region.hpp"
 
 namespace conveyor {
 
@@ -92,34 +92,20 @@ struct worker_field {
   std::uint64_t bytes = 0;   ///< elements x size_of(dtype)
 };
 
-/// Where a done reply's bytes lie (decode_reply).
-enum class reply_region : std::uint8_t {
-  /// A memfd made for this reply and sealed against writes: mapped, read where it lies (a
-  /// Python Dataset's sample, which the consumer may keep).
-  sealed,
-  /// The worker's own memfd, which it writes again for its next reply (a Python step's answer:
-  /// no memfd made, zeroed and unmapped per sample): never mapped, only copied out (pread) at
-  /// once, so that a worker that writes or shrinks it meanwhile spoils only its own answer (a
-  /// read cut short is an error).
-  reused,
-};
-
-/// A sample a worker made: its structure and fields, their bytes in a region no one can write
-/// any more (null when there are no bytes), or, for a reused region, in `file`. Immutable once
-/// decoded; shareable across threads.
+/// A sample a worker made (a Python Dataset's, or a Python step's answer): its structure and
+/// fields, their bytes in `file`, the worker's own memfd (null when there are no bytes), which
+/// it writes again for its next reply: no memfd is made, zeroed, sealed or mapped per sample.
+/// So the bytes are copied out (copy) before the worker is asked again, and never mapped: a
+/// worker that writes or shrinks its memfd meanwhile spoils only its own answer (a read cut
+/// short is an error). Immutable once decoded.
 struct worker_sample {
   std::uint64_t index = 0;
   std::string structure;  ///< JSON, as the worker wrote it (the consumer parses it)
   std::vector<worker_field> fields;
-  std::shared_ptr<const shared_region> region;
-  std::shared_ptr<const unique_fd> file;  ///< a reused region (reply_region::reused)
+  std::shared_ptr<const unique_fd> file;
 
-  /// The first byte of `f`'s data, in the mapping (null for a reused region). Precondition: f
-  /// is one of fields.
-  const std::uint8_t* data(const worker_field& f) const noexcept;
-  /// Copies `f`'s bytes to `out` (f.bytes of room) by the kernel (pread): reading a fresh
-  /// region through its mapping faults its pages in one by one, several times the copy's
-  /// cost. errc::io_error naming the failure. Precondition: f is one of fields.
+  /// Copies `f`'s bytes to `out` (f.bytes of room) by the kernel (pread). errc::io_error naming
+  /// the failure. Precondition: f is one of fields.
   expected<void> copy(const worker_field& f, std::uint8_t* out) const;
 };
 
@@ -166,10 +152,8 @@ std::vector<std::uint8_t> apply_message(std::uint32_t step, std::uint64_t epoch,
 /// The reply in `m` (its descriptors taken). errc::invalid_argument naming what is wrong: an
 /// unknown kind, a message cut short or too long, a count, shape or name past the limits
 /// above, a field whose bytes do not match its shape or lie outside the region, a region that
-/// is missing, not a memfd sealed against writes and resizing, or of another size than said;
-/// a forked reply without exactly a pidfd of the pid it names and a pipe's read end.
-/// `how`: where a done reply's bytes must lie: for reply_region::reused, a regular file (a memfd)
-/// of at least the size said, taken unsealed and unmapped.
-expected<worker_reply> decode_reply(received_message m, reply_region how = reply_region::sealed);
+/// is missing or not one regular file (a memfd) of at least the size said; a forked reply
+/// without exactly a pidfd of the pid it names and a pipe's read end.
+expected<worker_reply> decode_reply(received_message m);
 
 }  // namespace conveyor

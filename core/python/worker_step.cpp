@@ -66,8 +66,7 @@ expected<bool> worker_step::wait(sample_state& sample, std::chrono::nanoseconds 
   const auto left = p.deadline - clock_type::now();
   auto got = p.lease->await(
       std::chrono::duration_cast<std::chrono::milliseconds>(std::min<clock_type::duration>(
-          std::max<clock_type::duration>(left, clock_type::duration::zero()), timeout)),
-      replies());
+          std::max<clock_type::duration>(left, clock_type::duration::zero()), timeout)));
   if (!got && got.error().code() == errc::timed_out) {
     if (clock_type::now() < p.deadline) {
       return false;

@@ -33,11 +33,9 @@ class worker_step : public external_step {
   virtual expected<void> ask(worker_process& worker, const sample_state& sample,
                              std::uint64_t seed) const = 0;
   /// Writes what the worker answered into `sample`'s fields, checking all of it first (a
-  /// refused answer leaves the sample as it was): errc::transform_error naming the sample, the
-  /// field and what is wrong.
+  /// refused answer leaves the sample as it was), its bytes copied out of the worker's memfd:
+  /// errc::transform_error naming the sample, the field and what is wrong.
   virtual expected<void> write_fields(sample_state& sample, const worker_sample& got) const = 0;
-  /// Where the worker's answers lie: sealed (the default) or reused (worker_protocol.hpp).
-  virtual reply_region replies() const noexcept { return reply_region::sealed; }
   /// `e`, naming the sample unless it does.
   static error failure(const sample_state& sample, const error& e);
 

@@ -775,7 +775,9 @@ class DataLoader:
         import numpy
         from . import _native, conveyor_worker
         torch = _torch()
-        kept = (random.getstate(), numpy.random.get_state(), torch.get_rng_state())
+        cuda = torch.cuda.is_initialized()  # then seed_everything seeds CUDA's generators too
+        kept = (random.getstate(), numpy.random.get_state(), torch.get_rng_state(),
+                torch.cuda.get_rng_state_all() if cuda else None)
         try:
             conveyor_worker.seed_everything(_native.python_draw_seed(self.seed, epoch, sample_id))
             sample = self.dataset[self._index_of(sample_id)]
@@ -783,6 +785,8 @@ class DataLoader:
             random.setstate(kept[0])
             numpy.random.set_state(kept[1])
             torch.set_rng_state(kept[2])
+            if cuda:
+                torch.cuda.set_rng_state_all(kept[3])
         collate = self.collate_fn or torch.utils.data.default_collate
         return collate([sample])
 
