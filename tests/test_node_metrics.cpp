@@ -263,9 +263,9 @@ TEST(NodeMetrics, SilentAndOversizedClientsHoldNothingBack) {
 TEST(NodeMetrics, AnAddressTakenStopsStartUpWithExitTwoNamingIt) {
   temp_dir dir;
   auto images = make_image_folder(dir, 5);
-  const auto port = free_tcp_ports(1).at(0);
-  const auto taken = testing::tcp_listen(port);
+  const auto taken = testing::tcp_listen();  // held from the start: no other test can take it
   ASSERT_TRUE(taken.first);
+  const auto port = taken.second;
   auto r = run_node(dir, "--topology " + write_topology(dir, topology_text(images, port)).string());
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("monitor.metrics: cannot listen at 127.0.0.1:" + std::to_string(port)),

@@ -168,10 +168,10 @@ TEST(NodePeers, NodesWithCertificatesTalkTlsAndAStrangerIsNotServed) {
 TEST(NodePeers, APortTakenOrAMissingCacheStopsStartUpWithExitTwo) {
   temp_dir dir;
   auto folder = testing::make_image_folder(dir, 10);
-  auto ports = testing::free_tcp_ports(2);
-  auto file = cluster_topology(dir, folder, loopback(ports));
-  const auto taken = testing::tcp_listen(ports[0]);
+  const auto taken = testing::tcp_listen();  // held from the start: no other test can take it
   ASSERT_TRUE(taken.first);
+  const std::vector<std::uint16_t> ports = {taken.second, testing::free_tcp_ports(1).at(0)};
+  auto file = cluster_topology(dir, folder, loopback(ports));
   auto busy = testing::run_node(dir, "--topology " + file.string() + " --set cluster.rank=0");
   EXPECT_EQ(busy.exit_code, 2);
   EXPECT_NE(busy.err.find("cluster.peers[0] 127.0.0.1:" + std::to_string(ports[0]) +

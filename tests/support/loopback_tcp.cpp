@@ -39,6 +39,8 @@ unique_fd tcp_connect(std::uint16_t port, const char* host) {
 
 std::pair<unique_fd, std::uint16_t> tcp_listen(std::uint16_t port) {
   unique_fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int on = 1;  // as servers do (and free_tcp_ports asks): a port left in TIME_WAIT is free
+  ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
   sockaddr_in a{};
   socklen_t len = sizeof a;
   if (!bind_loopback(fd, port) || ::listen(fd.get(), 4) != 0 ||

@@ -14,8 +14,9 @@ namespace conveyor::testing {
 /// A TCP connection to `host` (dotted IPv4, "127.0.0.1" by default):`port`; an invalid fd when
 /// refused.
 unique_fd tcp_connect(std::uint16_t port, const char* host = "127.0.0.1");
-/// A socket listening on 127.0.0.1:`port` (0: a port the system picks), and its port; an
-/// invalid fd and port 0 when it cannot listen there.
+/// A socket listening on 127.0.0.1:`port` (0: a port the system picks, the one way to hold a
+/// port no other test can take first), and its port; an invalid fd and port 0 when it cannot
+/// listen there (another socket listens on it).
 std::pair<unique_fd, std::uint16_t> tcp_listen(std::uint16_t port = 0);
 /// `count` distinct ports of 127.0.0.1 no socket was bound to a moment ago, below Linux's
 /// ephemeral range (32768-60999), so that no outgoing connection takes one before the node
