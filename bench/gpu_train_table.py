@@ -45,9 +45,10 @@ def read_runs(path):
                 continue
             try:
                 run = json.loads(line)
-                run["feed"], run["samples_per_s"]  # a feed's line has both
-            except (ValueError, KeyError, TypeError) as e:
-                sys.exit(f"gpu_train_table: {path}:{number}: not a gpu_train.py line ({e})")
+            except ValueError as e:
+                sys.exit(f"gpu_train_table: {path}:{number}: not JSON ({e})")
+            if not isinstance(run, dict) or not {"feed", "samples_per_s"} <= run.keys():
+                sys.exit(f"gpu_train_table: {path}:{number}: not a gpu_train.py line")
             runs.append(run)
     if not runs:
         sys.exit(f"gpu_train_table: {path}: no feed's line")

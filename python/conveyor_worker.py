@@ -46,6 +46,7 @@ themselves when their owner is gone (their socket hangs up).
 """
 
 import array
+import functools
 import gc
 import io
 import json
@@ -238,22 +239,17 @@ def seed_everything(seed):
             torch.manual_seed(seed)
 
 
+@functools.lru_cache(maxsize=None)
 def cpu_only(torch):
     """Whether this torch was built for no device but the CPU: then torch.manual_seed seeds
     only its CPU generator, and still queues a seed for CUDA (and XPU) on the way, formatting
     the stack each time (traceback.format_stack): 60-300 us a sample, where torch's own
     workers seed once. Seeding the CPU generator alone gives the same draws."""
-    global _CPU_ONLY
-    if _CPU_ONLY is None:
-        xpu = getattr(torch, "xpu", None)
-        custom = getattr(torch._C, "_get_privateuse1_backend_name", lambda: "privateuse1")()
-        _CPU_ONLY = not (torch.backends.cuda.is_built() or torch.backends.mps.is_built()
-                         or (xpu is not None and xpu._is_compiled())
-                         or custom != "privateuse1")  # a device a plugin registered
-    return _CPU_ONLY
-
-
-_CPU_ONLY = None  # cpu_only's answer, once asked
+    xpu = getattr(torch, "xpu", None)
+    custom = getattr(torch._C, "_get_privateuse1_backend_name", lambda: "privateuse1")()
+    return not (torch.backends.cuda.is_built() or torch.backends.mps.is_built()
+                or (xpu is not None and xpu._is_compiled())
+                or custom != "privateuse1")  # a device a plugin registered
 
 
 class SamplePickler(pickle.Pickler):
